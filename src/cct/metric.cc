@@ -1,0 +1,74 @@
+#include "cct/metric.h"
+
+#include <array>
+
+namespace cct {
+
+namespace {
+constexpr std::array<std::string_view, 5> kUnitNames = {"ns", "bytes", "count", "percent", "1"};
+}  // namespace
+
+std::string_view UnitName(Unit unit) {
+  const auto i = static_cast<size_t>(unit);
+  return i < kUnitNames.size() ? kUnitNames[i] : "invalid";
+}
+
+std::optional<Unit> ParseUnit(std::string_view name) {
+  for (size_t i = 0; i < kUnitNames.size(); ++i)
+    if (kUnitNames[i] == name) return static_cast<Unit>(i);
+  return std::nullopt;
+}
+
+MetricId MetricRegistry::Find(std::string_view name) const {
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].desc.name == name) return static_cast<MetricId>(i);
+  return kNoMetric;
+}
+
+Result<MetricId> MetricRegistry::Register(const MetricDesc& desc) {
+  if (desc.name.empty()) return InvalidArgument("metric name is empty");
+  const MetricId existing = Find(desc.name);
+  if (existing != kNoMetric) {
+    const MetricDesc& have = entries_[existing].desc;
+    if (have.unit != desc.unit || have.kind != desc.kind)
+      return InvalidArgument("metric '" + desc.name + "' is already registered as " +
+                             std::string(UnitName(have.unit)) +
+                             (have.kind == MetricKind::kDerived ? " derived" : " additive"));
+    return existing;
+  }
+  if (entries_.size() >= kNoMetric) return InvalidArgument("too many metrics");
+  Entry e;
+  e.desc = desc;
+  if (desc.kind == MetricKind::kDerived) {
+    CCT_ASSIGN_OR_RETURN(Formula f, Formula::Parse(desc.formula));
+    for (const std::string& op : f.operands()) {
+      const MetricId id = Find(op);
+      if (id == kNoMetric)
+        return InvalidArgument("derived metric '" + desc.name + "' reads unknown metric '" + op + "'");
+      if (entries_[id].desc.kind != MetricKind::kAdditive)
+        return InvalidArgument("derived metric '" + desc.name + "' reads derived metric '" + op +
+                               "'; formulas read additive metrics only");
+      e.operand_ids.push_back(id);
+    }
+    e.formula = std::make_shared<const Formula>(std::move(f));
+  } else if (!desc.formula.empty()) {
+    return InvalidArgument("additive metric '" + desc.name + "' cannot have a formula");
+  }
+  entries_.push_back(std::move(e));
+  return static_cast<MetricId>(entries_.size() - 1);
+}
+
+Result<MetricId> MetricRegistry::RegisterStandard(std::string_view name) {
+  const MetricDesc* desc = FindStandardMetric(name);
+  if (desc == nullptr) return InvalidArgument("'" + std::string(name) + "' is not a standard metric");
+  if (desc->kind == MetricKind::kDerived) {
+    CCT_ASSIGN_OR_RETURN(Formula f, Formula::Parse(desc->formula));
+    for (const std::string& op : f.operands()) {
+      if (Find(op) != kNoMetric) continue;
+      CCT_RETURN_IF_ERROR(RegisterStandard(op).status());
+    }
+  }
+  return Register(*desc);
+}
+
+}  // namespace cct

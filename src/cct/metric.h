@@ -1,0 +1,78 @@
+// Metrics: registered by name with a unit and a kind.
+//
+// Additive metrics are stored per node as exclusive values; inclusive values
+// are subtree sums computed at query time. Derived metrics store nothing:
+// a Formula over additive metrics, evaluated from inclusive (or exclusive)
+// accumulators, e.g. an average per launch = accumulator / count.
+// The numeric values of Unit and MetricKind are part of the store format.
+// Owned by its Tree; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cct/formula.h"
+#include "cct/status.h"
+
+namespace cct {
+
+using MetricId = uint16_t;
+inline constexpr MetricId kNoMetric = UINT16_MAX;
+
+enum class Unit : uint8_t {
+  kNanoseconds = 0,  // stored in ns, shown as s/ms/µs
+  kBytes = 1,        // shown as B/KiB/MiB/GiB
+  kCount = 2,        // events, samples, launches
+  kPercent = 3,
+  kNone = 4,  // dimensionless (registers per thread, threads per block, ...)
+};
+std::string_view UnitName(Unit unit);  // "ns", "bytes", "count", "percent", "1"
+std::optional<Unit> ParseUnit(std::string_view name);
+
+enum class MetricKind : uint8_t { kAdditive = 0, kDerived = 1 };
+
+struct MetricDesc {
+  std::string name;
+  Unit unit = Unit::kCount;
+  MetricKind kind = MetricKind::kAdditive;
+  std::string description;
+  std::string formula;  // derived metrics only
+};
+
+// The vocabulary cctdb knows (HPCToolkit's, lower case, plus our own): unit,
+// kind and description by name, so importers and collectors register metrics
+// consistently. nullptr for names outside the catalog.
+const MetricDesc* FindStandardMetric(std::string_view name);
+const std::vector<MetricDesc>& StandardMetrics();
+
+class MetricRegistry {
+ public:
+  // Registers a metric, or returns the id of the one with that name when its
+  // unit and kind agree. Derived formulas must name registered additive
+  // metrics.
+  Result<MetricId> Register(const MetricDesc& desc);
+  // Registers a catalog metric by name (see FindStandardMetric), together with
+  // the additive operands its formula needs.
+  Result<MetricId> RegisterStandard(std::string_view name);
+
+  MetricId Find(std::string_view name) const;  // kNoMetric when absent
+  const MetricDesc& Get(MetricId id) const { return entries_[id].desc; }
+  const Formula* formula(MetricId id) const { return entries_[id].formula.get(); }
+  // For derived metrics: the operand metric ids, in Formula::operands() order.
+  const std::vector<MetricId>& operand_ids(MetricId id) const { return entries_[id].operand_ids; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    MetricDesc desc;
+    std::shared_ptr<const Formula> formula;
+    std::vector<MetricId> operand_ids;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace cct

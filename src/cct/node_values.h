@@ -1,0 +1,34 @@
+// NodeValues: dense per-node exclusive and inclusive values of a tree's
+// metrics, computed on first use and cached.
+//
+// Inclusive values of additive metrics are subtree sums: one reverse pass
+// over node ids (children have larger ids than parents). Derived metrics are
+// evaluated node by node from the inclusive (or exclusive) values of their
+// operands. Borrows the Tree, which must outlive it and not change meanwhile.
+// Not thread-safe (lazy caches).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cct/tree.h"
+
+namespace cct {
+
+class NodeValues {
+ public:
+  explicit NodeValues(const Tree& tree) : tree_(tree) {}
+
+  const std::vector<double>& Exclusive(MetricId metric);
+  const std::vector<double>& Inclusive(MetricId metric);
+  double Total(MetricId metric) { return Inclusive(metric)[kRootNode]; }
+  const Tree& tree() const { return tree_; }
+
+ private:
+  std::vector<double> Derive(MetricId metric, bool inclusive);
+
+  const Tree& tree_;
+  std::vector<std::unique_ptr<std::vector<double>>> exclusive_, inclusive_;
+};
+
+}  // namespace cct

@@ -1,0 +1,176 @@
+#include "cct/tree_ops.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace cct {
+
+Children BuildChildren(const Tree& tree) {
+  const size_t n = tree.size();
+  Children c;
+  c.offsets.assign(n + 1, 0);
+  for (NodeId i = 1; i < n; ++i) ++c.offsets[tree.parent(i) + 1];
+  for (size_t i = 1; i <= n; ++i) c.offsets[i] += c.offsets[i - 1];
+  c.ids.resize(n > 0 ? n - 1 : 0);
+  std::vector<uint32_t> fill(c.offsets.begin(), c.offsets.end() - 1);
+  for (NodeId i = 1; i < n; ++i) c.ids[fill[tree.parent(i)]++] = i;
+  return c;
+}
+
+std::vector<NodeId> Preorder(const Tree& tree, const Children& children) {
+  std::vector<NodeId> order;
+  order.reserve(tree.size());
+  std::vector<NodeId> stack{kRootNode};
+  while (!stack.empty()) {
+    const NodeId n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (const NodeId* it = children.end(n); it != children.begin(n);) stack.push_back(*--it);
+  }
+  return order;
+}
+
+std::vector<uint32_t> Depths(const Tree& tree) {
+  std::vector<uint32_t> d(tree.size(), 0);
+  for (NodeId n = 1; n < tree.size(); ++n) d[n] = d[tree.parent(n)] + 1;
+  return d;
+}
+
+std::string_view ModuleIdentity(std::string_view module) {
+  const size_t slash = module.rfind('/');
+  if (slash != std::string_view::npos) module.remove_prefix(slash + 1);
+  const size_t so = module.find(".so.");
+  if (so != std::string_view::npos) module = module.substr(0, so + 3);
+  return module;
+}
+
+namespace {
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+}  // namespace
+
+std::string FrameIdentity(const Tree& tree, FrameId id) {
+  const Frame f = tree.frames().Get(id);
+  std::string key;
+  key.push_back(static_cast<char>('a' + static_cast<int>(f.kind)));
+  switch (f.kind) {
+    case FrameKind::kFunction:
+    case FrameKind::kKernel:
+    case FrameKind::kLoop:
+      key.append(tree.str(f.name));
+      key.push_back('\x1f');
+      key.append(ModuleIdentity(tree.str(f.module)));
+      if (f.kind == FrameKind::kLoop) {
+        key.push_back('\x1f');
+        key.append(std::to_string(f.line));
+      }
+      break;
+    case FrameKind::kLine:
+      key.append(BaseName(tree.str(f.file)));
+      key.push_back(':');
+      key.append(std::to_string(f.line));
+      break;
+    default:
+      key.append(tree.str(f.name));
+  }
+  return key;
+}
+
+std::string PathIdentity(const Tree& tree, NodeId node) {
+  std::vector<NodeId> path;
+  for (NodeId n = node; n != kRootNode && n != kNoNode; n = tree.parent(n)) path.push_back(n);
+  std::string out;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    if (!out.empty()) out.push_back('\n');
+    out.append(FrameIdentity(tree, tree.frame_id(*it)));
+  }
+  return out;
+}
+
+std::vector<std::string> PathNames(const Tree& tree, NodeId node) {
+  std::vector<std::string> names;
+  for (NodeId n = node; n != kRootNode && n != kNoNode; n = tree.parent(n)) names.emplace_back(tree.name(n));
+  std::reverse(names.begin(), names.end());
+  return names;
+}
+
+Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src_frame)>& map,
+             bool fold_recursion, std::vector<NodeId>* node_map) {
+  Tree dst;
+  dst.strings() = src.strings();
+  dst.frames() = src.frames();
+  dst.metrics() = src.metrics();
+  dst.Reserve(src.size());
+
+  constexpr FrameId kUnmapped = UINT32_MAX - 1;
+  std::vector<FrameId> frame_map(src.frames().size(), kUnmapped);
+  std::vector<NodeId> nodes(src.size(), kRootNode);
+  for (NodeId n = 1; n < src.size(); ++n) {
+    FrameId& f = frame_map[src.frame_id(n)];
+    if (f == kUnmapped) f = map(dst, src.frame_id(n));
+    const NodeId parent = nodes[src.parent(n)];
+    if (f == kFoldFrame || (fold_recursion && parent != kRootNode && dst.frame_id(parent) == f)) {
+      nodes[n] = parent;
+    } else {
+      nodes[n] = dst.InternChild(parent, f);
+    }
+  }
+  for (MetricId m = 0; m < src.metrics().size(); ++m)
+    src.column(m).ForEach([&](NodeId n, double v) { dst.AddValue(nodes[n], m, v); });
+  if (node_map) *node_map = std::move(nodes);
+  return dst;
+}
+
+bool HasKind(const Tree& tree, FrameKind kind) {
+  for (FrameId f = 0; f < tree.frames().size(); ++f)
+    if (tree.frames().kind(f) == kind) return true;
+  return false;
+}
+
+Tree FoldKind(const Tree& src, FrameKind kind) {
+  return Rebuild(src, [&](Tree& dst, FrameId f) { return dst.frames().kind(f) == kind ? kFoldFrame : f; });
+}
+
+Status MergeInto(Tree& dst, const Tree& src, double scale, std::vector<NodeId>* node_map) {
+  // Metrics by name.
+  std::vector<MetricId> metric_map(src.metrics().size(), kNoMetric);
+  for (MetricId m = 0; m < src.metrics().size(); ++m) {
+    const MetricDesc& desc = src.metrics().Get(m);
+    if (desc.kind == MetricKind::kDerived) continue;  // registered below, after operands
+    CCT_ASSIGN_OR_RETURN(metric_map[m], dst.metrics().Register(desc));
+  }
+  for (MetricId m = 0; m < src.metrics().size(); ++m) {
+    const MetricDesc& desc = src.metrics().Get(m);
+    if (desc.kind == MetricKind::kDerived) CCT_RETURN_IF_ERROR(dst.metrics().Register(desc).status());
+  }
+  // Frames by identity: index dst's frames once.
+  std::unordered_map<std::string, FrameId> dst_frames;
+  dst_frames.reserve(dst.frames().size());
+  for (FrameId f = 0; f < dst.frames().size(); ++f) dst_frames.emplace(FrameIdentity(dst, f), f);
+  std::vector<FrameId> frame_map(src.frames().size(), kFoldFrame);
+  for (FrameId f = 0; f < src.frames().size(); ++f) {
+    const std::string key = FrameIdentity(src, f);
+    auto it = dst_frames.find(key);
+    if (it != dst_frames.end()) {
+      frame_map[f] = it->second;
+      continue;
+    }
+    const Frame sf = src.frames().Get(f);
+    const FrameId df = dst.InternFrame(sf.kind, src.str(sf.name), src.str(sf.module), src.str(sf.file), sf.line,
+                                       sf.flags);
+    dst_frames.emplace(key, df);
+    frame_map[f] = df;
+  }
+  std::vector<NodeId> nodes(src.size(), kRootNode);
+  for (NodeId n = 1; n < src.size(); ++n) nodes[n] = dst.InternChild(nodes[src.parent(n)], frame_map[src.frame_id(n)]);
+  for (MetricId m = 0; m < src.metrics().size(); ++m) {
+    if (metric_map[m] == kNoMetric) continue;
+    src.column(m).ForEach([&](NodeId n, double v) { dst.AddValue(nodes[n], metric_map[m], v * scale); });
+  }
+  if (node_map) *node_map = std::move(nodes);
+  return Status::Ok();
+}
+
+}  // namespace cct

@@ -1,0 +1,73 @@
+// Whole-tree operations: children lists, preorder, path identity, rebuilding
+// a tree with frames mapped or folded away, and merging trees by identity.
+//
+// All are pure functions of their inputs (no shared state); thread-safe for
+// distinct outputs.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cct/status.h"
+#include "cct/tree.h"
+
+namespace cct {
+
+// Children of every node, as compressed rows: the children of n are
+// ids[offsets[n] .. offsets[n+1]), in increasing id (creation) order.
+struct Children {
+  std::vector<uint32_t> offsets;
+  std::vector<NodeId> ids;
+
+  size_t count(NodeId n) const { return offsets[n + 1] - offsets[n]; }
+  const NodeId* begin(NodeId n) const { return ids.data() + offsets[n]; }
+  const NodeId* end(NodeId n) const { return ids.data() + offsets[n + 1]; }
+};
+Children BuildChildren(const Tree& tree);
+
+// Node ids in depth-first preorder (children in creation order).
+std::vector<NodeId> Preorder(const Tree& tree, const Children& children);
+
+// Depth of every node (root 0).
+std::vector<uint32_t> Depths(const Tree& tree);
+
+// The identity of a frame for matching nodes across runs: kind and name;
+// for functions, kernels and loops the module's file name without directory or
+// shared-library version (libfoo.so.1.2 -> libfoo.so); for source lines the
+// file's base name and line. Addresses, ids and paths never take part.
+std::string FrameIdentity(const Tree& tree, FrameId frame);
+std::string_view ModuleIdentity(std::string_view module);
+
+// A node's path identity: the FrameIdentity of each frame from the root's
+// child down to the node, joined by '\n' (a character no frame name holds).
+std::string PathIdentity(const Tree& tree, NodeId node);
+
+// Display names of the frames from the root's child down to `node`.
+std::vector<std::string> PathNames(const Tree& tree, NodeId node);
+
+inline constexpr FrameId kFoldFrame = UINT32_MAX;
+
+// Rebuilds `src` node by node. `map(dst, src_frame)` returns the frame the
+// node gets in the result (interning into `dst` as needed; the result starts
+// with src's strings, frames and metrics, so ids of src are valid in it), or
+// kFoldFrame to fold the node into its parent: its values go to the parent's
+// node and its children become the parent's. With `fold_recursion`, a node
+// whose frame equals its parent's (after mapping) also folds (direct
+// recursion collapses to one level). The map is called once per src frame.
+// Optionally returns, for every src node, its node in the result.
+Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src_frame)>& map,
+             bool fold_recursion = false, std::vector<NodeId>* node_map = nullptr);
+
+// Folds away every node whose frame kind is `kind` (e.g. kLine, kThread).
+Tree FoldKind(const Tree& src, FrameKind kind);
+bool HasKind(const Tree& tree, FrameKind kind);
+
+// Adds `src`'s nodes and values (times `scale`) into `dst`, matching nodes
+// by path identity. Metrics are matched by name; a metric src has and dst
+// lacks is registered; one registered with another unit is an error.
+// Optionally returns, for every src node, its node in dst.
+Status MergeInto(Tree& dst, const Tree& src, double scale = 1.0, std::vector<NodeId>* node_map = nullptr);
+
+}  // namespace cct

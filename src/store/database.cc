@@ -1,0 +1,296 @@
+#include "store/database.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace store {
+
+using cct::Corrupt;
+using cct::ErrorCode;
+using cct::Result;
+using cct::Status;
+
+namespace {
+
+std::string U32BE(uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[i] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+  return s;
+}
+uint32_t ReadU32BE(std::string_view s) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[i]);
+  return v;
+}
+std::string U16BE(uint16_t v) {
+  return std::string{static_cast<char>(v >> 8), static_cast<char>(v & 0xff)};
+}
+
+// blobs key: run id (u32 BE) . section kind (u8) . arg (u16 BE) . chunk (u32 BE)
+constexpr size_t kBlobKeySize = 11;
+std::string BlobKey(RunId run, SectionKind kind, uint16_t arg, uint32_t chunk) {
+  std::string k = U32BE(run);
+  k.push_back(static_cast<char>(kind));
+  k += U16BE(arg);
+  k += U32BE(chunk);
+  return k;
+}
+
+std::string LeU32(uint32_t v) {
+  std::string s(4, '\0');
+  std::memcpy(s.data(), &v, 4);
+  return s;
+}
+
+Status ParseRun(std::string_view value, RunMeta& out) {
+  nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Corrupt("a run record is not valid JSON");
+  CCT_ASSIGN_OR_RETURN(out, RunMeta::FromJson(j));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string DefaultDatabasePath(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  if (const char* env = std::getenv("CCT_DB"); env != nullptr && *env != '\0') return env;
+  return "cct.db";
+}
+
+Result<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbEnv> env,
+                       LmdbEnv::Open(path, mode == Mode::kWrite ? LmdbEnv::Mode::kReadWrite
+                                                                : LmdbEnv::Mode::kReadOnly));
+  std::unique_ptr<Database> db(new Database(std::move(env)));
+  CCT_RETURN_IF_ERROR(db->Init(mode));
+  return db;
+}
+
+Status Database::Init(Mode mode) {
+  const std::string& p = env_->path();
+  const bool write = mode == Mode::kWrite;
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(write));
+  CCT_ASSIGN_OR_RETURN(std::optional<Dbi> meta, txn->OpenDb("meta", false));
+  if (!meta) {
+    CCT_ASSIGN_OR_RETURN(bool empty, txn->MainDbEmpty());
+    if (!empty) return Corrupt(p + " is an LMDB database of another program, not a cctdb database");
+    if (!write) return Corrupt(p + " is an empty LMDB environment, not a cctdb database");
+    CCT_ASSIGN_OR_RETURN(meta, txn->OpenDb("meta", true));
+    CCT_RETURN_IF_ERROR(txn->Put(*meta, "magic", kMagic));
+    CCT_RETURN_IF_ERROR(txn->Put(*meta, "format_version", LeU32(kFormatVersion)));
+    CCT_RETURN_IF_ERROR(txn->Put(*meta, "next_run_id", LeU32(1)));
+  } else {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> magic, txn->Get(*meta, "magic"));
+    if (!magic || *magic != kMagic) return Corrupt(p + " is not a cctdb database (bad magic)");
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> version, txn->Get(*meta, "format_version"));
+    if (!version || version->size() != 4) return Corrupt(p + " is damaged: its format version is unreadable");
+    uint32_t v = 0;
+    std::memcpy(&v, version->data(), 4);
+    if (v > kFormatVersion)
+      return Status(ErrorCode::kVersion, p + " was written by a newer cctdb (format version " + std::to_string(v) +
+                                             "; this build reads up to " + std::to_string(kFormatVersion) + ")");
+    if (v == 0) return Corrupt(p + " is damaged: format version 0");
+  }
+  meta_ = *meta;
+  CCT_ASSIGN_OR_RETURN(std::optional<Dbi> runs, txn->OpenDb("runs", write));
+  CCT_ASSIGN_OR_RETURN(std::optional<Dbi> blobs, txn->OpenDb("blobs", write));
+  if (!runs || !blobs) return Corrupt(p + " is damaged: a table is missing");
+  runs_ = *runs;
+  blobs_ = *blobs;
+  return txn->Commit();
+}
+
+Result<std::vector<RunMeta>> Database::ListRuns() {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  std::vector<RunMeta> out;
+  Status parse;
+  CCT_RETURN_IF_ERROR(txn->ForEach(runs_, "", [&](std::string_view, std::string_view value) {
+    RunMeta m;
+    parse = ParseRun(value, m);
+    if (!parse.ok()) return false;
+    out.push_back(std::move(m));
+    return true;
+  }));
+  CCT_RETURN_IF_ERROR(parse.WithContext(path()));
+  return out;
+}
+
+Result<RunMeta> Database::GetRun(RunId id) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> value, txn->Get(runs_, U32BE(id)));
+  if (!value) return cct::NotFound("no run " + std::to_string(id) + " in " + path());
+  RunMeta m;
+  CCT_RETURN_IF_ERROR(ParseRun(*value, m).WithContext(path()));
+  return m;
+}
+
+Status Database::PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections) {
+  for (const Section& s : sections) {
+    const std::string stored = FrameSection(s);
+    uint32_t chunk = 0;
+    for (size_t off = 0; off < stored.size() || chunk == 0; off += kChunkBytes, ++chunk) {
+      const std::string_view piece = std::string_view(stored).substr(off, kChunkBytes);
+      CCT_RETURN_IF_ERROR(txn.Put(blobs_, BlobKey(id, s.kind, s.arg, chunk), piece));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree) {
+  std::vector<Section> sections;
+  if (tree) {
+    sections = EncodeTree(*tree);
+    meta.node_count = tree->size();
+  }
+  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn.Get(meta_, "next_run_id"));
+    if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
+    uint32_t id = 0;
+    std::memcpy(&id, next->data(), 4);
+    CCT_RETURN_IF_ERROR(txn.Put(meta_, "next_run_id", LeU32(id + 1)));
+    meta.id = id;
+    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(id), meta.ToJson().dump()));
+    return PutSections(txn, id, sections);
+  });
+}
+
+Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree) {
+  std::vector<Section> sections;
+  RunMeta stored = meta;
+  if (tree) {
+    sections = EncodeTree(*tree);
+    stored.node_count = tree->size();
+  }
+  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> existing, txn.Get(runs_, U32BE(meta.id)));
+    if (!existing) return cct::NotFound("no run " + std::to_string(meta.id) + " in " + path());
+    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(meta.id), stored.ToJson().dump()));
+    if (!tree) return Status::Ok();
+    // Replace the tree's sections (and any stale chunks of longer old ones).
+    for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,
+                          SectionKind::kValues}) {
+      std::string prefix = U32BE(meta.id);
+      prefix.push_back(static_cast<char>(k));
+      CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
+    }
+    return PutSections(txn, meta.id, sections);
+  });
+}
+
+Status Database::DeleteRun(RunId id) {
+  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
+    CCT_RETURN_IF_ERROR(txn.Delete(runs_, U32BE(id)));
+    return txn.DeletePrefix(blobs_, U32BE(id));
+  });
+}
+
+Status Database::WriteSection(RunId id, const Section& section) {
+  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
+    std::string prefix = U32BE(id);
+    prefix.push_back(static_cast<char>(section.kind));
+    prefix += U16BE(section.arg);
+    CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
+    return PutSections(txn, id, {section});
+  });
+}
+
+// Collects the run's chunks (keys sort by kind, arg, chunk) and joins each
+// section's payload, copying every byte once out of the memory map.
+Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id) {
+  const std::string prefix = U32BE(id);
+  std::vector<Section> out;
+  std::vector<uint32_t> crcs;
+  std::vector<uint64_t> lengths;  // payload bytes each header announces
+  uint32_t expect_chunk = 0;
+  size_t skip = 0;  // header bytes still to skip in the current section
+  Status bad;
+  auto damaged = [&](const std::string& why) {
+    bad = Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + why);
+    return false;
+  };
+  CCT_RETURN_IF_ERROR(txn.ForEach(blobs_, prefix, [&](std::string_view key, std::string_view value) {
+    if (key.substr(0, 4) != prefix) return false;
+    if (key.size() != kBlobKeySize) return damaged("malformed blob key");
+    const auto kind = static_cast<SectionKind>(key[4]);
+    const uint16_t arg = static_cast<uint16_t>((static_cast<unsigned char>(key[5]) << 8) |
+                                               static_cast<unsigned char>(key[6]));
+    const uint32_t chunk = ReadU32BE(key.substr(7));
+    if (chunk == 0) {
+      if (!out.empty() && out.back().payload.size() != lengths.back()) return damaged("a section is missing chunks");
+      auto h = ParseSectionHeader(value);
+      if (!h.ok()) return damaged(h.status().message());
+      if (h->kind != kind || h->arg != arg) return damaged("section stored under the wrong key");
+      if (h->length > (uint64_t{1} << 40)) return damaged("section length is implausible");
+      Section s{kind, arg, {}};
+      s.payload.reserve(h->length);
+      out.push_back(std::move(s));
+      crcs.push_back(h->crc);
+      lengths.push_back(h->length);
+      expect_chunk = 0;
+      skip = kSectionHeaderSize;
+    } else if (out.empty() || out.back().kind != kind || out.back().arg != arg || chunk != expect_chunk) {
+      return damaged("a section is missing chunks");
+    }
+    ++expect_chunk;
+    const std::string_view data = value.substr(std::min(skip, value.size()));
+    skip -= std::min(skip, value.size());
+    std::string& payload = out.back().payload;
+    if (payload.size() + data.size() > lengths.back()) return damaged("a section is longer than its header says");
+    payload.append(data);
+    return true;
+  }));
+  CCT_RETURN_IF_ERROR(bad);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].payload.size() != lengths[i])
+      return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": a section is missing chunks");
+    Status v = VerifySection(out[i], crcs[i]);
+    if (!v.ok()) return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + v.message());
+  }
+  return out;
+}
+
+Result<cct::Tree> Database::ReadTree(RunId id) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> meta, txn->Get(runs_, U32BE(id)));
+  if (!meta) return cct::NotFound("no run " + std::to_string(id) + " in " + path());
+  CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetSections(*txn, id));
+  txn->Abort();
+  if (sections.empty()) return cct::NotFound("run " + std::to_string(id) + " has no profile data yet");
+  auto tree = DecodeTree(sections);
+  if (!tree.ok())
+    return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + tree.status().message());
+  return tree;
+}
+
+Result<std::optional<Section>> Database::ReadSection(RunId id, SectionKind kind, uint16_t arg) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  std::string bytes;
+  uint32_t chunk = 0;
+  for (;; ++chunk) {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> v, txn->Get(blobs_, BlobKey(id, kind, arg, chunk)));
+    if (!v) break;
+    bytes.append(*v);
+  }
+  if (chunk == 0) return std::optional<Section>();
+  auto s = UnframeSection(bytes);
+  if (!s.ok()) return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + s.status().message());
+  return std::optional<Section>(std::move(s).value());
+}
+
+Result<std::vector<std::pair<SectionKind, uint64_t>>> Database::SectionSizes(RunId id) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  std::map<uint8_t, uint64_t> sizes;
+  const std::string prefix = U32BE(id);
+  CCT_RETURN_IF_ERROR(txn->ForEach(blobs_, prefix, [&](std::string_view key, std::string_view value) {
+    if (key.substr(0, 4) != prefix || key.size() != kBlobKeySize) return false;
+    sizes[static_cast<uint8_t>(key[4])] += value.size();
+    return true;
+  }));
+  std::vector<std::pair<SectionKind, uint64_t>> out;
+  for (auto [k, v] : sizes) out.emplace_back(static_cast<SectionKind>(k), v);
+  return out;
+}
+
+}  // namespace store

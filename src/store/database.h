@@ -1,0 +1,71 @@
+// Database: a cctdb file holding many runs (metadata + tree + values).
+//
+// Opening checks LMDB's header, then our magic and format version; a
+// damaged, foreign or newer file yields a Status (kCorrupt / kVersion), never
+// a crash. Writers take LMDB's single-writer lock for one short transaction
+// at a time, so many processes may record into one file at once.
+//
+// Ownership: a Database owns its LMDB environment. Thread-safety: methods may
+// be called from several threads (each call runs its own transaction).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cct/status.h"
+#include "cct/tree.h"
+#include "store/lmdb_env.h"
+#include "store/run_meta.h"
+#include "store/tree_codec.h"
+
+namespace store {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr std::string_view kMagic = "cctdb-profile-database";
+
+// The database path to use: the explicit one, else $CCT_DB, else ./cct.db.
+std::string DefaultDatabasePath(const std::string& explicit_path = "");
+
+class Database {
+ public:
+  enum class Mode { kRead, kWrite };
+  static cct::Result<std::unique_ptr<Database>> Open(const std::string& path, Mode mode);
+
+  const std::string& path() const { return env_->path(); }
+
+  // All runs' metadata, in id (creation) order.
+  cct::Result<std::vector<RunMeta>> ListRuns();
+  cct::Result<RunMeta> GetRun(RunId id);
+
+  // Assigns meta.id and stores the metadata (and the tree, when given) in one
+  // transaction.
+  cct::Status CreateRun(RunMeta& meta, const cct::Tree* tree = nullptr);
+  // Replaces the run's metadata, and its tree when given, in one transaction.
+  cct::Status UpdateRun(const RunMeta& meta, const cct::Tree* tree = nullptr);
+  // Replaces only the run's metadata (e.g. to mark it crashed).
+  cct::Status UpdateMeta(const RunMeta& meta) { return UpdateRun(meta, nullptr); }
+  cct::Status DeleteRun(RunId id);
+
+  cct::Result<cct::Tree> ReadTree(RunId id);
+  // Extra sections beside the tree (e.g. per-iteration values).
+  cct::Status WriteSection(RunId id, const Section& section);
+  cct::Result<std::optional<Section>> ReadSection(RunId id, SectionKind kind, uint16_t arg = 0);
+
+  // Bytes of the run's stored sections, by kind (for `show` and benchmarks).
+  cct::Result<std::vector<std::pair<SectionKind, uint64_t>>> SectionSizes(RunId id);
+
+ private:
+  explicit Database(std::unique_ptr<LmdbEnv> env) : env_(std::move(env)) {}
+  cct::Status Init(Mode mode);
+  cct::Status PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections);
+  cct::Result<std::vector<Section>> GetSections(LmdbTxn& txn, RunId id);
+
+  std::unique_ptr<LmdbEnv> env_;
+  Dbi meta_ = 0, runs_ = 0, blobs_ = 0;
+};
+
+// Chunks of one stored section: values of at most this many bytes.
+inline constexpr size_t kChunkBytes = 1 << 20;
+
+}  // namespace store

@@ -1,0 +1,276 @@
+#include "store/lmdb_env.h"
+
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace store {
+
+using cct::Corrupt;
+using cct::ErrorCode;
+using cct::IoError;
+using cct::Result;
+using cct::Status;
+
+namespace {
+
+constexpr size_t kInitialMapSize = size_t{1} << 32;  // address space, not disk
+constexpr unsigned kMaxDbs = 8;
+
+// LMDB's on-disk meta page (data format 1, unchanged since 0.9.0; see
+// MDB_meta in mdb.c): page header (16 bytes), then magic, version, address,
+// mapsize, two 48-byte MDB_db records (the first's md_pad is the page size),
+// last page number, transaction id.
+constexpr uint32_t kLmdbMagic = 0xBEEFC0DE;
+constexpr size_t kPageHeader = 16;
+constexpr size_t kMetaMagic = kPageHeader + 0;
+constexpr size_t kMetaVersion = kPageHeader + 4;
+constexpr size_t kMetaPageSize = kPageHeader + 24;  // mm_dbs[0].md_pad
+constexpr size_t kMetaLastPage = kPageHeader + 24 + 2 * 48;
+constexpr size_t kMetaTxnId = kMetaLastPage + 8;
+constexpr size_t kMetaEnd = kMetaTxnId + 8;
+
+template <class T>
+T Load(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Validates the file before LMDB maps it. Returns kNotFound for a missing file.
+Status CheckFile(const std::string& path, bool allow_empty) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return cct::NotFound(path + ": no such database file");
+    return IoError(path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return IoError(path + ": " + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Corrupt(path + " is a directory, not a cctdb database file");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return allow_empty ? Status::Ok() : Corrupt(path + " is an empty file, not a cctdb database");
+  }
+  unsigned char head[kMetaEnd];
+  const ssize_t got = ::pread(fd, head, sizeof head, 0);
+  if (got != static_cast<ssize_t>(sizeof head) || Load<uint32_t>(head + kMetaMagic) != kLmdbMagic) {
+    ::close(fd);
+    return Corrupt(path + " is not a cctdb database (not an LMDB file)");
+  }
+  if (Load<uint32_t>(head + kMetaVersion) != 1) {
+    ::close(fd);
+    return Corrupt(path + " is an LMDB file of an unsupported LMDB data version");
+  }
+  const uint32_t psize = Load<uint32_t>(head + kMetaPageSize);
+  if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
+    ::close(fd);
+    return Corrupt(path + " is damaged: invalid page size in its header");
+  }
+  // Both meta pages; LMDB uses the one with the larger transaction id.
+  uint64_t last_page = Load<uint64_t>(head + kMetaLastPage);
+  uint64_t txnid = Load<uint64_t>(head + kMetaTxnId);
+  unsigned char second[kMetaEnd];
+  if (size < 2 * static_cast<uint64_t>(psize) ||
+      ::pread(fd, second, sizeof second, psize) != static_cast<ssize_t>(sizeof second)) {
+    ::close(fd);
+    return Corrupt(path + " is damaged: the file is truncated (" + std::to_string(size) + " bytes)");
+  }
+  ::close(fd);
+  if (Load<uint32_t>(second + kMetaMagic) == kLmdbMagic && Load<uint64_t>(second + kMetaTxnId) > txnid) {
+    last_page = Load<uint64_t>(second + kMetaLastPage);
+    txnid = Load<uint64_t>(second + kMetaTxnId);
+  }
+  if (last_page > (uint64_t{1} << 40) || (last_page + 1) * psize > size)
+    return Corrupt(path + " is damaged: the file is truncated (" + std::to_string(size) + " bytes, its header expects " +
+                   std::to_string((last_page + 1) * psize) + ")");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mode) {
+  const bool writable = mode == Mode::kReadWrite;
+  Status check = CheckFile(path, /*allow_empty=*/writable);
+  if (!check.ok() && !(writable && check.code() == ErrorCode::kNotFound)) return check;
+
+  std::unique_ptr<LmdbEnv> env(new LmdbEnv(path, mode));
+  int rc = mdb_env_create(&env->env_);
+  if (rc != 0) return IoError(std::string("cannot create LMDB environment: ") + mdb_strerror(rc));
+  mdb_env_set_maxdbs(env->env_, kMaxDbs);
+  mdb_env_set_maxreaders(env->env_, 510);
+  env->map_size_ = kInitialMapSize;
+  mdb_env_set_mapsize(env->env_, env->map_size_);
+  unsigned flags = MDB_NOSUBDIR | MDB_NOTLS;
+  if (!writable) flags |= MDB_RDONLY;
+  rc = mdb_env_open(env->env_, path.c_str(), flags, 0644);
+  if (rc == EACCES && !writable) {
+    // A read-only directory has no room for the lock file: read without one.
+    mdb_env_close(env->env_);
+    env->env_ = nullptr;
+    mdb_env_create(&env->env_);
+    mdb_env_set_maxdbs(env->env_, kMaxDbs);
+    mdb_env_set_mapsize(env->env_, env->map_size_);
+    rc = mdb_env_open(env->env_, path.c_str(), flags | MDB_NOLOCK, 0644);
+  }
+  if (rc != 0) {
+    mdb_env_close(env->env_);
+    env->env_ = nullptr;
+    if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED)
+      return Corrupt(path + " is not a cctdb database (" + mdb_strerror(rc) + ")");
+    return IoError(path + ": " + mdb_strerror(rc));
+  }
+  MDB_envinfo info;
+  if (mdb_env_info(env->env_, &info) == 0) env->map_size_ = std::max(env->map_size_, info.me_mapsize);
+  return env;
+}
+
+LmdbEnv::~LmdbEnv() {
+  if (env_) mdb_env_close(env_);
+}
+
+Status LmdbEnv::GrowMap() {
+  const size_t next = map_size_ * 2;
+  const int rc = mdb_env_set_mapsize(env_, next);
+  if (rc != 0) return IoError(path_ + ": cannot grow the database map: " + mdb_strerror(rc));
+  map_size_ = next;
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<LmdbTxn>> LmdbEnv::Begin(bool write) {
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, write ? 0 : MDB_RDONLY, &txn);
+  if (rc == MDB_MAP_RESIZED) {
+    // Another process grew the map: adopt its size.
+    mdb_env_set_mapsize(env_, 0);
+    MDB_envinfo info;
+    if (mdb_env_info(env_, &info) == 0) map_size_ = info.me_mapsize;
+    rc = mdb_txn_begin(env_, nullptr, write ? 0 : MDB_RDONLY, &txn);
+  }
+  if (rc != 0) return IoError(path_ + ": cannot begin transaction: " + mdb_strerror(rc));
+  return std::unique_ptr<LmdbTxn>(new LmdbTxn(this, txn));
+}
+
+LmdbTxn::~LmdbTxn() { Abort(); }
+
+Status LmdbTxn::Error(int rc, const char* what) const {
+  const std::string msg = env_->path() + ": " + what + ": " + mdb_strerror(rc);
+  if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE || rc == MDB_BAD_VALSIZE)
+    return Corrupt(msg);
+  if (rc == MDB_MAP_FULL) return Status(ErrorCode::kUnavailable, msg);  // WithWriteTxn grows and retries
+  return IoError(msg);
+}
+
+Result<std::optional<Dbi>> LmdbTxn::OpenDb(const std::string& name, bool create) {
+  MDB_dbi dbi = 0;
+  const int rc = mdb_dbi_open(txn_, name.c_str(), create ? MDB_CREATE : 0, &dbi);
+  if (rc == MDB_NOTFOUND) return std::optional<Dbi>();
+  if (rc == MDB_INCOMPATIBLE) return Corrupt(env_->path() + " is not a cctdb database (key '" + name + "' is not a table)");
+  if (rc != 0) return Error(rc, "cannot open table");
+  return std::optional<Dbi>(dbi);
+}
+
+Result<bool> LmdbTxn::MainDbEmpty() {
+  MDB_stat st;
+  const int rc = mdb_stat(txn_, 1 /* MAIN_DBI */, &st);
+  if (rc != 0) return Error(rc, "cannot read the main table");
+  return st.ms_entries == 0;
+}
+
+Result<std::optional<std::string_view>> LmdbTxn::Get(Dbi dbi, std::string_view key) {
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v;
+  const int rc = mdb_get(txn_, dbi, &k, &v);
+  if (rc == MDB_NOTFOUND) return std::optional<std::string_view>();
+  if (rc != 0) return Error(rc, "read failed");
+  return std::optional<std::string_view>(std::string_view(static_cast<const char*>(v.mv_data), v.mv_size));
+}
+
+Status LmdbTxn::Put(Dbi dbi, std::string_view key, std::string_view value) {
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{value.size(), const_cast<char*>(value.data())};
+  const int rc = mdb_put(txn_, dbi, &k, &v, 0);
+  return rc == 0 ? Status::Ok() : Error(rc, "write failed");
+}
+
+Status LmdbTxn::Delete(Dbi dbi, std::string_view key) {
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  const int rc = mdb_del(txn_, dbi, &k, nullptr);
+  return (rc == 0 || rc == MDB_NOTFOUND) ? Status::Ok() : Error(rc, "delete failed");
+}
+
+Status LmdbTxn::ForEach(Dbi dbi, std::string_view from,
+                        const std::function<bool(std::string_view, std::string_view)>& visit) {
+  MDB_cursor* cur = nullptr;
+  int rc = mdb_cursor_open(txn_, dbi, &cur);
+  if (rc != 0) return Error(rc, "cannot open cursor");
+  MDB_val k{from.size(), const_cast<char*>(from.data())};
+  MDB_val v;
+  rc = mdb_cursor_get(cur, &k, &v, from.empty() ? MDB_FIRST : MDB_SET_RANGE);
+  while (rc == 0) {
+    if (!visit(std::string_view(static_cast<const char*>(k.mv_data), k.mv_size),
+               std::string_view(static_cast<const char*>(v.mv_data), v.mv_size)))
+      break;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+  }
+  mdb_cursor_close(cur);
+  return (rc == 0 || rc == MDB_NOTFOUND) ? Status::Ok() : Error(rc, "cursor read failed");
+}
+
+Status LmdbTxn::DeletePrefix(Dbi dbi, std::string_view prefix) {
+  MDB_cursor* cur = nullptr;
+  int rc = mdb_cursor_open(txn_, dbi, &cur);
+  if (rc != 0) return Error(rc, "cannot open cursor");
+  MDB_val k{prefix.size(), const_cast<char*>(prefix.data())};
+  MDB_val v;
+  rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+  while (rc == 0) {
+    const std::string_view key(static_cast<const char*>(k.mv_data), k.mv_size);
+    if (key.substr(0, prefix.size()) != prefix) break;
+    rc = mdb_cursor_del(cur, 0);
+    if (rc != 0) break;
+    // Re-seek rather than rely on the cursor's position after a delete.
+    k = MDB_val{prefix.size(), const_cast<char*>(prefix.data())};
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+  }
+  mdb_cursor_close(cur);
+  return (rc == 0 || rc == MDB_NOTFOUND) ? Status::Ok() : Error(rc, "delete failed");
+}
+
+Status LmdbTxn::Commit() {
+  if (!txn_) return IoError("transaction already finished");
+  const int rc = mdb_txn_commit(txn_);
+  txn_ = nullptr;
+  return rc == 0 ? Status::Ok() : Error(rc, "commit failed");
+}
+
+void LmdbTxn::Abort() {
+  if (txn_) mdb_txn_abort(txn_);
+  txn_ = nullptr;
+}
+
+Status WithWriteTxn(LmdbEnv& env, const std::function<Status(LmdbTxn&)>& body) {
+  for (int attempt = 0; attempt < 12; ++attempt) {
+    CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env.Begin(true));
+    Status s = body(*txn);
+    if (s.ok()) s = txn->Commit();
+    else txn->Abort();
+    if (s.code() != ErrorCode::kUnavailable || s.message().find("MDB_MAP_FULL") == std::string::npos) return s;
+    CCT_RETURN_IF_ERROR(env.GrowMap());
+  }
+  return IoError(env.path() + ": the database map cannot grow further");
+}
+
+}  // namespace store

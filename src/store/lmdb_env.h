@@ -1,0 +1,95 @@
+// LmdbEnv: the one adapter over LMDB (the only file that includes lmdb.h).
+//
+// One environment per database file (MDB_NOSUBDIR), named sub-databases,
+// short transactions. Before LMDB maps a file we check its meta pages
+// ourselves: LMDB trusts them, and a truncated file would otherwise fault
+// (SIGBUS) on the first read past its end.
+//
+// Ownership: LmdbEnv owns the MDB_env; LmdbTxn owns one transaction and must
+// not outlive its env. Views returned by Get/ForEach point into the memory
+// map and are valid until the transaction ends. An env may be shared by
+// threads; a transaction is used by one thread (MDB_NOTLS is set, so read
+// transactions are not tied to threads).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cct/status.h"
+
+struct MDB_env;
+struct MDB_txn;
+
+namespace store {
+
+using Dbi = unsigned int;
+
+class LmdbTxn;
+class LmdbEnv;
+
+// Write transactions that fill the map grow it and retry: callers write
+// through this helper. `body` may run more than once.
+cct::Status WithWriteTxn(LmdbEnv& env, const std::function<cct::Status(LmdbTxn&)>& body);
+
+class LmdbEnv {
+ public:
+  enum class Mode { kReadOnly, kReadWrite };
+  // Opens (kReadWrite: creating if absent) the environment at `path`.
+  static cct::Result<std::unique_ptr<LmdbEnv>> Open(const std::string& path, Mode mode);
+  ~LmdbEnv();
+  LmdbEnv(const LmdbEnv&) = delete;
+  LmdbEnv& operator=(const LmdbEnv&) = delete;
+
+  cct::Result<std::unique_ptr<LmdbTxn>> Begin(bool write);
+  const std::string& path() const { return path_; }
+  bool read_only() const { return mode_ == Mode::kReadOnly; }
+
+ private:
+  LmdbEnv(std::string path, Mode mode) : path_(std::move(path)), mode_(mode) {}
+  cct::Status GrowMap();
+  friend class LmdbTxn;
+  friend cct::Status WithWriteTxn(LmdbEnv& env, const std::function<cct::Status(LmdbTxn&)>& body);
+
+  std::string path_;
+  Mode mode_;
+  MDB_env* env_ = nullptr;
+  size_t map_size_ = 0;
+};
+
+class LmdbTxn {
+ public:
+  ~LmdbTxn();
+  LmdbTxn(const LmdbTxn&) = delete;
+  LmdbTxn& operator=(const LmdbTxn&) = delete;
+
+  // Opens a named sub-database. nullopt when it does not exist and `create`
+  // is false; kCorrupt when the name exists but is not a database.
+  cct::Result<std::optional<Dbi>> OpenDb(const std::string& name, bool create);
+  // Whether the unnamed main database holds any key (a foreign LMDB file).
+  cct::Result<bool> MainDbEmpty();
+
+  cct::Result<std::optional<std::string_view>> Get(Dbi dbi, std::string_view key);
+  cct::Status Put(Dbi dbi, std::string_view key, std::string_view value);
+  cct::Status Delete(Dbi dbi, std::string_view key);  // absent keys are fine
+  // Visits keys >= `from` in order while `visit` returns true.
+  cct::Status ForEach(Dbi dbi, std::string_view from,
+                      const std::function<bool(std::string_view key, std::string_view value)>& visit);
+  // Deletes every key starting with `prefix`.
+  cct::Status DeletePrefix(Dbi dbi, std::string_view prefix);
+
+  cct::Status Commit();
+  void Abort();
+
+ private:
+  LmdbTxn(LmdbEnv* env, MDB_txn* txn) : env_(env), txn_(txn) {}
+  friend class LmdbEnv;
+  cct::Status Error(int rc, const char* what) const;
+
+  LmdbEnv* env_;
+  MDB_txn* txn_;
+};
+
+}  // namespace store

@@ -1,0 +1,143 @@
+#include "store/run_meta.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+namespace store {
+
+std::string_view RunStateName(RunState s) {
+  switch (s) {
+    case RunState::kRecording: return "recording";
+    case RunState::kComplete: return "complete";
+    case RunState::kCrashed: return "crashed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+const char* const kKnownFields[] = {
+    "id",         "name",        "state",         "source",          "start_time_ns", "duration_ns",
+    "exit_code",  "term_signal", "command",       "cwd",             "host",          "cpu_model",
+    "gpu_model",  "driver_version", "cuda_version", "collector_version", "git_commit", "tags",
+    "env",        "sampling",    "diagnostics",   "pid",             "pid_start_ticks", "parent_run",
+    "iteration_regex", "node_count", "checkpoints", "updated_ns"};
+
+template <class T>
+bool Read(const nlohmann::json& j, const char* key, T& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return true;
+  try {
+    out = it->get<T>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+nlohmann::json RunMeta::ToJson() const {
+  nlohmann::json j = extra.is_object() ? extra : nlohmann::json::object();
+  j["id"] = id;
+  j["name"] = name;
+  j["state"] = RunStateName(state);
+  j["source"] = source;
+  j["start_time_ns"] = start_time_ns;
+  j["duration_ns"] = duration_ns;
+  j["exit_code"] = exit_code ? nlohmann::json(*exit_code) : nlohmann::json();
+  j["term_signal"] = term_signal ? nlohmann::json(*term_signal) : nlohmann::json();
+  j["command"] = command;
+  j["cwd"] = cwd;
+  j["host"] = host;
+  j["cpu_model"] = cpu_model;
+  j["gpu_model"] = gpu_model;
+  j["driver_version"] = driver_version;
+  j["cuda_version"] = cuda_version;
+  j["collector_version"] = collector_version;
+  j["git_commit"] = git_commit;
+  j["tags"] = tags;
+  j["env"] = env;
+  j["sampling"] = sampling;
+  j["diagnostics"] = diagnostics;
+  j["pid"] = pid;
+  j["pid_start_ticks"] = pid_start_ticks;
+  j["parent_run"] = parent_run;
+  j["iteration_regex"] = iteration_regex;
+  j["node_count"] = node_count;
+  j["checkpoints"] = checkpoints;
+  j["updated_ns"] = updated_ns;
+  return j;
+}
+
+cct::Result<RunMeta> RunMeta::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return cct::Corrupt("run record is not a JSON object");
+  RunMeta m;
+  std::string state;
+  std::optional<int> exit_code, term_signal;
+  bool ok = Read(j, "id", m.id) && Read(j, "name", m.name) && Read(j, "state", state) &&
+            Read(j, "source", m.source) && Read(j, "start_time_ns", m.start_time_ns) &&
+            Read(j, "duration_ns", m.duration_ns) && Read(j, "command", m.command) && Read(j, "cwd", m.cwd) &&
+            Read(j, "host", m.host) && Read(j, "cpu_model", m.cpu_model) && Read(j, "gpu_model", m.gpu_model) &&
+            Read(j, "driver_version", m.driver_version) && Read(j, "cuda_version", m.cuda_version) &&
+            Read(j, "collector_version", m.collector_version) && Read(j, "git_commit", m.git_commit) &&
+            Read(j, "tags", m.tags) && Read(j, "env", m.env) && Read(j, "diagnostics", m.diagnostics) &&
+            Read(j, "pid", m.pid) && Read(j, "pid_start_ticks", m.pid_start_ticks) &&
+            Read(j, "parent_run", m.parent_run) && Read(j, "iteration_regex", m.iteration_regex) &&
+            Read(j, "node_count", m.node_count) && Read(j, "checkpoints", m.checkpoints) &&
+            Read(j, "updated_ns", m.updated_ns);
+  if (!ok) return cct::Corrupt("run record has a field of the wrong type");
+  if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) m.exit_code = it->get<int>();
+  if (auto it = j.find("term_signal"); it != j.end() && it->is_number_integer()) m.term_signal = it->get<int>();
+  if (auto it = j.find("sampling"); it != j.end() && it->is_object()) m.sampling = *it;
+  if (state == "complete") m.state = RunState::kComplete;
+  else if (state == "crashed") m.state = RunState::kCrashed;
+  else if (state == "recording") m.state = RunState::kRecording;
+  else return cct::Corrupt("run record has unknown state '" + state + "'");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* f : kKnownFields) known |= (it.key() == f);
+    if (!known) m.extra[it.key()] = it.value();
+  }
+  return m;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+uint64_t ProcessStartTicks(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  // Field 22 (starttime) follows the parenthesised command name, which may
+  // itself contain spaces and parentheses: count from the last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return 0;
+  }
+  try {
+    return std::stoull(field);
+  } catch (...) {
+    return 0;
+  }
+}
+
+RunState EffectiveState(const RunMeta& meta) {
+  if (meta.state != RunState::kRecording || meta.pid <= 0 || meta.host != HostName()) return meta.state;
+  const bool gone = ::kill(static_cast<pid_t>(meta.pid), 0) != 0 && errno == ESRCH;
+  if (gone) return RunState::kCrashed;
+  if (meta.pid_start_ticks != 0 && ProcessStartTicks(meta.pid) != meta.pid_start_ticks) return RunState::kCrashed;
+  return meta.state;
+}
+
+}  // namespace store

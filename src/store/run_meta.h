@@ -1,0 +1,61 @@
+// RunMeta: what is known about one run besides its tree.
+//
+// Stored as a JSON object under the run's id (docs/format.md lists every
+// field). Unknown fields written by newer collectors are kept in `extra` and
+// written back unchanged. Plain value type.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cct/status.h"
+
+namespace store {
+
+using RunId = uint32_t;
+
+enum class RunState { kRecording, kComplete, kCrashed };
+std::string_view RunStateName(RunState s);  // "recording", "complete", "crashed"
+
+struct RunMeta {
+  RunId id = 0;
+  std::string name;
+  RunState state = RunState::kRecording;
+  std::string source;  // "cct-record", "import:folded", ...
+  int64_t start_time_ns = 0;  // Unix epoch
+  int64_t duration_ns = 0;
+  std::optional<int> exit_code;    // set when the program exited
+  std::optional<int> term_signal;  // set when a signal killed it
+  std::vector<std::string> command;
+  std::string cwd, host, cpu_model, gpu_model, driver_version, cuda_version;
+  std::string collector_version, git_commit;
+  std::map<std::string, std::string> tags;
+  std::map<std::string, std::string> env;  // allow-listed variables only
+  nlohmann::json sampling = nlohmann::json::object();  // clock, freq_hz, checkpoint_s, ...
+  std::map<std::string, int64_t> diagnostics;          // counted anomalies, by name
+  int64_t pid = 0;
+  uint64_t pid_start_ticks = 0;  // /proc/PID/stat starttime, to tell a reused pid
+  RunId parent_run = 0;          // the run of the process that forked this one (0: none)
+  std::string iteration_regex;
+  uint64_t node_count = 0;
+  uint64_t checkpoints = 0;
+  int64_t updated_ns = 0;  // last checkpoint
+  nlohmann::json extra = nlohmann::json::object();
+
+  nlohmann::json ToJson() const;
+  static cct::Result<RunMeta> FromJson(const nlohmann::json& j);
+};
+
+// The state a reader should report: a run still marked `recording` whose
+// process is gone from this host is `crashed`.
+RunState EffectiveState(const RunMeta& meta);
+
+// This machine's host name, and the start time of a process (0 if unknown).
+std::string HostName();
+uint64_t ProcessStartTicks(int64_t pid);
+
+}  // namespace store

@@ -1,0 +1,310 @@
+#include "store/tree_codec.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "cct/tree_ops.h"
+
+namespace store {
+
+static_assert(std::endian::native == std::endian::little, "the store format is little-endian");
+
+using cct::Corrupt;
+using cct::FrameId;
+using cct::MetricId;
+using cct::NodeId;
+using cct::Result;
+using cct::Status;
+using cct::Tree;
+
+namespace {
+
+constexpr uint32_t kSectionMagic = 0x43455343;  // "CSEC"
+constexpr uint16_t kSectionVersion = 1;
+enum : uint8_t { kValuesSparse = 0, kValuesDense = 1 };
+
+uint32_t Crc32(std::string_view data) {
+  return static_cast<uint32_t>(
+      crc32_z(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<z_size_t>(data.size())));
+}
+
+std::string EncodeStrings(const cct::StringTable& strings) {
+  ByteWriter w;
+  w.U32(static_cast<uint32_t>(strings.size()));
+  std::vector<uint32_t> offsets(strings.offsets().begin(), strings.offsets().end());
+  w.Array(offsets);
+  w.Bytes(strings.chars());
+  return w.Take();
+}
+
+std::string EncodeFrames(const cct::FrameTable& frames) {
+  const size_t n = frames.size();
+  std::vector<uint8_t> kind(n), flags(n);
+  std::vector<uint32_t> name(n), module(n), file(n), line(n);
+  for (FrameId f = 0; f < n; ++f) {
+    const cct::Frame fr = frames.Get(f);
+    kind[f] = static_cast<uint8_t>(fr.kind);
+    flags[f] = fr.flags;
+    name[f] = fr.name;
+    module[f] = fr.module;
+    file[f] = fr.file;
+    line[f] = fr.line;
+  }
+  ByteWriter w;
+  w.U32(static_cast<uint32_t>(n));
+  w.Array(kind);
+  w.Array(flags);
+  w.Array(name);
+  w.Array(module);
+  w.Array(file);
+  w.Array(line);
+  return w.Take();
+}
+
+std::string EncodeMetrics(const cct::MetricRegistry& metrics) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (MetricId m = 0; m < metrics.size(); ++m) {
+    const cct::MetricDesc& d = metrics.Get(m);
+    nlohmann::json j = {{"name", d.name},
+                        {"unit", cct::UnitName(d.unit)},
+                        {"kind", d.kind == cct::MetricKind::kDerived ? "derived" : "additive"},
+                        {"description", d.description}};
+    if (!d.formula.empty()) j["formula"] = d.formula;
+    arr.push_back(std::move(j));
+  }
+  return arr.dump();
+}
+
+}  // namespace
+
+bool ByteReader::Raw(void* p, size_t n) {
+  if (n > remaining()) return false;
+  if (n > 0) std::memcpy(p, in_.data() + pos_, n);
+  pos_ += n;
+  return true;
+}
+
+std::vector<Section> EncodeTree(const Tree& tree, std::vector<NodeId>* stored_ids) {
+  const cct::Children children = cct::BuildChildren(tree);
+  const std::vector<NodeId> order = cct::Preorder(tree, children);
+  std::vector<NodeId> new_id(tree.size());
+  for (NodeId i = 0; i < order.size(); ++i) new_id[order[i]] = i;
+
+  std::vector<Section> out;
+  out.push_back({SectionKind::kStrings, 0, EncodeStrings(tree.strings())});
+  out.push_back({SectionKind::kFrames, 0, EncodeFrames(tree.frames())});
+  {
+    std::vector<uint32_t> parent(tree.size()), frame(tree.size());
+    for (NodeId i = 0; i < order.size(); ++i) {
+      const NodeId old = order[i];
+      parent[i] = old == cct::kRootNode ? cct::kNoNode : new_id[tree.parent(old)];
+      frame[i] = tree.frame_id(old);
+    }
+    ByteWriter w;
+    w.U32(static_cast<uint32_t>(tree.size()));
+    w.Array(parent);
+    w.Array(frame);
+    out.push_back({SectionKind::kNodes, 0, w.Take()});
+  }
+  out.push_back({SectionKind::kMetrics, 0, EncodeMetrics(tree.metrics())});
+  for (MetricId m = 0; m < tree.metrics().size(); ++m) {
+    if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive) continue;
+    std::vector<std::pair<NodeId, double>> entries;
+    tree.column(m).ForEach([&](NodeId n, double v) {
+      if (v != 0 && n < tree.size()) entries.emplace_back(new_id[n], v);
+    });
+    std::sort(entries.begin(), entries.end());
+    // Merge duplicates (a column never has them, but stay exact if it did).
+    size_t k = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (k > 0 && entries[k - 1].first == entries[i].first) entries[k - 1].second += entries[i].second;
+      else entries[k++] = entries[i];
+    }
+    entries.resize(k);
+    ByteWriter w;
+    if (entries.size() * 12 > tree.size() * 8) {
+      std::vector<double> dense(tree.size(), 0.0);
+      for (auto& [n, v] : entries) dense[n] = v;
+      w.U8(kValuesDense);
+      w.U32(static_cast<uint32_t>(tree.size()));
+      w.Array(dense);
+    } else {
+      std::vector<uint32_t> nodes(k);
+      std::vector<double> values(k);
+      for (size_t i = 0; i < k; ++i) {
+        nodes[i] = entries[i].first;
+        values[i] = entries[i].second;
+      }
+      w.U8(kValuesSparse);
+      w.U32(static_cast<uint32_t>(k));
+      w.Array(nodes);
+      w.Array(values);
+    }
+    out.push_back({SectionKind::kValues, m, w.Take()});
+  }
+  if (stored_ids) *stored_ids = std::move(new_id);
+  return out;
+}
+
+namespace {
+
+Status DecodeStrings(std::string_view payload, cct::StringTable& strings) {
+  ByteReader r(payload);
+  uint32_t count = 0;
+  std::vector<uint32_t> offsets32;
+  if (!r.U32(count) || count == UINT32_MAX || !r.Array(offsets32, static_cast<size_t>(count) + 1))
+    return Corrupt("string table is truncated");
+  std::string chars;
+  if (!r.Bytes(chars, r.remaining())) return Corrupt("string table is truncated");
+  std::vector<uint64_t> offsets(offsets32.begin(), offsets32.end());
+  if (!strings.Assign(std::move(offsets), std::move(chars))) return Corrupt("string table offsets are invalid");
+  return Status::Ok();
+}
+
+Status DecodeFrames(std::string_view payload, size_t string_count, cct::FrameTable& frames) {
+  ByteReader r(payload);
+  uint32_t n = 0;
+  std::vector<uint8_t> kind, flags;
+  std::vector<uint32_t> name, module, file, line;
+  if (!r.U32(n) || !r.Array(kind, n) || !r.Array(flags, n) || !r.Array(name, n) || !r.Array(module, n) ||
+      !r.Array(file, n) || !r.Array(line, n))
+    return Corrupt("frame table is truncated");
+  std::vector<cct::Frame> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (kind[i] >= cct::kFrameKindCount) return Corrupt("frame " + std::to_string(i) + " has an unknown kind");
+    if (name[i] >= string_count || module[i] >= string_count || file[i] >= string_count)
+      return Corrupt("frame " + std::to_string(i) + " refers to a string beyond the table");
+    out[i] = cct::Frame{static_cast<cct::FrameKind>(kind[i]), flags[i], name[i], module[i], file[i], line[i]};
+  }
+  if (n == 0 || out[0].kind != cct::FrameKind::kRoot) return Corrupt("frame table lacks the root frame");
+  frames.Assign(std::move(out));
+  return Status::Ok();
+}
+
+Status DecodeMetrics(std::string_view payload, cct::MetricRegistry& metrics) {
+  nlohmann::json arr = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (!arr.is_array()) return Corrupt("metric table is not valid JSON");
+  for (const auto& j : arr) {
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("unit") ||
+        !j["unit"].is_string())
+      return Corrupt("metric table entry is malformed");
+    cct::MetricDesc d;
+    d.name = j["name"].get<std::string>();
+    const auto unit = cct::ParseUnit(j["unit"].get<std::string>());
+    if (!unit) return Corrupt("metric '" + d.name + "' has an unknown unit");
+    d.unit = *unit;
+    d.kind = j.value("kind", std::string("additive")) == "derived" ? cct::MetricKind::kDerived
+                                                                   : cct::MetricKind::kAdditive;
+    d.description = j.value("description", std::string());
+    d.formula = j.value("formula", std::string());
+    auto id = metrics.Register(d);
+    if (!id.ok()) return Corrupt("metric table: " + id.status().message());
+  }
+  return Status::Ok();
+}
+
+Status DecodeValues(std::string_view payload, MetricId m, Tree& tree) {
+  ByteReader r(payload);
+  uint8_t encoding = 0;
+  uint32_t count = 0;
+  if (!r.U8(encoding) || !r.U32(count)) return Corrupt("metric values are truncated");
+  if (encoding == kValuesDense) {
+    std::vector<double> dense;
+    if (count != tree.size() || !r.Array(dense, count)) return Corrupt("dense metric values are truncated");
+    tree.SetColumn(m, cct::SparseColumn::FromDense(std::move(dense)));
+  } else if (encoding == kValuesSparse) {
+    std::vector<uint32_t> nodes;
+    std::vector<double> values;
+    if (!r.Array(nodes, count) || !r.Array(values, count)) return Corrupt("sparse metric values are truncated");
+    for (size_t i = 0; i < count; ++i) {
+      // Stored sorted and unique; anything else is damage.
+      if (nodes[i] >= tree.size() || (i > 0 && nodes[i] <= nodes[i - 1]))
+        return Corrupt("metric values refer to nodes out of order or beyond the tree");
+    }
+    tree.SetColumn(m, cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
+  } else {
+    return Corrupt("metric values have an unknown encoding");
+  }
+  return Status::Ok();
+}
+
+const Section* FindSection(const std::vector<Section>& sections, SectionKind kind) {
+  for (const Section& s : sections)
+    if (s.kind == kind) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+Result<Tree> DecodeTree(const std::vector<Section>& sections) {
+  const Section* strings = FindSection(sections, SectionKind::kStrings);
+  const Section* frames = FindSection(sections, SectionKind::kFrames);
+  const Section* nodes = FindSection(sections, SectionKind::kNodes);
+  const Section* metrics = FindSection(sections, SectionKind::kMetrics);
+  if (!strings || !frames || !nodes || !metrics) return Corrupt("the run's tree is incomplete");
+  Tree tree;
+  CCT_RETURN_IF_ERROR(DecodeStrings(strings->payload, tree.strings()));
+  CCT_RETURN_IF_ERROR(DecodeFrames(frames->payload, tree.strings().size(), tree.frames()));
+  {
+    ByteReader r(nodes->payload);
+    uint32_t n = 0;
+    std::vector<uint32_t> parent, frame;
+    if (!r.U32(n) || !r.Array(parent, n) || !r.Array(frame, n)) return Corrupt("node table is truncated");
+    CCT_RETURN_IF_ERROR(tree.AssignNodes(std::move(parent), std::move(frame)));
+  }
+  CCT_RETURN_IF_ERROR(DecodeMetrics(metrics->payload, tree.metrics()));
+  for (const Section& s : sections) {
+    if (s.kind != SectionKind::kValues) continue;
+    if (s.arg >= tree.metrics().size() || tree.metrics().Get(s.arg).kind != cct::MetricKind::kAdditive)
+      return Corrupt("values stored for an unknown metric");
+    CCT_RETURN_IF_ERROR(DecodeValues(s.payload, s.arg, tree));
+  }
+  return tree;
+}
+
+std::string FrameSection(const Section& section) {
+  ByteWriter w;
+  w.U32(kSectionMagic);
+  w.U16(kSectionVersion);
+  w.U8(static_cast<uint8_t>(section.kind));
+  w.U8(0);
+  w.U16(section.arg);
+  w.U16(0);
+  w.U64(section.payload.size());
+  w.U32(Crc32(section.payload));
+  std::string out = w.Take();
+  out.append(section.payload);
+  return out;
+}
+
+Result<Section> UnframeSection(std::string_view stored) {
+  CCT_ASSIGN_OR_RETURN(SectionHeader h, ParseSectionHeader(stored));
+  if (h.length != stored.size() - kSectionHeaderSize) return Corrupt("section length does not match its header");
+  Section s{h.kind, h.arg, std::string(stored.substr(kSectionHeaderSize))};
+  if (Crc32(s.payload) != h.crc) return Corrupt("section checksum mismatch");
+  return s;
+}
+
+Result<SectionHeader> ParseSectionHeader(std::string_view stored) {
+  ByteReader r(stored);
+  uint32_t magic = 0, crc = 0;
+  uint16_t version = 0, arg = 0, reserved16 = 0;
+  uint8_t kind = 0, reserved8 = 0;
+  uint64_t length = 0;
+  if (!r.U32(magic) || !r.U16(version) || !r.U8(kind) || !r.U8(reserved8) || !r.U16(arg) || !r.U16(reserved16) ||
+      !r.U64(length) || !r.U32(crc))
+    return Corrupt("section header is truncated");
+  if (magic != kSectionMagic) return Corrupt("section header has a bad magic number");
+  if (version != kSectionVersion) return Corrupt("section has unknown version " + std::to_string(version));
+  return SectionHeader{static_cast<SectionKind>(kind), arg, length, crc};
+}
+
+Status VerifySection(const Section& section, uint32_t crc) {
+  return Crc32(section.payload) == crc ? Status::Ok() : Corrupt("section checksum mismatch");
+}
+
+}  // namespace store

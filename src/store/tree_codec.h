@@ -1,0 +1,107 @@
+// TreeCodec: a Tree as a few flat byte sections, and back.
+//
+// Pure functions, no I/O: the store writes each section as one (chunked)
+// LMDB value and reads it back with one copy out of the memory map. Nodes are
+// renumbered in preorder on the way out, so a subtree is a contiguous id
+// range in every stored tree. Layouts are in docs/format.md (format 1).
+// Decoding validates every length, index and checksum: damaged input yields
+// kCorrupt, never a crash. Thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cct/status.h"
+#include "cct/tree.h"
+
+namespace store {
+
+enum class SectionKind : uint8_t {
+  kStrings = 1,
+  kFrames = 2,
+  kNodes = 3,
+  kMetrics = 4,
+  kValues = 5,      // one per additive metric; arg = metric id
+  kIterations = 6,  // per-iteration values (see iteration_codec.h)
+};
+
+struct Section {
+  SectionKind kind;
+  uint16_t arg = 0;
+  std::string payload;  // without the header; Frame()/Unframe() add and check it
+};
+
+// Encodes a tree. Optionally returns, for every tree node, its stored id.
+std::vector<Section> EncodeTree(const cct::Tree& tree, std::vector<cct::NodeId>* stored_ids = nullptr);
+
+// Decodes sections (any order) into a tree.
+cct::Result<cct::Tree> DecodeTree(const std::vector<Section>& sections);
+
+// A section's stored form: a 24-byte header (magic, kind, arg, length,
+// CRC-32) followed by the payload.
+std::string FrameSection(const Section& section);
+cct::Result<Section> UnframeSection(std::string_view stored);
+inline constexpr size_t kSectionHeaderSize = 24;
+
+// For readers that assemble a payload from chunks without an extra copy:
+// the header alone, then the payload's checksum.
+struct SectionHeader {
+  SectionKind kind;
+  uint16_t arg;
+  uint64_t length;  // payload bytes
+  uint32_t crc;
+};
+cct::Result<SectionHeader> ParseSectionHeader(std::string_view stored);
+cct::Status VerifySection(const Section& section, uint32_t crc);
+
+// Little-endian flat column helpers shared by the section codecs.
+class ByteWriter {
+ public:
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void U16(uint16_t v) { Raw(&v, 2); }
+  void U32(uint32_t v) { Raw(&v, 4); }
+  void U64(uint64_t v) { Raw(&v, 8); }
+  void F64(double v) { Raw(&v, 8); }
+  void Bytes(std::string_view s) { out_.append(s); }
+  template <class T>
+  void Array(const std::vector<T>& v) {
+    Raw(v.data(), v.size() * sizeof(T));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view in) : in_(in) {}
+  bool U8(uint8_t& v) { return Raw(&v, 1); }
+  bool U16(uint16_t& v) { return Raw(&v, 2); }
+  bool U32(uint32_t& v) { return Raw(&v, 4); }
+  bool U64(uint64_t& v) { return Raw(&v, 8); }
+  bool F64(double& v) { return Raw(&v, 8); }
+  template <class T>
+  bool Array(std::vector<T>& v, size_t count) {
+    if (count > remaining() / sizeof(T)) return false;
+    v.resize(count);
+    return Raw(v.data(), count * sizeof(T));
+  }
+  bool Bytes(std::string& s, size_t count) {
+    if (count > remaining()) return false;
+    s.assign(in_.data() + pos_, count);
+    pos_ += count;
+    return true;
+  }
+  size_t remaining() const { return in_.size() - pos_; }
+
+ private:
+  bool Raw(void* p, size_t n);
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+}  // namespace store

@@ -1,0 +1,465 @@
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "cct/node_values.h"
+#include "cct/tree_ops.h"
+#include "store/database.h"
+#include "store/lmdb_env.h"
+#include "store/selector.h"
+#include "store/tree_codec.h"
+#include "tests/test_util.h"
+
+using namespace cct;
+using store::Database;
+using store::RunMeta;
+
+namespace {
+
+// A tree with threads, several kinds, two metrics (one sparse, one dense),
+// deep enough that preorder renumbering moves nodes.
+Tree MakeTree(int seed) {
+  Tree t;
+  const MetricId cpu = t.metrics().RegisterStandard("cputime").value();
+  const MetricId bytes = t.metrics().RegisterStandard("gxcopy:h2d").value();
+  t.metrics().RegisterStandard("gker:blk_thr").value();  // derived, with operands
+  std::mt19937 rng(seed);
+  std::vector<NodeId> nodes{kRootNode};
+  const FrameKind kinds[] = {FrameKind::kThread, FrameKind::kFunction, FrameKind::kNvtx, FrameKind::kKernel,
+                             FrameKind::kGpuOp, FrameKind::kLine};
+  for (int i = 0; i < 3000; ++i) {
+    const NodeId parent = nodes[rng() % nodes.size()];
+    const FrameKind k = kinds[rng() % 6];
+    const FrameId f = t.InternFrame(k, "f" + std::to_string(rng() % 300), "mod" + std::to_string(rng() % 3),
+                                    k == FrameKind::kLine ? "src.c" : "", k == FrameKind::kLine ? rng() % 50 : 0,
+                                    (rng() % 9 == 0) ? kFrameInlined : 0);
+    const NodeId n = t.InternChild(parent, f);
+    nodes.push_back(n);
+    t.AddValue(n, cpu, static_cast<double>(rng() % 1000) + 0.25);
+    if (rng() % 20 == 0) t.AddValue(n, bytes, static_cast<double>(rng() % 100000));
+  }
+  return t;
+}
+
+// Every field of every frame from the root: equal keys, equal nodes.
+std::string FullPath(const Tree& t, NodeId n) {
+  std::string key;
+  for (; n != kRootNode; n = t.parent(n)) {
+    const Frame f = t.frame(n);
+    key += std::to_string(static_cast<int>(f.kind)) + "," + std::to_string(f.flags) + "," + std::string(t.str(f.name)) +
+           "," + std::string(t.str(f.module)) + "," + std::string(t.str(f.file)) + "," + std::to_string(f.line) + "\n";
+  }
+  return key;
+}
+
+// Trees are equal when every node's full path carries the same exclusive
+// values (node ids may differ: the store renumbers).
+void CheckSameTree(const Tree& a, const Tree& b) {
+  REQUIRE(a.size() == b.size());
+  REQUIRE(a.metrics().size() == b.metrics().size());
+  std::map<std::string, NodeId> by_path;
+  for (NodeId n = 0; n < b.size(); ++n) by_path[FullPath(b, n)] = n;
+  REQUIRE(by_path.size() == b.size());
+  for (NodeId n = 0; n < a.size(); ++n) {
+    auto it = by_path.find(FullPath(a, n));
+    REQUIRE(it != by_path.end());
+    const Frame fa = a.frame(n), fb = b.frame(it->second);
+    CHECK(fa.kind == fb.kind);
+    CHECK(a.str(fa.name) == b.str(fb.name));
+    CHECK(a.str(fa.module) == b.str(fb.module));
+    CHECK(a.str(fa.file) == b.str(fb.file));
+    CHECK(fa.line == fb.line);
+    for (MetricId m = 0; m < a.metrics().size(); ++m) CHECK(a.Value(n, m) == b.Value(it->second, m));
+  }
+  for (MetricId m = 0; m < a.metrics().size(); ++m) {
+    CHECK(a.metrics().Get(m).name == b.metrics().Get(m).name);
+    CHECK(a.metrics().Get(m).unit == b.metrics().Get(m).unit);
+    CHECK(a.metrics().Get(m).formula == b.metrics().Get(m).formula);
+  }
+}
+
+RunMeta MakeMeta(const std::string& name) {
+  RunMeta m;
+  m.name = name;
+  m.state = store::RunState::kComplete;
+  m.source = "test";
+  m.start_time_ns = 1700000000123456789;
+  m.duration_ns = 2500000000;
+  m.exit_code = 3;
+  m.command = {"./app", "--size", "a b"};
+  m.cwd = "/work";
+  m.host = "h";
+  m.cpu_model = "cpu";
+  m.tags = {{"commit", "abc"}, {"variant", "x"}};
+  m.env = {{"OMP_NUM_THREADS", "4"}};
+  m.sampling = {{"clock", "cpu"}, {"freq_hz", 1000}};
+  m.diagnostics = {{"partial_unwinds", 2}};
+  m.extra = {{"future_field", {1, 2, 3}}};
+  return m;
+}
+
+std::string Query(const std::string& db, std::vector<std::string> args, int* rc, std::string* err = nullptr) {
+  std::vector<std::string> argv{testutil::Tool("cct-query"), "-d", db};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = testutil::Run(argv);
+  *rc = r.exit_code;
+  if (err) *err = r.err;
+  return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("tree codec round trip, in preorder") {
+  const Tree t = MakeTree(1);
+  std::vector<NodeId> stored;
+  const auto sections = store::EncodeTree(t, &stored);
+  auto back = store::DecodeTree(sections);
+  REQUIRE(back.ok());
+  CheckSameTree(t, *back);
+  // Preorder: every subtree is a contiguous id range, parents first.
+  const Tree& d = *back;
+  std::vector<NodeId> end(d.size());
+  for (NodeId n = d.size(); n-- > 0;) end[n] = std::max<NodeId>(end[n], n + 1);
+  for (NodeId n = static_cast<NodeId>(d.size()) - 1; n > 0; --n) end[d.parent(n)] = std::max(end[d.parent(n)], end[n]);
+  for (NodeId n = 1; n < d.size(); ++n) {
+    CHECK(d.parent(n) < n);
+    CHECK(end[n] <= end[d.parent(n)]);
+  }
+}
+
+TEST_CASE("damaged sections are rejected, not crashed on") {
+  const Tree t = MakeTree(2);
+  const auto sections = store::EncodeTree(t);
+  std::mt19937 rng(3);
+  for (const auto& s : sections) {
+    const std::string framed = store::FrameSection(s);
+    REQUIRE(store::UnframeSection(framed).ok());
+    // Flip a byte of the payload: the checksum catches it.
+    std::string bad = framed;
+    bad[store::kSectionHeaderSize + rng() % s.payload.size()] ^= 0x40;
+    CHECK_FALSE(store::UnframeSection(bad).ok());
+    // Truncations.
+    CHECK_FALSE(store::UnframeSection(framed.substr(0, framed.size() - 1)).ok());
+    CHECK_FALSE(store::UnframeSection(framed.substr(0, 10)).ok());
+  }
+  // Valid checksums over inconsistent payloads: the decoder validates too.
+  for (size_t victim = 0; victim < sections.size(); ++victim) {
+    for (int trial = 0; trial < 20; ++trial) {
+      auto mutated = sections;
+      std::string& p = mutated[victim].payload;
+      if (p.empty()) continue;
+      if (trial % 2) p.resize(rng() % p.size());
+      else p[rng() % p.size()] = static_cast<char>(rng());
+      auto r = store::DecodeTree(mutated);  // may succeed (a changed value), must not crash
+      if (!r.ok()) CHECK(r.status().code() == ErrorCode::kCorrupt);
+    }
+  }
+  auto missing = sections;
+  missing.erase(missing.begin());
+  CHECK_FALSE(store::DecodeTree(missing).ok());
+}
+
+TEST_CASE("database round trip: reopen gives the same tree and metadata") {
+  testutil::TempDir dir;
+  const std::string path = dir / "t.db";
+  const Tree t = MakeTree(4);
+  RunMeta meta = MakeMeta("first");
+  {
+    auto db = Database::Open(path, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    REQUIRE((*db)->CreateRun(meta, &t).ok());
+    CHECK(meta.id == 1);
+    RunMeta second = MakeMeta("second");
+    REQUIRE((*db)->CreateRun(second, &t).ok());
+    CHECK(second.id == 2);
+  }
+  auto db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  auto runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 2);
+  const RunMeta& r = runs->front();
+  CHECK(r.id == 1);
+  CHECK(r.name == "first");
+  CHECK(r.state == store::RunState::kComplete);
+  CHECK(r.start_time_ns == meta.start_time_ns);
+  CHECK(r.duration_ns == meta.duration_ns);
+  CHECK(r.exit_code == 3);
+  CHECK_FALSE(r.term_signal.has_value());
+  CHECK(r.command == meta.command);
+  CHECK(r.tags == meta.tags);
+  CHECK(r.env == meta.env);
+  CHECK(r.sampling == meta.sampling);
+  CHECK(r.diagnostics == meta.diagnostics);
+  CHECK(r.extra == meta.extra);  // fields of newer writers survive
+  CHECK(r.node_count == t.size());
+  auto back = (*db)->ReadTree(1);
+  REQUIRE(back.ok());
+  CheckSameTree(t, *back);
+}
+
+TEST_CASE("updating a run replaces its tree, including longer and shorter ones") {
+  testutil::TempDir dir;
+  const std::string path = dir / "u.db";
+  auto db = Database::Open(path, Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  RunMeta meta = MakeMeta("growing");
+  meta.state = store::RunState::kRecording;
+  Tree small;
+  const MetricId cpu = small.metrics().RegisterStandard("cputime").value();
+  small.AddValue(small.InternChild(kRootNode, small.InternFrame(FrameKind::kFunction, "a")), cpu, 1);
+  REQUIRE((*db)->CreateRun(meta, &small).ok());
+  // A tree bigger than one chunk (1 MiB), then a small one again.
+  Tree big;
+  const MetricId bcpu = big.metrics().RegisterStandard("cputime").value();
+  NodeId n = kRootNode;
+  for (int i = 0; i < 200000; ++i) {
+    n = big.InternChild(i % 1000 == 0 ? kRootNode : n, big.InternFrame(FrameKind::kFunction, "g" + std::to_string(i)));
+    big.AddValue(n, bcpu, i);
+  }
+  meta.checkpoints = 1;
+  REQUIRE((*db)->UpdateRun(meta, &big).ok());
+  auto read_big = (*db)->ReadTree(meta.id);
+  REQUIRE(read_big.ok());
+  CHECK(read_big->size() == big.size());
+  meta.state = store::RunState::kComplete;
+  REQUIRE((*db)->UpdateRun(meta, &small).ok());
+  auto read_small = (*db)->ReadTree(meta.id);
+  REQUIRE(read_small.ok());
+  CheckSameTree(small, *read_small);
+  CHECK((*db)->GetRun(meta.id)->state == store::RunState::kComplete);
+  REQUIRE((*db)->DeleteRun(meta.id).ok());
+  CHECK((*db)->GetRun(meta.id).status().code() == ErrorCode::kNotFound);
+}
+
+TEST_CASE("damaged and foreign database files: exit 2 with one clear line") {
+  testutil::TempDir dir;
+  // A good database to damage.
+  const std::string good = dir / "good.db";
+  {
+    auto db = Database::Open(good, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    const Tree t = MakeTree(5);
+    RunMeta m = MakeMeta("r");
+    REQUIRE((*db)->CreateRun(m, &t).ok());
+  }
+  int rc = 0;
+  std::string err;
+  Query(good, {"tree", "1", "--depth", "1"}, &rc, &err);
+  REQUIRE(rc == 0);
+  const std::string data = testutil::ReadFileOrDie(good);
+
+  struct Case {
+    std::string name, contents, expect;
+  };
+  std::mt19937 rng(9);
+  std::string random(64 * 1024, '\0');
+  for (char& c : random) c = static_cast<char>(rng());
+  const std::vector<Case> cases = {
+      {"empty", "", "empty file"},
+      {"random", random, "not a cctdb database"},
+      {"truncated", data.substr(0, data.size() / 2), "truncated"},
+      {"header only", data.substr(0, 8192), "truncated"},
+      {"text", "hello, world\n", "not a cctdb database"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const std::string path = dir / ("case.db");
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-lock");
+    testutil::WriteFileOrDie(path, c.contents);
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"runs"}, {"tree", "1"}}) {
+      const std::string out = Query(path, args, &rc, &err);
+      CHECK(rc == 2);
+      CHECK(testutil::LineCount(err) == 1);
+      CHECK_MESSAGE(err.find(c.expect) != std::string::npos, err);
+      CHECK(err.find("cct-query: ") == 0);
+    }
+  }
+
+  // An LMDB file of another program.
+  const std::string foreign = dir / "foreign.db";
+  {
+    auto env = store::LmdbEnv::Open(foreign, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
+              auto dbi = txn.OpenDb("settings", true);
+              if (!dbi.ok()) return dbi.status();
+              return txn.Put(**dbi, "k", "v");
+            }).ok());
+  }
+  Query(foreign, {"runs"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(err.find("another program") != std::string::npos);
+  // Writing into it is refused too (cct-import must not adopt it).
+  auto w = Database::Open(foreign, Database::Mode::kWrite);
+  CHECK_FALSE(w.ok());
+
+  // A newer format version.
+  const std::string newer = dir / "newer.db";
+  std::filesystem::copy_file(good, newer);
+  {
+    auto env = store::LmdbEnv::Open(newer, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
+              auto dbi = txn.OpenDb("meta", false);
+              if (!dbi.ok()) return dbi.status();
+              const uint32_t v = store::kFormatVersion + 1;
+              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
+            }).ok());
+  }
+  Query(newer, {"runs"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(err.find("newer cctdb") != std::string::npos);
+  CHECK(testutil::LineCount(err) == 1);
+
+  // A flipped byte inside a stored section: the checksum reports it.
+  const std::string flipped = dir / "flipped.db";
+  std::string bytes = data;
+  const size_t at = bytes.find("CSEC");  // section magic, little-endian "CSEC"
+  REQUIRE(at != std::string::npos);
+  bytes[at + store::kSectionHeaderSize + 7] ^= 0x01;
+  testutil::WriteFileOrDie(flipped, bytes);
+  Query(flipped, {"tree", "1"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(err.find("damaged") != std::string::npos);
+  CHECK(testutil::LineCount(err) == 1);
+
+  // Random corruption anywhere: never a crash, never a hang.
+  for (int trial = 0; trial < 25; ++trial) {
+    std::string b = data;
+    for (int k = 0; k < 16; ++k) b[rng() % b.size()] = static_cast<char>(rng());
+    const std::string p = dir / ("fuzz" + std::to_string(trial) + ".db");
+    testutil::WriteFileOrDie(p, b);
+    auto r = testutil::Run({testutil::Tool("cct-query"), "-d", p, "tree", "1"}, {}, 30);
+    CAPTURE(trial);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.signal == 0);
+    CHECK((r.exit_code == 0 || r.exit_code == 2));
+    if (r.exit_code == 2) CHECK(testutil::LineCount(r.err) == 1);
+  }
+
+  // A missing file.
+  Query(dir / "absent.db", {"runs"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(err.find("no such database") != std::string::npos);
+}
+
+TEST_CASE("several processes write runs into one database at once") {
+  testutil::TempDir dir;
+  const std::string db = dir / "shared.db";
+  // Each writer imports a different profile; all start together.
+  std::vector<pid_t> pids;
+  const int kWriters = 8;
+  for (int i = 0; i < kWriters; ++i) {
+    std::string folded;
+    for (int j = 0; j <= i; ++j) folded += "main;w" + std::to_string(i) + ";f" + std::to_string(j) + " " + std::to_string(j + 1) + "\n";
+    testutil::WriteFileOrDie(dir / ("p" + std::to_string(i) + ".folded"), folded);
+  }
+  for (int i = 0; i < kWriters; ++i) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int devnull = open("/dev/null", O_WRONLY);
+      if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+      const std::string tool = testutil::Tool("cct-import");
+      const std::string file = dir / ("p" + std::to_string(i) + ".folded");
+      const std::string name = "writer" + std::to_string(i);
+      execl(tool.c_str(), tool.c_str(), "-d", db.c_str(), "--from", "folded", file.c_str(), "--name", name.c_str(),
+            "--tag", "batch=1", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  auto opened = Database::Open(db, Database::Mode::kRead);
+  REQUIRE(opened.ok());
+  auto runs = (*opened)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == kWriters);
+  std::set<std::string> names;
+  std::set<store::RunId> ids;
+  for (const RunMeta& r : *runs) {
+    names.insert(r.name);
+    ids.insert(r.id);
+    auto t = (*opened)->ReadTree(r.id);
+    REQUIRE(t.ok());
+    const int i = std::stoi(r.name.substr(6));
+    NodeValues v(*t);
+    // writer i wrote values 1..i+1
+    CHECK(v.Total(0) == (i + 1) * (i + 2) / 2);
+  }
+  CHECK(names.size() == kWriters);
+  CHECK(ids.size() == kWriters);
+}
+
+TEST_CASE("selectors parse and select") {
+  testutil::TempDir dir;
+  const std::string path = dir / "sel.db";
+  {
+    auto db = Database::Open(path, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    for (int i = 0; i < 5; ++i) {
+      RunMeta m = MakeMeta(i % 2 ? "odd" : "even");
+      m.tags = {{"commit", i < 3 ? "aaa" : "bbb"}};
+      Tree t;
+      REQUIRE((*db)->CreateRun(m, &t).ok());
+    }
+  }
+  auto db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
+    auto sel = store::ParseSelector(text, path);
+    REQUIRE(sel.ok());
+    auto runs = store::SelectRuns(**db, *sel);
+    std::vector<store::RunId> ids;
+    if (runs.ok())
+      for (const RunMeta& r : *runs) ids.push_back(r.id);
+    return ids;
+  };
+  CHECK(select("3") == std::vector<store::RunId>{3});
+  CHECK(select("latest") == std::vector<store::RunId>{5});
+  CHECK(select("latest~0") == std::vector<store::RunId>{5});
+  CHECK(select("latest~4") == std::vector<store::RunId>{1});
+  CHECK(select("latest~5").empty());
+  CHECK(select("odd") == std::vector<store::RunId>{4});  // the newest with that name
+  CHECK(select("even") == std::vector<store::RunId>{5});
+  CHECK(select("tag:commit=aaa") == std::vector<store::RunId>{1, 2, 3});
+  CHECK(select("tag:commit=bbb") == std::vector<store::RunId>{4, 5});
+  CHECK(select(path + ":2") == std::vector<store::RunId>{2});
+  CHECK(select(path + ":tag:commit=bbb") == std::vector<store::RunId>{4, 5});
+  CHECK(select("99").empty());
+
+  auto sel = store::ParseSelector("other.db:latest@iter=2..4", path);
+  REQUIRE(sel.ok());
+  CHECK(sel->db_path == "other.db");
+  CHECK(sel->kind == store::RunSelector::Kind::kLatest);
+  REQUIRE(sel->iteration.has_value());
+  CHECK(sel->iteration->first == 2);
+  CHECK(sel->iteration->last == 4);
+  CHECK(store::ParseSelector("5@iter=median", path)->iteration->median);
+  CHECK(store::ParseSelector("run:with:colons", path)->name == "run:with:colons");
+  for (const char* bad : {"", "tag:", "tag:=x", "latest~x", "3@iter=0", "3@iter=4..2", "@iter=1", "x.db:"})
+    CHECK_MESSAGE(!store::ParseSelector(bad, path).ok(), bad);
+
+  // No match: exit 2, naming what is there.
+  int rc = 0;
+  std::string err;
+  Query(path, {"tree", "nonesuch"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(testutil::LineCount(err) == 1);
+  CHECK(err.find("no run matches 'nonesuch'") != std::string::npos);
+  CHECK(err.find("5 'even' (complete)") != std::string::npos);
+}

@@ -1,0 +1,61 @@
+#include "tools/cli.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <iostream>
+
+namespace cli {
+
+void Fail(const std::string& tool, const std::string& message, int code) {
+  std::cout.flush();
+  std::string line = tool + ": " + message;
+  // One line: embedded newlines would split the message.
+  for (char& c : line)
+    if (c == '\n') c = ' ';
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::exit(code);
+}
+
+void Fail(const std::string& tool, const cct::Status& status, int code) { Fail(tool, status.message(), code); }
+
+cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> tags;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return cct::InvalidArgument("bad tag '" + item + "' (expected KEY=VALUE)");
+    tags[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return tags;
+}
+
+void TuneAllocator(int argc, char** argv) {
+  (void)argc;
+  static const char kTunables[] =
+      "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=4294967295:"
+      "glibc.malloc.trim_threshold=4294967295:glibc.malloc.top_pad=67108864";
+  if (std::getenv("CCT_NO_MALLOC_TUNING") != nullptr) return;
+  const char* have = std::getenv("GLIBC_TUNABLES");
+  if (have != nullptr && std::strstr(have, "glibc.malloc.hugetlb") != nullptr) return;
+  std::string value = have != nullptr && *have != '\0' ? std::string(have) + ":" + kTunables : kTunables;
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc): run untuned, and keep the environment as it was.
+  if (have != nullptr) setenv("GLIBC_TUNABLES", have, 1);
+  else unsetenv("GLIBC_TUNABLES");
+}
+
+size_t TerminalWidth() {
+  if (!isatty(STDOUT_FILENO)) return 0;
+  struct winsize ws {};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  if (const char* cols = std::getenv("COLUMNS")) return static_cast<size_t>(std::atoi(cols));
+  return 80;
+}
+
+}  // namespace cli

@@ -1,0 +1,39 @@
+// Shared helpers of the command-line tools: one error line and an exit
+// status, tags, terminal width. The tools are thin: parsing and printing
+// here, everything else in the libraries.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cct/status.h"
+
+namespace cli {
+
+// Exit statuses of cct-query, cct-import and cct-diff.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRegression = 1;
+inline constexpr int kExitError = 2;
+
+// Prints "<tool>: <message>" on stderr and exits with `code`.
+[[noreturn]] void Fail(const std::string& tool, const std::string& message, int code = kExitError);
+// Same, for a Status.
+[[noreturn]] void Fail(const std::string& tool, const cct::Status& status, int code = kExitError);
+
+// Parses repeated K=V options.
+cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items);
+
+// Columns of the terminal on stdout, or 0 when stdout is not a terminal.
+size_t TerminalWidth();
+
+// Re-executes the tool once with glibc malloc tuned for large trees:
+// transparent huge pages and a heap that is neither trimmed nor split into
+// per-allocation mmaps. Reading a 10^6-node run touches ~60 MB; with 4 KiB
+// pages most of a query's time went to page faults (docs/performance.md).
+// glibc reads these tunables only at start-up, hence the exec. No-op when
+// already tuned or when CCT_NO_MALLOC_TUNING is set. Not for cct-record: the
+// variable would reach the profiled program.
+void TuneAllocator(int argc, char** argv);
+
+}  // namespace cli
