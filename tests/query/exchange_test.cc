@@ -143,7 +143,7 @@ TEST_CASE("hatchet: export and re-import round trips, literal and graph+datafram
   testutil::TempDir dir;
   const std::string db = dir / "h.db";
   for (const std::string& file :
-       {testutil::SharedData("hatchet/hatchet-graph-literal.json"), testutil::SourceDir() + "/tests/data/sample.json"}) {
+       {testutil::SharedData("hatchet/hatchet-graph-literal.json"), testutil::SourceDir() + "/examples/sample-profile.json"}) {
     CAPTURE(file);
     query::ImportOptions io;
     auto original = query::ImportHatchet(file, io);

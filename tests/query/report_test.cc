@@ -11,7 +11,7 @@
 
 namespace {
 
-std::string SamplePath() { return testutil::SourceDir() + "/tests/data/sample.json"; }
+std::string SamplePath() { return testutil::SourceDir() + "/examples/sample-profile.json"; }
 
 // A database holding the sample profile as run 1 ('sample').
 struct SampleDb {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what cctdb needs to build, test and benchmark (Debian 12).
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+packages=(
+  g++ meson ninja-build pkg-config python3
+  liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev
+  libunwind-dev libdw-dev libelf-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  as_root=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
