@@ -99,8 +99,10 @@ std::vector<MetricDesc> BuildCatalog() {
 }  // namespace
 
 const std::vector<MetricDesc>& StandardMetrics() {
-  static const std::vector<MetricDesc> catalog = BuildCatalog();
-  return catalog;
+  // Never destroyed: the collector writes its final profile from an exit
+  // handler, which may run after this library's static destructors.
+  static const std::vector<MetricDesc>* catalog = new std::vector<MetricDesc>(BuildCatalog());
+  return *catalog;
 }
 
 const MetricDesc* FindStandardMetric(std::string_view name) {

@@ -178,7 +178,7 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
                           {"nodes", profile.tree.size()},
                           {"frames", profile.tree.frames().size()},
                           {"totals", totals}};
-    out << doc.dump() << '\n';
+    out << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     return Status::Ok();
   }
   if (opt.format == OutputFormat::kCsv) {

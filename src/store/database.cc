@@ -151,7 +151,7 @@ Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree) {
     std::memcpy(&id, next->data(), 4);
     CCT_RETURN_IF_ERROR(txn.Put(meta_, "next_run_id", LeU32(id + 1)));
     meta.id = id;
-    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(id), meta.ToJson().dump()));
+    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(id), meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     return PutSections(txn, id, sections);
   });
 }
@@ -166,7 +166,7 @@ Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree) {
   return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
     CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> existing, txn.Get(runs_, U32BE(meta.id)));
     if (!existing) return cct::NotFound("no run " + std::to_string(meta.id) + " in " + path());
-    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(meta.id), stored.ToJson().dump()));
+    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(meta.id), stored.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     if (!tree) return Status::Ok();
     // Replace the tree's sections (and any stale chunks of longer old ones).
     for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,

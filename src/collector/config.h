@@ -1,0 +1,43 @@
+// CollectorConfig: how cct-record tells the preloaded collector what to do.
+//
+// cct-record passes its options to the collector in CCT_RECORD_* environment
+// variables (the collector runs inside an arbitrary program, so the
+// environment is the only channel that survives fork and exec). Parsing is a
+// pure function of a getenv-like lookup. Plain value type.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "cct/status.h"
+
+namespace collector {
+
+enum class SampleClock { kCpu, kWall };
+
+struct CollectorConfig {
+  std::string db_path;                 // CCT_RECORD_DB (its presence turns the collector on)
+  SampleClock clock = SampleClock::kCpu;  // CCT_RECORD_CLOCK: cpu | wall
+  double freq_hz = 1000;               // CCT_RECORD_FREQ
+  double checkpoint_s = 1;             // CCT_RECORD_CHECKPOINT (0: only at exit)
+  std::string name;                    // CCT_RECORD_NAME
+  std::map<std::string, std::string> tags;  // CCT_RECORD_TAGS: JSON object
+  uint32_t parent_run = 0;             // CCT_RECORD_PARENT_RUN: run of the process that started this one
+  bool follow = true;                  // CCT_RECORD_FOLLOW: 0 = this process only
+  std::string session;                 // CCT_RECORD_SESSION: ties a recording's runs together
+  int signal_offset = 6;               // CCT_RECORD_SIGNAL: sample signal is SIGRTMIN + this
+  std::string iteration_regex;         // CCT_RECORD_ITERATION
+};
+
+using EnvLookup = std::function<const char*(const char*)>;
+
+// nullopt when CCT_RECORD_DB is not set (the library was preloaded by
+// someone else: stay inert). An error for malformed values.
+cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env);
+
+// The environment entries ("NAME=VALUE") that carry `config` to a child.
+std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& config);
+
+}  // namespace collector

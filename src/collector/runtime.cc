@@ -1,0 +1,841 @@
+// The collector runtime: see runtime.h. The functions OnSample and OnFatal
+// are SIGNAL-HANDLER CODE and async-signal-safe; so are the few helpers they
+// call (marked).
+#include "collector/runtime.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <string>
+#include <vector>
+
+#include "cctdb_config.h"
+#include "collector/config.h"
+#include "collector/profile_builder.h"
+#include "collector/run_info.h"
+#include "collector/sample_trie.h"
+#include "collector/symbolizer.h"
+#include "collector/unwinder.h"
+#include "store/database.h"
+
+extern char** environ;
+
+namespace collector {
+namespace {
+
+constexpr int kMaxDepth = 512;
+constexpr size_t kMaxThreads = 16384;
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP};
+
+int64_t Now(clockid_t clock) {  // SIGNAL-HANDLER CODE
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }  // SIGNAL-HANDLER CODE
+
+struct ThreadState {
+  SampleTrie trie;
+  pid_t tid = 0;
+  uint32_t index = 0;  // registration order in this process; 0 = main thread
+  timer_t timer{};
+  bool has_timer = false;
+  int perf_fd = -1;  // task-clock event, when the kernel lets us open one
+  std::atomic<bool> alive{true};
+  int64_t last_ns = 0;  // clock reading at the previous sample
+  std::atomic<uint32_t> interrupts{0};
+  std::atomic<int> in_loader{0};
+  std::atomic<uint64_t> lost{0};
+  uintptr_t unwind[kMaxDepth + kUnwindSlack];
+  uint64_t keys[kMaxDepth + 1];
+};
+
+struct Runtime {
+  CollectorConfig config;
+  int signo = 0;
+  clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
+  int64_t period_ns = 1000000;
+  // CPU-time sampling source: the kernel's task-clock software event (an
+  // hrtimer on the thread's CPU time, so any rate works), else POSIX
+  // thread-CPU-clock timers, which the kernel checks only at its tick (a
+  // 250 Hz kernel gives at most 250 samples/s; each still carries the
+  // measured CPU time, so totals stay right).
+  std::atomic<int> use_perf{-1};  // -1 untried, 0 no, 1 yes
+  std::atomic<bool> active{false};  // sampling on
+  std::atomic<uint32_t> epoch{0};   // bumped when a library is unloaded
+  std::atomic<ThreadState*> threads[kMaxThreads] = {};
+  std::atomic<size_t> thread_count{0};
+  std::atomic<uint64_t> threads_unsampled{0};
+
+  std::mutex flush_mutex;  // checkpoint writes, symbolizer, run metadata
+  store::RunMeta meta;
+  bool run_created = false;
+  bool finished = false;
+  int64_t start_mono_ns = 0;
+  std::unique_ptr<Symbolizer> symbolizer;
+  // Frames of addresses from earlier load epochs (libraries since unloaded),
+  // resolved while they were mapped; keyed by LookupKey().
+  std::unordered_map<uint64_t, SymbolFrames> frozen;
+  bool refresh_symbols = false;
+  std::string own_module;
+  bool warned_write = false;
+
+  int request_pipe[2] = {-1, -1};  // fatal handler → checkpoint thread
+  int ack_pipe[2] = {-1, -1};      // checkpoint thread → fatal handler
+  std::atomic<int> fatal_signal{0};
+  std::atomic<bool> fatal_once{false};
+  pthread_t flusher{};
+  std::atomic<pid_t> flusher_tid{0};
+  bool flusher_running = false;
+};
+
+// Never destroyed: host code (and our signal handlers) may run after static
+// destructors.
+Runtime* rt = nullptr;
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t exit_key;
+
+void Warn(const std::string& msg) {
+  std::string line = "cctdb: " + msg + "\n";
+  ssize_t w = write(STDERR_FILENO, line.data(), line.size());
+  (void)w;
+}
+
+clockid_t ThreadCpuClock(pid_t tid) {
+  // The kernel's per-thread CPU clock id (MAKE_THREAD_CPUCLOCK(tid, SCHED)),
+  // usable for any thread of this process, not only the calling one.
+  return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+}
+
+// --- sampling ----------------------------------------------------------------
+
+ThreadState* FindThread(pid_t tid) {  // SIGNAL-HANDLER CODE
+  const size_t n = rt->thread_count.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+    if (t && t->tid == tid && t->alive.load(std::memory_order_relaxed)) return t;
+  }
+  return nullptr;
+}
+
+void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
+  const int saved_errno = errno;
+  ThreadState* t = t_state;
+  if (!t && rt) {
+    t = FindThread(Tid());  // a thread registered by another (it existed before us)
+    t_state = t;
+  }
+  if (!t || !rt->active.load(std::memory_order_acquire)) {
+    errno = saved_errno;
+    return;
+  }
+  t->interrupts.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = Now(rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID);
+  const int64_t delta = now > t->last_ns ? now - t->last_ns : 0;
+  t->last_ns = now;
+
+  bool truncated = false;
+  int depth;
+  if (t->in_loader.load(std::memory_order_relaxed) > 0) {
+    // libunwind may need the loader's lock, which this thread may hold: keep
+    // only the interrupted instruction.
+    t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+    depth = 1;
+    truncated = true;
+  } else {
+    depth = Unwind(uc, t->unwind, kMaxDepth, &truncated);
+    if (depth == 0) {
+      t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+      depth = 1;
+      truncated = true;
+    }
+  }
+  const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed);
+  int k = 0;
+  if (truncated) t->keys[k++] = kPartialKey;
+  for (int i = depth - 1; i >= 0; --i) t->keys[k++] = MakeKey(t->unwind[i], epoch);
+  if (!t->trie.AddSample(t->keys, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
+  if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one more overflow signal
+  errno = saved_errno;
+}
+
+bool ArmPerfEvent(ThreadState* t) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = static_cast<uint64_t>(rt->period_ns);
+  attr.disabled = 1;
+  const int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0) return false;
+  f_owner_ex owner{F_OWNER_TID, t->tid};
+  if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, rt->signo) != 0 ||
+      fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+    close(fd);
+    return false;
+  }
+  t->perf_fd = fd;
+  return true;
+}
+
+bool ArmTimer(ThreadState* t) {
+  if (rt->clock != CLOCK_MONOTONIC && rt->use_perf.load() != 0) {
+    const bool ok = ArmPerfEvent(t);
+    if (rt->use_perf.load() == -1) rt->use_perf.store(ok ? 1 : 0);
+    if (ok) {
+      t->has_timer = true;
+      return true;
+    }
+  }
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = rt->signo;
+  sev._sigev_un._tid = t->tid;
+  const clockid_t clock = rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : ThreadCpuClock(t->tid);
+  if (timer_create(clock, &sev, &t->timer) != 0) return false;
+  itimerspec its{};
+  its.it_interval.tv_sec = rt->period_ns / 1000000000;
+  its.it_interval.tv_nsec = rt->period_ns % 1000000000;
+  its.it_value = its.it_interval;
+  if (timer_settime(t->timer, 0, &its, nullptr) != 0) {
+    timer_delete(t->timer);
+    return false;
+  }
+  t->has_timer = true;
+  return true;
+}
+
+void DisarmTimer(ThreadState* t) {
+  if (!t->has_timer) return;
+  if (t->perf_fd >= 0) {
+    const int fd = t->perf_fd;
+    t->perf_fd = -1;  // the handler stops refreshing before the descriptor goes
+    close(fd);
+  } else {
+    timer_delete(t->timer);
+  }
+  t->has_timer = false;
+}
+
+ThreadState* AddThread(pid_t tid) {
+  const size_t slot = rt->thread_count.load(std::memory_order_relaxed);
+  if (slot >= kMaxThreads) {
+    rt->threads_unsampled.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  auto* t = new (std::nothrow) ThreadState;
+  if (!t) return nullptr;
+  t->tid = tid;
+  t->index = static_cast<uint32_t>(slot);
+  // The thread's clock now: its first sample measures from registration.
+  t->last_ns = rt->clock == CLOCK_MONOTONIC ? Now(CLOCK_MONOTONIC) : Now(ThreadCpuClock(tid));
+  rt->threads[slot].store(t, std::memory_order_release);
+  rt->thread_count.store(slot + 1, std::memory_order_release);
+  return t;
+}
+
+void OnThreadExit(void* p) {
+  auto* t = static_cast<ThreadState*>(p);
+  DisarmTimer(t);
+  t->alive.store(false, std::memory_order_release);
+  t_state = nullptr;
+}
+
+// The thread list is changed only from normal (non-handler) code, and only
+// under registry_mutex, so slots are appended one at a time.
+std::mutex registry_mutex;
+
+ThreadState* RegisterThread(pid_t tid, bool current) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  ThreadState* t = AddThread(tid);
+  if (!t) return nullptr;
+  if (current) {
+    t_state = t;
+    pthread_setspecific(exit_key, t);
+  }
+  if (rt->active.load() && !ArmTimer(t)) rt->threads_unsampled.fetch_add(1, std::memory_order_relaxed);
+  return t;
+}
+
+// --- writing the run --------------------------------------------------------
+
+std::string ThreadName(const ThreadState& t) {
+  return t.index == 0 ? "main thread" : "thread " + std::to_string(t.index);
+}
+
+uint64_t LookupKey(uint64_t key, bool return_address) {
+  return key | (return_address ? uint64_t{1} << 47 : 0);  // user addresses are below 2^47
+}
+
+// The symbol lookup for the profile builder. Caller holds flush_mutex.
+const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
+  const uint32_t epoch = static_cast<uint32_t>(key >> kEpochShift);
+  if (epoch != (rt->epoch.load(std::memory_order_relaxed) & 0xffff)) {
+    auto it = rt->frozen.find(LookupKey(key, return_address));
+    if (it != rt->frozen.end()) return it->second;
+    // Sampled in a library that was unloaded before we could resolve it.
+    SymbolFrame f;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "<unloaded code 0x%lx>", static_cast<unsigned long>(KeyAddress(key)));
+    f.function = buf;
+    return rt->frozen.emplace(LookupKey(key, return_address), SymbolFrames{f}).first->second;
+  }
+  if (rt->refresh_symbols) {
+    rt->symbolizer->Refresh();
+    rt->refresh_symbols = false;
+  }
+  return rt->symbolizer->Lookup(KeyAddress(key), return_address);
+}
+
+// Builds the tree from every thread's trie and writes the run. Caller holds
+// flush_mutex. Never throws.
+void WriteRun(store::RunState state) noexcept {
+  const int64_t duration_ns = Now(CLOCK_MONOTONIC) - rt->start_mono_ns;  // before symbolization's cost
+  try {
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    cct::Tree tree;
+    ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
+    SymbolLookup lookup = LookupSymbols;
+    uint64_t lost = 0;
+    const size_t n = rt->thread_count.load(std::memory_order_acquire);
+    size_t sampled_threads = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+      if (!t) continue;
+      if (t->trie.size() > 1) ++sampled_threads;
+      builder.AddThread(ThreadName(*t), t->trie, lookup);
+      lost += t->lost.load(std::memory_order_relaxed);
+    }
+    store::RunMeta& m = rt->meta;
+    m.state = state;
+    m.sampling["source"] = rt->config.clock == SampleClock::kWall ? "posix-timer"
+                           : rt->use_perf.load() == 1           ? "perf-task-clock"
+                                                                : "posix-cpu-timer";
+    m.duration_ns = duration_ns;
+    m.updated_ns = Now(CLOCK_REALTIME);
+    m.node_count = tree.size();
+    ++m.checkpoints;
+    m.diagnostics["samples"] = static_cast<int64_t>(builder.stats().samples);
+    m.diagnostics["partial_samples"] = static_cast<int64_t>(builder.stats().partial_samples);
+    m.diagnostics["lost_samples"] = static_cast<int64_t>(lost);
+    m.diagnostics["threads"] = static_cast<int64_t>(n);
+    m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
+    if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
+
+    auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
+    cct::Status st = db.ok() ? cct::Status() : db.status();
+    if (st.ok()) st = rt->run_created ? (*db)->UpdateRun(m, &tree) : (*db)->CreateRun(m, &tree);
+    if (st.ok()) {
+      if (!rt->run_created) {
+        rt->run_created = true;
+        // Children started from now on (system(), posix_spawn) link to us.
+        setenv("CCT_RECORD_PARENT_RUN", std::to_string(m.id).c_str(), 1);
+      }
+    } else if (!rt->warned_write) {
+      rt->warned_write = true;
+      Warn("cannot write the profile to " + rt->config.db_path + ": " + st.message());
+    }
+  } catch (const std::exception& e) {
+    if (!rt->warned_write) {
+      rt->warned_write = true;
+      Warn(std::string("cannot write the profile: ") + e.what());
+    }
+  } catch (...) {
+    if (!rt->warned_write) {
+      rt->warned_write = true;
+      Warn("cannot write the profile");
+    }
+  }
+}
+
+void StopSampling() {
+  rt->active.store(false, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  const size_t n = rt->thread_count.load();
+  for (size_t i = 0; i < n; ++i)
+    if (ThreadState* t = rt->threads[i].load()) DisarmTimer(t);
+}
+
+void ResumeSampling() {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  rt->active.store(true, std::memory_order_release);
+  const size_t n = rt->thread_count.load();
+  for (size_t i = 0; i < n; ++i) {
+    ThreadState* t = rt->threads[i].load();
+    if (t && t->alive.load() && !t->has_timer) ArmTimer(t);
+  }
+}
+
+// The last write of this process's run.
+void Finish(store::RunState state, std::optional<int> exit_code, std::optional<int> term_signal) {
+  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+  if (rt->finished) return;
+  rt->finished = true;
+  rt->meta.exit_code = exit_code;
+  rt->meta.term_signal = term_signal;
+  rt->meta.diagnostics["final_flush"] = 1;
+  WriteRun(state);
+}
+
+// --- the checkpoint thread --------------------------------------------------
+
+void* FlusherMain(void*) {
+  rt->flusher_tid.store(Tid());
+  const int timeout_ms =
+      rt->config.checkpoint_s > 0 ? static_cast<int>(rt->config.checkpoint_s * 1000 + 0.5) : -1;
+  int64_t next = Now(CLOCK_MONOTONIC) + int64_t{timeout_ms} * 1000000;
+  for (;;) {
+    pollfd pfd{rt->request_pipe[0], POLLIN, 0};
+    int wait_ms = -1;
+    if (timeout_ms > 0) {
+      const int64_t left = next - Now(CLOCK_MONOTONIC);
+      wait_ms = left > 0 ? static_cast<int>(left / 1000000) + 1 : 0;
+    }
+    const int r = poll(&pfd, 1, wait_ms);
+    if (r > 0) {
+      char c = 0;
+      if (read(rt->request_pipe[0], &c, 1) != 1) continue;
+      if (c == 'F') {
+        // A fatal signal in another thread: write what we have, then let the
+        // handler go on (it waits for this byte, with a timeout).
+        StopSampling();
+        Finish(store::RunState::kCrashed, std::nullopt, rt->fatal_signal.load());
+        const char ack = 'A';
+        ssize_t w = write(rt->ack_pipe[1], &ack, 1);
+        (void)w;
+      }
+      continue;
+    }
+    if (r < 0 && errno != EINTR) return nullptr;
+    if (timeout_ms > 0 && Now(CLOCK_MONOTONIC) >= next) {
+      next += int64_t{timeout_ms} * 1000000;
+      std::lock_guard<std::mutex> lock(rt->flush_mutex);
+      if (!rt->finished) WriteRun(store::RunState::kRecording);
+    }
+  }
+}
+
+void StartFlusher() {
+  // The checkpoint thread takes no signals (it is not sampled, and a
+  // process-directed signal must go to the program's threads).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto real_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  rt->flusher_running = real_create && real_create(&rt->flusher, nullptr, FlusherMain, nullptr) == 0;
+  if (rt->flusher_running) pthread_detach(rt->flusher);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// --- fatal signals ----------------------------------------------------------
+
+void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
+  const int saved_errno = errno;
+  if (rt && !rt->fatal_once.exchange(true)) {
+    rt->active.store(false, std::memory_order_release);
+    if (rt->flusher_running && Tid() != rt->flusher_tid.load()) {
+      rt->fatal_signal.store(sig);
+      const char req = 'F';
+      if (write(rt->request_pipe[1], &req, 1) == 1) {
+        // Wait for the final write, but not forever: the thread that crashed
+        // may hold a lock the writer needs (malloc's, for instance).
+        pollfd pfd{rt->ack_pipe[0], POLLIN, 0};
+        if (poll(&pfd, 1, 5000) > 0) {
+          char c;
+          ssize_t r = read(rt->ack_pipe[0], &c, 1);
+          (void)r;
+        }
+      }
+    }
+  }
+  // Die exactly as without us: default action, same signal. A fault raised
+  // by the kernel recurs when the instruction is retried; anything else is
+  // raised again (it is blocked until this handler returns).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  const bool kernel_fault =
+      (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info && info->si_code > 0;
+  if (!kernel_fault) raise(sig);
+  errno = saved_errno;
+}
+
+void InstallFatalHandlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) continue;
+    // Only where the program has not chosen a disposition (an ignored
+    // SIGHUP under nohup stays ignored; a program's handler stays its own).
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL) continue;
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) continue;
+    struct sigaction sa {};
+    sa.sa_sigaction = OnFatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+// An alternate stack so a stack overflow's SIGSEGV can still be handled.
+void InstallAltStack() {
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
+  const size_t size = 64 * 1024;
+  void* mem = malloc(size);
+  if (!mem) return;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = size;
+  if (sigaltstack(&ss, nullptr) != 0) free(mem);
+}
+
+// --- process lifecycle ------------------------------------------------------
+
+void FillMeta(store::RunMeta& m) {
+  m = store::RunMeta{};
+  m.name = rt->config.name;
+  m.source = "cct-record";
+  m.state = store::RunState::kRecording;
+  m.start_time_ns = Now(CLOCK_REALTIME);
+  m.command = ProcessCommandLine();
+  if (m.name.empty() && !m.command.empty()) {
+    const std::string& exe = m.command.front();
+    const size_t slash = exe.rfind('/');
+    m.name = slash == std::string::npos ? exe : exe.substr(slash + 1);
+  }
+  m.cwd = CurrentDirectory();
+  m.host = store::HostName();
+  m.cpu_model = CpuModel();
+  m.collector_version = CCTDB_VERSION;
+  m.git_commit = GitCommit(m.cwd);
+  m.tags = rt->config.tags;
+  m.env = RecordedEnvironment(environ);
+  m.pid = getpid();
+  m.pid_start_ticks = store::ProcessStartTicks(m.pid);
+  m.parent_run = rt->config.parent_run;
+  m.iteration_regex = rt->config.iteration_regex;
+  m.sampling = {{"clock", rt->config.clock == SampleClock::kWall ? "wall" : "cpu"},
+                {"freq_hz", rt->config.freq_hz},
+                {"checkpoint_s", rt->config.checkpoint_s},
+                {"signal", "SIGRTMIN+" + std::to_string(rt->config.signal_offset)},
+                {"max_depth", kMaxDepth},
+                {"unwinder", "libunwind"}};
+  if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
+  rt->start_mono_ns = Now(CLOCK_MONOTONIC);
+}
+
+void ForkPrepare() {
+  if (!rt) return;
+  rt->flush_mutex.lock();
+  registry_mutex.lock();
+}
+void ForkParent() {
+  if (!rt) return;
+  registry_mutex.unlock();
+  rt->flush_mutex.unlock();
+}
+void ForkChild() {
+  if (!rt) return;
+  // The mutexes were taken by this thread in ForkPrepare; a fresh object is
+  // the portable way to get an unlocked one in the child.
+  new (&registry_mutex) std::mutex;
+  new (&rt->flush_mutex) std::mutex;
+  ThreadState* self = t_state;
+  rt->active.store(false);
+  rt->flusher_running = false;
+  rt->fatal_once.store(false);
+  if (!rt->config.follow) return;  // --no-follow: the child is not recorded
+  // Only this thread exists in the child; its samples so far were the
+  // parent's. The child's run starts now, empty, linked to the parent's.
+  const uint32_t parent_run = rt->run_created ? rt->meta.id : rt->config.parent_run;
+  for (size_t i = 0; i < rt->thread_count.load(); ++i) {
+    // The parent's events, inherited as descriptors: not ours to keep.
+    ThreadState* t = rt->threads[i].load();
+    if (t && t->perf_fd >= 0) close(t->perf_fd), t->perf_fd = -1;
+  }
+  for (auto& slot : rt->threads) slot.store(nullptr, std::memory_order_relaxed);
+  rt->thread_count.store(0);
+  rt->threads_unsampled.store(0);
+  rt->symbolizer.release();  // inherited descriptors and the parent's pid: leak, never reuse
+  rt->run_created = false;
+  rt->finished = false;
+  rt->warned_write = false;
+  rt->config.parent_run = parent_run;
+  FillMeta(rt->meta);
+  if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
+  rt->active.store(true);
+  if (self) {
+    self->trie.Reset();
+    self->alive.store(true);
+    self->has_timer = false;
+    self->lost.store(0);
+    rt->threads[0].store(self);
+    self->tid = Tid();
+    self->index = 0;
+    self->last_ns = rt->clock == CLOCK_MONOTONIC ? Now(CLOCK_MONOTONIC) : Now(CLOCK_THREAD_CPUTIME_ID);
+    rt->thread_count.store(1);
+    ArmTimer(self);
+  } else {
+    RegisterThread(Tid(), true);
+  }
+  StartFlusher();
+}
+
+void OnProcessExit(int status, void*) {
+  if (!rt || rt->finished) return;
+  StopSampling();
+  Finish(store::RunState::kComplete, status, std::nullopt);
+}
+
+std::string OwnModule() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&OwnModule), &info) && info.dli_fname) return info.dli_fname;
+  return "";
+}
+
+// An LD_PRELOAD value without the collector.
+std::string WithoutCollector(const std::string& all, const std::string& own) {
+  std::string kept;
+  size_t i = 0;
+  while (i <= all.size()) {
+    const size_t j = all.find_first_of(": ", i);
+    const std::string item = all.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (!item.empty() && item != own && item.find("libcct-collector") == std::string::npos)
+      kept += (kept.empty() ? "" : ":") + item;
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return kept;
+}
+
+// Removes the collector from LD_PRELOAD so children run without it.
+void StripPreload(const std::string& own) {
+  const char* pre = getenv("LD_PRELOAD");
+  if (!pre) return;
+  const std::string kept = WithoutCollector(pre, own);
+  if (kept.empty()) unsetenv("LD_PRELOAD");
+  else setenv("LD_PRELOAD", kept.c_str(), 1);
+}
+
+}  // namespace
+
+bool Active() { return rt && rt->active.load(std::memory_order_relaxed); }
+
+uint32_t SamplerInterrupts() {
+  ThreadState* t = t_state;
+  return t ? t->interrupts.load(std::memory_order_relaxed) : 0;
+}
+
+void RegisterCurrentThread() {
+  if (!rt || !rt->active.load()) return;
+  if (t_state) return;
+  RegisterThread(Tid(), true);
+  InstallAltStack();
+}
+
+void Start() {
+  auto parsed = ParseConfig([](const char* n) -> const char* { return getenv(n); });
+  if (!parsed.ok()) {
+    Warn(parsed.status().message() + "; not profiling this process");
+    return;
+  }
+  if (!parsed->has_value()) return;
+  rt = new (std::nothrow) Runtime;
+  if (!rt) return;
+  rt->config = std::move(**parsed);
+  rt->own_module = OwnModule();
+  if (!rt->config.follow) StripPreload(rt->own_module);
+
+  std::string error;
+  if (!LoadUnwinder(&error)) {
+    Warn(error + "; call stacks will hold only the sampled instruction");
+  }
+  rt->signo = SIGRTMIN + rt->config.signal_offset;
+  rt->clock = rt->config.clock == SampleClock::kWall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
+  rt->period_ns = static_cast<int64_t>(1e9 / rt->config.freq_hz);
+  if (pthread_key_create(&exit_key, OnThreadExit) != 0) return;
+  if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
+
+  struct sigaction sa {};
+  sa.sa_sigaction = OnSample;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(rt->signo, &sa, nullptr) != 0) {
+    Warn("cannot install the sampling signal handler; not profiling");
+    return;
+  }
+  {
+    // Warm libunwind's per-thread cache outside a signal handler.
+    uintptr_t buf[64];
+    UnwindHere(buf, 64);
+  }
+
+  FillMeta(rt->meta);
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    // The run exists from the start (state recording), so a crash before the
+    // first checkpoint still leaves a trace, and children can link to it.
+    // Written with an empty tree, so the run's metrics are known from the
+    // start.
+    cct::Tree empty;
+    ProfileBuilder warm(empty, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
+    auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
+    cct::Status st = db.ok() ? (*db)->CreateRun(rt->meta, &empty) : db.status();
+    if (!st.ok()) {
+      Warn("cannot record into " + rt->config.db_path + ": " + st.message() + "; not profiling");
+      return;
+    }
+    rt->run_created = true;
+    setenv("CCT_RECORD_PARENT_RUN", std::to_string(rt->meta.id).c_str(), 1);
+  }
+
+  pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  on_exit(OnProcessExit, nullptr);
+  InstallFatalHandlers();
+  InstallAltStack();
+
+  rt->active.store(true);
+  RegisterThread(Tid(), true);
+  // Threads started before us (by other libraries' constructors).
+  if (DIR* d = opendir("/proc/self/task")) {
+    const pid_t self = Tid();
+    while (dirent* e = readdir(d)) {
+      const pid_t tid = static_cast<pid_t>(atoi(e->d_name));
+      if (tid > 0 && tid != self && !FindThread(tid)) RegisterThread(tid, false);
+    }
+    closedir(d);
+  }
+  StartFlusher();
+}
+
+void BeforeExec() {
+  if (!rt || rt->finished) return;
+  StopSampling();
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    // A forked child that execs before anything was sampled has no run of
+    // its own: the new image links straight to the parent's run.
+    bool sampled = false;
+    for (size_t i = 0; i < rt->thread_count.load(); ++i)
+      if (ThreadState* t = rt->threads[i].load(); t && t->trie.size() > 1) sampled = true;
+    if (!rt->run_created && !sampled) return;
+    rt->meta.extra["exec"] = true;
+    rt->meta.diagnostics["final_flush"] = 1;
+    WriteRun(store::RunState::kComplete);
+  }
+  // A sample signal still pending would kill the new image (its default
+  // action): take it now.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, rt->signo);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  timespec zero{0, 0};
+  while (sigtimedwait(&set, nullptr, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void AfterFailedExec() {
+  if (!rt || rt->finished) return;
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    rt->meta.extra.erase("exec");
+    rt->meta.diagnostics.erase("final_flush");
+  }
+  ResumeSampling();
+}
+
+ExecEnv ExecEnvironment(const char* const* envp) {
+  ExecEnv out;
+  std::map<std::string, std::string> ours;
+  const bool follow = rt && rt->config.follow;
+  if (follow) {
+    ours = ConfigEnvironment(rt->config);
+    const uint32_t parent = rt->run_created ? rt->meta.id : rt->config.parent_run;
+    if (parent) ours["CCT_RECORD_PARENT_RUN"] = std::to_string(parent);
+    else ours.erase("CCT_RECORD_PARENT_RUN");
+  }
+  std::string preload;
+  for (const char* const* e = envp; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (ours.count(name)) continue;  // ours win
+    if (name == "LD_PRELOAD") {
+      preload = std::string(entry.substr(entry.find('=') + 1));
+      continue;
+    }
+    out.strings.emplace_back(entry);
+  }
+  const std::string own = rt ? rt->own_module : "";
+  if (follow && !own.empty() && preload.find(own) == std::string::npos)
+    preload = own + (preload.empty() ? "" : ":" + preload);
+  if (!follow) preload = WithoutCollector(preload, own);
+  if (!preload.empty()) out.strings.push_back("LD_PRELOAD=" + preload);
+  for (const auto& [k, v] : ours) out.strings.push_back(k + "=" + v);
+  for (const auto& str : out.strings) out.pointers.push_back(str.c_str());
+  out.pointers.push_back(nullptr);
+  return out;
+}
+
+void BeforeExit(int status) {
+  if (!rt || rt->finished) return;
+  StopSampling();
+  Finish(store::RunState::kComplete, status, std::nullopt);
+}
+
+void EnterLoader() {
+  if (ThreadState* t = t_state) t->in_loader.fetch_add(1, std::memory_order_relaxed);
+}
+void LeaveLoader() {
+  if (ThreadState* t = t_state) t->in_loader.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void BeforeUnload() {
+  if (!rt || !rt->active.load()) return;
+  // Resolve every address sampled so far while the library is still mapped,
+  // then start a new key epoch so later samples at the same addresses (a
+  // different library loaded there) are told apart.
+  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+  try {
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    const size_t n = rt->thread_count.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+      ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+      if (!t) continue;
+      const size_t nodes = t->trie.size();
+      std::vector<bool> has_child(nodes, false);
+      for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) has_child[t->trie.parent(j)] = true;
+      const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed) & 0xffff;
+      for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) {
+        const uint64_t key = t->trie.key(j);
+        if (key == kPartialKey || (key >> kEpochShift) != epoch) continue;
+        const uint64_t lk = LookupKey(key, has_child[j]);
+        if (!rt->frozen.count(lk)) rt->frozen.emplace(lk, LookupSymbols(key, has_child[j]));
+      }
+    }
+    rt->refresh_symbols = true;
+  } catch (...) {
+  }
+  rt->epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace collector

@@ -1,0 +1,103 @@
+// SampleTrie: one thread's samples as a tree of raw code addresses.
+//
+// The sampling signal handler records each sample here: the unwound return
+// addresses, root first, become a path of (parent, key) nodes, and the leaf
+// node accumulates the time and the count. Symbolization happens later, on
+// the collector's own thread, by reading the trie (see profile_builder.h).
+//
+// SIGNAL-HANDLER CODE: AddSample (and everything it calls) runs inside the
+// sampling signal handler. It is async-signal-safe: no malloc, no locks, no
+// stdio; memory comes from mmap (a system call), node storage is chunked so
+// existing nodes never move, and the hash index is rebuilt into a new mapping
+// when it fills.
+//
+// Thread-safety: one writer (the owning thread, in its signal handler) and any
+// number of concurrent readers. Readers call size() (acquire) and may then
+// read key(), parent() of nodes below it, and time_ns()/samples() of any of
+// them (values are updated with relaxed atomics; a reader sees each value as
+// of some recent sample). Ownership: the trie owns its mappings; it is never
+// destroyed while the process runs (threads' tries outlive the threads).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace collector {
+
+// Keys are code addresses with a 16-bit load epoch in the top bits (user
+// addresses fit in 47 bits), so an address in a library that was unloaded
+// and an equal address in a library loaded later are different keys.
+inline constexpr int kEpochShift = 48;
+inline constexpr uint64_t kAddressMask = (uint64_t{1} << kEpochShift) - 1;
+inline uint64_t MakeKey(uintptr_t address, uint32_t epoch) {
+  return (uint64_t{address} & kAddressMask) | (uint64_t{epoch & 0xffff} << kEpochShift);
+}
+inline uintptr_t KeyAddress(uint64_t key) { return static_cast<uintptr_t>(key & kAddressMask); }
+// A path that starts with this key was not unwound to the thread's start:
+// the unwind was cut (too deep, unsafe moment); the builder shows it under
+// "<partial call path>".
+inline constexpr uint64_t kPartialKey = 1;
+
+class SampleTrie {
+ public:
+  using NodeIndex = uint32_t;
+  static constexpr NodeIndex kRoot = 0;
+  static constexpr size_t kChunkNodes = size_t{1} << 14;
+  static constexpr size_t kMaxChunks = 1024;  // 16 Mi nodes per thread
+
+  SampleTrie() = default;
+  SampleTrie(const SampleTrie&) = delete;
+  SampleTrie& operator=(const SampleTrie&) = delete;
+
+  // Records one sample: `keys` root first, `depth` of them; adds `time_ns` and
+  // one sample to the leaf. Returns false when the trie is full or memory
+  // could not be mapped (the caller counts the sample as lost).
+  // Async-signal-safe.
+  bool AddSample(const uint64_t* keys, int depth, int64_t time_ns);
+
+  // Forgets everything (a forked child starts empty). Not signal-safe; the
+  // caller makes sure no sample is being recorded.
+  void Reset();
+
+  // --- reader side
+  size_t size() const { return count_.load(std::memory_order_acquire); }
+  uint64_t key(NodeIndex n) const { return Chunk(n)->key[n % kChunkNodes]; }
+  NodeIndex parent(NodeIndex n) const { return Chunk(n)->parent[n % kChunkNodes]; }
+  int64_t time_ns(NodeIndex n) const {
+    return std::atomic_ref<int64_t>(Chunk(n)->time_ns[n % kChunkNodes]).load(std::memory_order_relaxed);
+  }
+  uint32_t samples(NodeIndex n) const {
+    return std::atomic_ref<uint32_t>(Chunk(n)->samples[n % kChunkNodes]).load(std::memory_order_relaxed);
+  }
+  size_t MappedBytes() const;
+
+ private:
+  struct NodeChunk {
+    uint64_t key[kChunkNodes];
+    uint32_t parent[kChunkNodes];
+    uint32_t samples[kChunkNodes];
+    int64_t time_ns[kChunkNodes];
+  };
+  NodeChunk* Chunk(NodeIndex n) const {
+    return chunks_[n / kChunkNodes].load(std::memory_order_acquire);
+  }
+  NodeIndex FindOrAdd(NodeIndex parent, uint64_t key);  // kNoIndex on failure
+  bool GrowIndex();
+  static uint64_t Hash(NodeIndex parent, uint64_t key);
+
+  static constexpr NodeIndex kNoIndex = UINT32_MAX;
+  static constexpr int kCacheDepth = 512;
+
+  std::atomic<NodeChunk*> chunks_[kMaxChunks] = {};
+  std::atomic<size_t> count_{0};
+  uint32_t* index_ = nullptr;  // slots hold node index + 1; 0 = empty
+  size_t index_capacity_ = 0;  // a power of two
+  // The previous sample's path: consecutive samples share most of their
+  // stack, so the common prefix needs no hash lookups.
+  uint64_t last_keys_[kCacheDepth];
+  NodeIndex last_nodes_[kCacheDepth];
+  int last_depth_ = 0;
+};
+
+}  // namespace collector

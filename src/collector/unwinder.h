@@ -1,0 +1,39 @@
+// Unwinder: the libunwind adapter (the only file that includes libunwind.h).
+//
+// libunwind is loaded with dlopen(RTLD_LOCAL) rather than linked: Debian's
+// libunwind.so exports the _Unwind_* exception ABI and a weak `backtrace`, and
+// a preloaded collector linked against it would put those in front of
+// libgcc_s's for the host program, changing how its C++ exceptions unwind.
+// (Debian's libunwind.a is not position-independent, so it cannot be linked
+// into the collector library either.)
+//
+// Thread-safety: Load() once before any sampling; Unwind() may then be called
+// concurrently from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace collector {
+
+// Loads libunwind and sets its per-thread caching policy (so unwinding needs
+// no locks). Returns false with `error` set when libunwind is unavailable.
+// Not signal-safe.
+bool LoadUnwinder(std::string* error);
+bool UnwinderLoaded();
+
+// Writes the code addresses of the interrupted thread's stack, leaf first, to
+// `out`: the interrupted instruction, then return addresses. `ucontext` is the
+// third argument of an SA_SIGINFO handler. `out` must hold max + kUnwindSlack
+// entries (the frames above the interrupted one are unwound into it too, then
+// dropped). Returns the number of addresses (0 when nothing could be
+// unwound); sets *truncated when the stack was deeper than `max`.
+// SIGNAL-HANDLER CODE: async-signal-safe (libunwind's local unwinder with the
+// per-thread cache takes no locks and does not allocate once warmed up).
+inline constexpr int kUnwindSlack = 8;
+int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated);
+
+// The same for the calling thread at the call site (tests, benchmarks).
+int UnwindHere(uintptr_t* out, int max);
+
+}  // namespace collector

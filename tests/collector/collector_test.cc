@@ -1,0 +1,278 @@
+// Unit tests of the collector's pure parts: the sample trie, the profile
+// builder (with made-up symbols), configuration, run information, and the
+// symbolizer on this test binary itself.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "cct/tree_ops.h"
+#include "collector/config.h"
+#include "collector/profile_builder.h"
+#include "collector/run_info.h"
+#include "collector/sample_trie.h"
+#include "collector/symbolizer.h"
+#include "collector/unwinder.h"
+#include "tests/test_util.h"
+
+using namespace collector;
+
+namespace {
+
+cct::NodeId FindPath(const cct::Tree& t, const std::vector<std::string>& names) {
+  cct::NodeId n = cct::kRootNode;
+  for (const auto& name : names) {
+    cct::NodeId found = cct::kNoNode;
+    for (cct::NodeId c = 1; c < t.size(); ++c)
+      if (t.parent(c) == n && t.name(c) == name) found = c;
+    if (found == cct::kNoNode) return cct::kNoNode;
+    n = found;
+  }
+  return n;
+}
+
+extern "C" __attribute__((noinline)) int collector_test_marker_function(int x) {
+  return x * 3 + static_cast<int>(getpid() & 1);
+}
+
+}  // namespace
+
+TEST_CASE("sample trie: shared prefixes, leaf values, root-first paths") {
+  SampleTrie trie;
+  const uint64_t a[] = {10, 20, 30};
+  const uint64_t b[] = {10, 20, 40};
+  const uint64_t c[] = {10, 20};
+  REQUIRE(trie.AddSample(a, 3, 100));
+  REQUIRE(trie.AddSample(b, 3, 50));
+  REQUIRE(trie.AddSample(a, 3, 7));
+  REQUIRE(trie.AddSample(c, 2, 1));
+  // root + 10, 20, 30, 40
+  CHECK(trie.size() == 5);
+  int64_t total = 0;
+  uint32_t samples = 0;
+  for (SampleTrie::NodeIndex i = 1; i < trie.size(); ++i) {
+    total += trie.time_ns(i);
+    samples += trie.samples(i);
+    if (trie.key(i) == 30) {
+      CHECK(trie.time_ns(i) == 107);
+      CHECK(trie.samples(i) == 2);
+      CHECK(trie.key(trie.parent(i)) == 20);
+    }
+    if (trie.key(i) == 20) CHECK(trie.samples(i) == 1);
+  }
+  CHECK(total == 158);
+  CHECK(samples == 4);
+  trie.Reset();
+  CHECK(trie.size() == 0);
+  REQUIRE(trie.AddSample(b, 3, 5));
+  CHECK(trie.size() == 4);
+}
+
+TEST_CASE("sample trie: grows past its first index and chunk; a concurrent reader sees consistent nodes") {
+  SampleTrie trie;
+  std::atomic<bool> done{false};
+  std::atomic<bool> bad{false};
+  std::thread reader([&] {
+    while (!done.load()) {
+      const size_t n = trie.size();
+      for (SampleTrie::NodeIndex i = 1; i < n; ++i) {
+        // Every published node's parent was published before it.
+        if (trie.parent(i) >= i) bad = true;
+        if (trie.key(i) == 0) bad = true;
+      }
+    }
+  });
+  const int kPaths = 40000;  // 3 nodes each: more than one 16 Ki-node chunk
+  for (int p = 0; p < kPaths; ++p) {
+    const uint64_t keys[] = {uint64_t(1000 + p % 7), uint64_t(100000 + p), uint64_t(200000 + p)};
+    REQUIRE(trie.AddSample(keys, 3, 1));
+  }
+  done = true;
+  reader.join();
+  CHECK_FALSE(bad.load());
+  CHECK(trie.size() == 1 + 7 + 2 * kPaths);
+  uint64_t samples = 0;
+  for (SampleTrie::NodeIndex i = 1; i < trie.size(); ++i) samples += trie.samples(i);
+  CHECK(samples == kPaths);
+}
+
+TEST_CASE("sample trie keys: epochs separate equal addresses") {
+  CHECK(MakeKey(0x401000, 0) != MakeKey(0x401000, 1));
+  CHECK(KeyAddress(MakeKey(0x7fff12345678, 3)) == 0x7fff12345678);
+}
+
+TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hidden frames") {
+  // Made-up symbols: 0x101 = _start, 0x102 = main, 0x103 = compute with an
+  // inlined helper, 0x104 = a frame of the collector itself, 0x105 = an
+  // address in no known function.
+  std::map<uint64_t, SymbolFrames> syms;
+  syms[0x101] = {{"_start", "/bin/prog", "", 0, "", 0, false}};
+  syms[0x102] = {{"main", "/bin/prog", "prog.c", 10, "prog.c", 5, false}};
+  syms[0x103] = {{"compute", "/bin/prog", "prog.c", 30, "prog.c", 20, false},
+             {"helper", "/bin/prog", "helper.h", 7, "helper.h", 3, true}};
+  syms[0x104] = {{"trampoline", "/lib/libcct-collector.so", "", 0, "", 0, false}};
+  syms[0x105] = {{"prog+0x99", "/bin/prog", "", 0, "", 0, false}};
+  SymbolLookup lookup = [&](uint64_t key, bool) -> const SymbolFrames& { return syms.at(KeyAddress(key)); };
+
+  SampleTrie main_trie, worker_trie;
+  const uint64_t full[] = {0x101, 0x102, 0x103};
+  const uint64_t partial[] = {kPartialKey, 0x103};
+  const uint64_t unknown_root[] = {0x105, 0x103};
+  REQUIRE(main_trie.AddSample(full, 3, 3000));
+  REQUIRE(main_trie.AddSample(full, 3, 1000));
+  REQUIRE(main_trie.AddSample(partial, 2, 500));
+  REQUIRE(main_trie.AddSample(unknown_root, 2, 250));
+  const uint64_t worker[] = {0x104, 0x103};
+  REQUIRE(worker_trie.AddSample(worker, 2, 200));
+
+  cct::Tree tree;
+  ProfileBuilder b(tree, "cputime", "/lib/libcct-collector.so");
+  b.AddThread("main thread", main_trie, lookup);
+  b.AddThread("thread 1", worker_trie, lookup);
+  const cct::MetricId cpu = tree.metrics().Find("cputime");
+  const cct::MetricId samples = tree.metrics().Find("samples");
+
+  // _start is hidden; main → compute → helper (inlined) → line helper.h:7.
+  const cct::NodeId line = FindPath(tree, {"main thread", "main", "compute", "helper", "helper.h:7"});
+  REQUIRE(line != cct::kNoNode);
+  CHECK(tree.kind(line) == cct::FrameKind::kLine);
+  CHECK(tree.Value(line, cpu) == 4000);
+  CHECK(tree.Value(line, samples) == 2);
+  const cct::NodeId helper = tree.parent(line);
+  CHECK((tree.frame(helper).flags & cct::kFrameInlined) != 0);
+  CHECK((tree.frame(tree.parent(helper)).flags & cct::kFrameInlined) == 0);
+
+  // Both the cut unwind and the stack that does not start at _start are
+  // partial; their samples are kept and counted.
+  const cct::NodeId p1 = FindPath(tree, {"main thread", "<partial call path>", "compute", "helper", "helper.h:7"});
+  REQUIRE(p1 != cct::kNoNode);
+  CHECK(tree.Value(p1, cpu) == 500);
+  const cct::NodeId p2 =
+      FindPath(tree, {"main thread", "<partial call path>", "prog+0x99", "compute", "helper", "helper.h:7"});
+  REQUIRE(p2 != cct::kNoNode);
+  CHECK(tree.Value(p2, cpu) == 250);
+  CHECK(b.stats().samples == 5);
+  // Two partial samples on the main thread and the worker's one (its stack
+  // does not begin at a thread start either).
+  CHECK(b.stats().partial_samples == 3);
+
+  // The collector's own frame (the thread trampoline) is hidden, but the
+  // worker's stack did not start at a thread start: partial.
+  CHECK(FindPath(tree, {"thread 1", "<partial call path>", "compute"}) != cct::kNoNode);
+  CHECK(FindPath(tree, {"thread 1", "<partial call path>", "trampoline"}) == cct::kNoNode);
+}
+
+TEST_CASE("collector config: parse, defaults, errors, round trip through the environment") {
+  std::map<std::string, std::string> env;
+  auto lookup = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  auto none = ParseConfig(lookup);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+
+  env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_CLOCK", "wall"}, {"CCT_RECORD_FREQ", "4000"},
+         {"CCT_RECORD_TAGS", R"({"commit":"abc","n":"1"})"}, {"CCT_RECORD_FOLLOW", "0"},
+         {"CCT_RECORD_PARENT_RUN", "17"}};
+  auto c = ParseConfig(lookup);
+  REQUIRE(c.ok());
+  REQUIRE(c->has_value());
+  CHECK((*c)->clock == SampleClock::kWall);
+  CHECK((*c)->freq_hz == 4000);
+  CHECK((*c)->checkpoint_s == 1);
+  CHECK((*c)->tags.at("commit") == "abc");
+  CHECK_FALSE((*c)->follow);
+  CHECK((*c)->parent_run == 17);
+
+  env = ConfigEnvironment(**c);
+  auto again = ParseConfig(lookup);
+  REQUIRE(again.ok());
+  CHECK((*again)->tags == (*c)->tags);
+  CHECK((*again)->freq_hz == 4000);
+  CHECK((*again)->parent_run == 17);
+
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"CCT_RECORD_CLOCK", "gpu"},
+                                                                     {"CCT_RECORD_FREQ", "0"},
+                                                                     {"CCT_RECORD_FREQ", "fast"},
+                                                                     {"CCT_RECORD_TAGS", "[1]"},
+                                                                     {"CCT_RECORD_PARENT_RUN", "-3"}}) {
+    env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {k, v}};
+    CHECK_FALSE(ParseConfig(lookup).ok());
+  }
+}
+
+TEST_CASE("run info: environment allow-list and secrets") {
+  CHECK(EnvNameAllowed("CUDA_VISIBLE_DEVICES"));
+  CHECK(EnvNameAllowed("OMP_NUM_THREADS"));
+  CHECK(EnvNameAllowed("PATH"));
+  CHECK_FALSE(EnvNameAllowed("HOME"));
+  CHECK_FALSE(EnvNameAllowed("CUDA_"));
+  CHECK_FALSE(EnvNameAllowed("AWS_SECRET_ACCESS_KEY"));
+
+  CHECK(LooksSecret("NCCL_AUTH_TOKEN", "x"));
+  CHECK(LooksSecret("TORCH_HUB_API_KEY", "x"));
+  CHECK(LooksSecret("PYTORCH_URL", "https://user:hunter2@example.com/x"));
+  CHECK(LooksSecret("CUDA_THING", "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+  CHECK(LooksSecret("NV_X", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWpr"));
+  CHECK_FALSE(LooksSecret("CUDA_VISIBLE_DEVICES", "GPU-5f3b2a1c-8d4e-11ee-b9d1-0242ac120002"));
+  CHECK_FALSE(LooksSecret("PATH", "/usr/local/cuda-12.4/bin:/usr/bin:/bin"));
+  CHECK_FALSE(LooksSecret("OMP_NUM_THREADS", "16"));
+
+  const char* envp[] = {"PATH=/usr/bin", "HOME=/root", "CUDA_VISIBLE_DEVICES=0,1", "NCCL_TOKEN=abc",
+                        "OMP_PROC_BIND=close", "GARBAGE", nullptr};
+  const auto rec = RecordedEnvironment(envp);
+  CHECK(rec.size() == 3);
+  CHECK(rec.count("PATH"));
+  CHECK(rec.count("CUDA_VISIBLE_DEVICES"));
+  CHECK(rec.count("OMP_PROC_BIND"));
+}
+
+TEST_CASE("run info: git commit read from .git files (branch ref, packed ref, detached)") {
+  testutil::TempDir dir;
+  const std::string sha1(40, 'a'), sha2(40, 'b'), sha3 = "0123456789abcdef0123456789abcdef01234567";
+  std::filesystem::create_directories(dir / "repo/.git/refs/heads");
+  std::filesystem::create_directories(dir / "repo/src/deep");
+  testutil::WriteFileOrDie(dir / "repo/.git/HEAD", "ref: refs/heads/main\n");
+  testutil::WriteFileOrDie(dir / "repo/.git/refs/heads/main", sha1 + "\n");
+  CHECK(GitCommit(dir / "repo/src/deep") == sha1);
+  std::filesystem::remove(dir / "repo/.git/refs/heads/main");
+  testutil::WriteFileOrDie(dir / "repo/.git/packed-refs",
+                           "# pack-refs with: peeled\n" + sha2 + " refs/heads/other\n" + sha3 + " refs/heads/main\n");
+  CHECK(GitCommit(dir / "repo") == sha3);
+  testutil::WriteFileOrDie(dir / "repo/.git/HEAD", sha2 + "\n");
+  CHECK(GitCommit(dir / "repo") == sha2);
+  CHECK(GitCommit(dir.path()).empty());
+}
+
+TEST_CASE("symbolizer: this binary's own function, with its module and source line") {
+  auto sym = Symbolizer::Create();
+  const auto addr = reinterpret_cast<uintptr_t>(&collector_test_marker_function);
+  const SymbolFrames& frames = sym->Lookup(addr, false);
+  REQUIRE_FALSE(frames.empty());
+  CHECK(frames.back().function == "collector_test_marker_function");
+  CHECK(frames.back().module.find("cctdb-tests") != std::string::npos);
+  CHECK(frames.back().file.find("collector_test.cc") != std::string::npos);
+  CHECK(frames.back().line > 0);
+  CHECK(Symbolizer::IsThreadStart("_start"));
+  CHECK_FALSE(Symbolizer::IsThreadStart("main"));
+  CHECK(Demangle("_ZN3foo3barEi") == "foo::bar(int)");
+  CHECK(Demangle("plain_c") == "plain_c");
+}
+
+TEST_CASE("unwinder: this thread's stack includes its callers") {
+  std::string error;
+  REQUIRE(LoadUnwinder(&error));
+  uintptr_t pcs[128];
+  const int n = UnwindHere(pcs, 128);
+  REQUIRE(n > 3);
+  auto sym = Symbolizer::Create();
+  bool found_main = false;
+  for (int i = 1; i < n; ++i)
+    for (const auto& f : sym->Lookup(pcs[i], true))
+      if (f.function == "main") found_main = true;
+  CHECK(found_main);
+}

@@ -1,0 +1,22 @@
+// Helpers of the collector's test programs: spin for an exact amount of this
+// thread's CPU time, and read that clock.
+#pragma once
+#include <time.h>
+
+inline long long ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+extern volatile double burn_sink;
+
+// Spins until this thread has used `ns` more nanoseconds of CPU time.
+#define BURN_NS(ns)                                              \
+  do {                                                           \
+    const long long end_ = ThreadCpuNs() + (ns);                 \
+    double acc_ = burn_sink;                                     \
+    while (ThreadCpuNs() < end_)                                 \
+      for (int i_ = 0; i_ < 500; ++i_) acc_ = acc_ * 1.0000001 + i_; \
+    burn_sink = acc_;                                            \
+  } while (0)

@@ -1,0 +1,423 @@
+// End-to-end tests of cct-record: real programs recorded into a database,
+// checked against what the programs measured themselves, against the same
+// programs run without cct-record, and against the run metadata.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "store/database.h"
+#include "tests/test_util.h"
+
+using testutil::Run;
+using testutil::TempDir;
+using testutil::Tool;
+
+namespace {
+
+std::string Prog(const std::string& name) { return testutil::BuildDir() + "/tests/collector/" + name; }
+
+std::vector<std::string> Record(const std::string& db, std::vector<std::string> opts,
+                                const std::vector<std::string>& program) {
+  std::vector<std::string> argv{Tool("cct-record"), "-o", db};
+  argv.insert(argv.end(), opts.begin(), opts.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+std::vector<store::RunMeta> Runs(const std::string& db) {
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto runs = (*d)->ListRuns();
+  REQUIRE(runs.ok());
+  return *runs;
+}
+
+cct::Tree TreeOf(const std::string& db, store::RunId id) {
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto t = (*d)->ReadTree(id);
+  REQUIRE(t.ok());
+  return std::move(*t);
+}
+
+// Sum of the metric's exclusive values over every node whose path (root to
+// node) contains a frame named by `match`: the function's inclusive value,
+// counted once even under recursion.
+double InclusiveOf(const cct::Tree& t, const std::string& metric, const std::function<bool(std::string_view)>& match) {
+  const cct::MetricId m = t.metrics().Find(metric);
+  REQUIRE(m != cct::kNoMetric);
+  std::vector<char> inside(t.size(), 0);
+  double sum = 0;
+  for (cct::NodeId n = 0; n < t.size(); ++n) {
+    inside[n] = (n != 0 && inside[t.parent(n)]) || match(t.name(n));
+    if (inside[n]) sum += t.Value(n, m);
+  }
+  return sum;
+}
+double InclusiveOf(const cct::Tree& t, const std::string& metric, const std::string& name) {
+  return InclusiveOf(t, metric, [&](std::string_view s) { return s == name; });
+}
+
+bool HasFrame(const cct::Tree& t, const std::function<bool(std::string_view)>& match) {
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (match(t.name(n))) return true;
+  return false;
+}
+
+std::map<std::string, double> Measured(const std::string& out) {
+  std::map<std::string, double> m;
+  std::istringstream in(out);
+  std::string tag, name;
+  double v;
+  while (in >> tag >> name >> v)
+    if (tag == "MEASURED") m[name] = v;
+  return m;
+}
+
+int StatusOf(const testutil::RunResult& r) { return r.signal ? 128 + r.signal : r.exit_code; }
+
+}  // namespace
+
+TEST_CASE("cct-record: per-function CPU time within 10% of the program's own measurement; 40-deep recursion; inlining") {
+  TempDir dir;
+  const std::string db = dir / "r.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-cpu-split")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto measured = Measured(r.out);
+  REQUIRE(measured.size() == 5);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const store::RunMeta& m = runs[0];
+  CHECK(m.state == store::RunState::kComplete);
+  CHECK(m.exit_code == 0);
+  CHECK(m.source == "cct-record");
+  CHECK(m.sampling["clock"] == "cpu");
+  CHECK(m.sampling["freq_hz"] == 1000);
+  CHECK_FALSE(m.command.empty());
+  CHECK_FALSE(m.host.empty());
+  CHECK_FALSE(m.cpu_model.empty());
+  CHECK(m.collector_version.size() > 0);
+  CHECK(m.diagnostics.at("threads") == 2);
+  const cct::Tree t = TreeOf(db, m.id);
+  for (const auto& [name, ns] : measured) {
+    const double got = InclusiveOf(t, "cputime", name);
+    INFO(name << ": recorded " << got << " ns, measured " << ns << " ns");
+    CHECK(std::abs(got - ns) <= 0.10 * ns);
+  }
+  // Two thread nodes; gamma_work only on the second.
+  int threads = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (t.kind(n) == cct::FrameKind::kThread) ++threads;
+  CHECK(threads == 2);
+  // Every level of the recursion: a chain of 40 nested recurse frames.
+  int deepest = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    int chain = 0;
+    for (cct::NodeId a = n; a != 0 && t.name(a) == "recurse"; a = t.parent(a)) ++chain;
+    deepest = std::max(deepest, chain);
+  }
+  CHECK(deepest == 40);
+  // The always_inline helper is its own frame, flagged inlined, under delta_work.
+  bool inlined = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (t.name(n) == "inlined_helper" && (t.frame(n).flags & cct::kFrameInlined) && t.name(t.parent(n)) == "delta_work")
+      inlined = true;
+  CHECK(inlined);
+  // Source lines of the sampled instructions.
+  bool lines = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (t.kind(n) == cct::FrameKind::kLine && t.name(n).starts_with("cpu_split.cc:")) lines = true;
+  CHECK(lines);
+  auto top = Run({Tool("cct-query"), "-d", db, "top", "latest", "--by", "line", "-n", "3"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("cpu_split.cc:") != std::string::npos);
+}
+
+TEST_CASE("cct-record: a stripped binary gets module+offset names; libc keeps its symbols") {
+  TempDir dir;
+  const std::string db = dir / "s.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-stripped")}));
+  REQUIRE(r.exit_code == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const cct::Tree t = TreeOf(db, runs[0].id);
+  const std::regex offset(R"(cct-test-stripped\+0x[0-9a-f]+)");
+  CHECK(HasFrame(t, [&](std::string_view s) { return std::regex_match(std::string(s), offset); }));
+  CHECK_FALSE(HasFrame(t, [](std::string_view s) { return s == "alpha_work"; }));
+  CHECK(HasFrame(t, [](std::string_view s) { return s.find("clock_gettime") != std::string_view::npos; }));
+}
+
+TEST_CASE("cct-record: a library loaded with dlopen and unloaded is symbolized") {
+  TempDir dir;
+  const std::string db = dir / "d.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-dl-host"), Prog("libcct-test-plugin.so")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  const double plugin = InclusiveOf(t, "cputime", "plugin_work");
+  const double host = InclusiveOf(t, "cputime", "host_work");
+  CHECK(plugin == doctest::Approx(300e6).epsilon(0.15));
+  CHECK(host == doctest::Approx(200e6).epsilon(0.15));
+  bool module_ok = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (t.name(n) == "plugin_work" && t.str(t.frame(n).module).find("libcct-test-plugin.so") != std::string::npos)
+      module_ok = true;
+  CHECK(module_ok);
+}
+
+TEST_CASE("cct-record: exit statuses and data kept for segv, abort, _exit(7), return") {
+  struct Case {
+    std::string mode;
+    store::RunState state;
+    std::optional<int> exit_code, signal;
+  };
+  const std::vector<Case> cases = {{"segv", store::RunState::kCrashed, std::nullopt, SIGSEGV},
+                                   {"abort", store::RunState::kCrashed, std::nullopt, SIGABRT},
+                                   {"exit7", store::RunState::kComplete, 7, std::nullopt},
+                                   {"return3", store::RunState::kComplete, 3, std::nullopt}};
+  for (const Case& c : cases) {
+    CAPTURE(c.mode);
+    TempDir dir;
+    const std::string db = dir / "l.db";
+    // No core files from the crashing cases.
+    auto bare = Run({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" \"$1\"", Prog("cct-test-lifecycle"), c.mode});
+    auto rec = Run({"/bin/sh", "-c", "ulimit -c 0; exec \"$@\"", "sh", Tool("cct-record"), "-o", db, "--",
+                    Prog("cct-test-lifecycle"), c.mode});
+    INFO(rec.err);
+    CHECK(StatusOf(rec) == StatusOf(bare));
+    const auto runs = Runs(db);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].state == c.state);
+    CHECK(runs[0].exit_code == c.exit_code);
+    CHECK(runs[0].term_signal == c.signal);
+    const cct::Tree t = TreeOf(db, runs[0].id);
+    CHECK(InclusiveOf(t, "cputime", "burn_before_end") == doctest::Approx(400e6).epsilon(0.10));
+  }
+}
+
+namespace {
+// Starts cct-record on `program` in the background; returns its pid.
+pid_t Spawn(const std::vector<std::string>& argv) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+pid_t ChildOf(pid_t parent) {
+  for (int tries = 0; tries < 100; ++tries) {
+    std::ifstream in("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children");
+    pid_t child = 0;
+    if (in >> child && child > 0) return child;
+    usleep(20000);
+  }
+  return 0;
+}
+
+// CPU time the process has used so far (user + system), from /proc.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+int WaitStatus(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+}  // namespace
+
+TEST_CASE("cct-record: SIGKILL after 2 s keeps the data up to the last 0.5 s checkpoint; run shows crashed") {
+  TempDir dir;
+  const std::string db = dir / "k.db";
+  const pid_t rec = Spawn(Record(db, {"--checkpoint", "0.5"}, {Prog("cct-test-lifecycle"), "spin"}));
+  const pid_t prog = ChildOf(rec);
+  REQUIRE(prog > 0);
+  usleep(2000000);
+  const double cpu_at_kill = CpuSeconds(prog);
+  kill(prog, SIGKILL);
+  CHECK(WaitStatus(rec) == 128 + SIGKILL);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].state == store::RunState::kCrashed);
+  CHECK(runs[0].term_signal == SIGKILL);
+  const cct::Tree t = TreeOf(db, runs[0].id);
+  // 0.4 s in burn_before_end, then spinning until the kill; everything up
+  // to the last checkpoint (at most 0.5 s of wall time, so at most 0.5 s of
+  // CPU time, before the kill) was written. /proc's clock ticks add 0.02 s.
+  CHECK(InclusiveOf(t, "cputime", "burn_before_end") == doctest::Approx(400e6).epsilon(0.10));
+  const double spun = InclusiveOf(t, "cputime", "spin_forever") / 1e9;
+  INFO("CPU at kill " << cpu_at_kill << " s, spin recorded " << spun << " s");
+  CHECK(cpu_at_kill > 0.9);
+  CHECK(spun >= cpu_at_kill - 0.4 - 0.5 - 0.05);
+  CHECK(spun <= cpu_at_kill - 0.4 + 0.05);
+}
+
+TEST_CASE("cct-record: SIGTERM sent to the recorder stops the program; both keep the status; data complete") {
+  TempDir dir;
+  const std::string db = dir / "t.db";
+  const pid_t rec = Spawn(Record(db, {}, {Prog("cct-test-lifecycle"), "spin"}));
+  const pid_t prog = ChildOf(rec);
+  REQUIRE(prog > 0);
+  usleep(1500000);
+  const double cpu_at_term = CpuSeconds(prog);
+  kill(rec, SIGTERM);
+  CHECK(WaitStatus(rec) == 128 + SIGTERM);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].state == store::RunState::kCrashed);
+  CHECK(runs[0].term_signal == SIGTERM);
+  CHECK(runs[0].diagnostics.at("final_flush") == 1);
+  const cct::Tree t = TreeOf(db, runs[0].id);
+  // The final write happened at the signal: everything is there.
+  const double spun = InclusiveOf(t, "cputime", "spin_forever") / 1e9;
+  INFO("CPU at SIGTERM " << cpu_at_term << " s, spin recorded " << spun << " s");
+  CHECK(spun >= (cpu_at_term - 0.4) * 0.9 - 0.02);
+}
+
+TEST_CASE("cct-record: fork and exec children are their own runs, linked to the parent; --no-follow") {
+  TempDir dir;
+  const std::string db = dir / "f.db";
+  auto r = Run(Record(db, {"--tag", "case=fork"}, {Prog("cct-test-forker")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 3);
+  std::map<std::string, store::RunMeta> by_work;
+  for (const auto& m : runs) {
+    const cct::Tree t = TreeOf(db, m.id);
+    for (std::string w : {"parent_work", "child_work", "image_work"})
+      if (InclusiveOf(t, "cputime", w) > 0.15e9) by_work[w] = m;
+    CHECK(m.tags.at("case") == "fork");
+  }
+  REQUIRE(by_work.size() == 3);
+  const store::RunMeta& parent = by_work["parent_work"];
+  CHECK(parent.parent_run == 0);
+  CHECK(by_work["child_work"].parent_run == parent.id);
+  CHECK(by_work["child_work"].pid != parent.pid);
+  CHECK(by_work["image_work"].parent_run == parent.id);
+  CHECK(by_work["image_work"].pid == parent.pid);  // exec keeps the pid
+  CHECK(by_work["image_work"].state == store::RunState::kComplete);
+
+  const std::string db2 = dir / "nf.db";
+  auto r2 = Run(Record(db2, {"--no-follow"}, {Prog("cct-test-forker")}));
+  REQUIRE(r2.exit_code == 0);
+  const auto only = Runs(db2);
+  REQUIRE(only.size() == 1);
+  CHECK(InclusiveOf(TreeOf(db2, only[0].id), "cputime", "parent_work") > 0.15e9);
+}
+
+TEST_CASE("cct-record: 8 recorders writing into one database at once give 8 complete runs") {
+  TempDir dir;
+  const std::string db = dir / "c.db";
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 8; ++i)
+    pids.push_back(Spawn(Record(db, {"--name", "p" + std::to_string(i), "--checkpoint", "0.1"},
+                                {Prog("cct-test-lifecycle"), "return3"})));
+  for (pid_t p : pids) CHECK(WaitStatus(p) == 3);
+  const auto runs = Runs(db);
+  CHECK(runs.size() == 8);
+  std::set<std::string> names;
+  for (const auto& m : runs) {
+    CHECK(m.state == store::RunState::kComplete);
+    names.insert(m.name);
+    CHECK(InclusiveOf(TreeOf(db, m.id), "cputime", "burn_before_end") == doctest::Approx(400e6).epsilon(0.15));
+  }
+  CHECK(names.size() == 8);
+}
+
+TEST_CASE("cct-record --clock wall: no stray EINTR; the program's own SIGALRM and SIGPROF timers keep working") {
+  TempDir dir;
+  const std::string db = dir / "w.db";
+  auto r = Run(Record(db, {"--clock", "wall", "--freq", "1000"}, {Prog("cct-test-sleeper")}));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream in(r.out);
+  std::map<std::string, long> v;
+  std::string k;
+  long x;
+  while (in >> k >> x) v[k] = x;
+  CHECK(v["EINTR"] == 0);
+  CHECK(v["SIGALRM"] > 0);
+  CHECK(v["SIGPROF"] > 0);
+  CHECK(v["SLEPT_MS"] >= 500);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  // 25 blocking calls of 20 ms: the wall clock sees them.
+  CHECK(InclusiveOf(t, "realtime", "sleepy_work") == doctest::Approx(double(v["SLEPT_MS"]) * 1e6).epsilon(0.15));
+}
+
+TEST_CASE("cct-record: exit codes of its own errors and of programs that cannot run") {
+  TempDir dir;
+  const std::string db = dir / "e.db";
+  CHECK(Run({Tool("cct-record"), "-o", db, "--", dir / "no-such-program"}).exit_code == 127);
+  testutil::WriteFileOrDie(dir / "not-exec", "data");
+  CHECK(Run({Tool("cct-record"), "-o", db, "--", dir / "not-exec"}).exit_code == 126);
+  auto bad = Run({Tool("cct-record"), "--freq", "0", "--", "/bin/true"});
+  CHECK(bad.exit_code == 125);
+  CHECK(testutil::LineCount(bad.err) == 1);
+  auto unwritable = Run({Tool("cct-record"), "-o", "/proc/cct.db", "--", "/bin/true"});
+  CHECK(unwritable.exit_code == 125);
+  CHECK(testutil::LineCount(unwritable.err) == 1);
+  CHECK(Run({Tool("cct-record"), "-o", db}).exit_code == 125);
+  // A program's own failure status passes through.
+  CHECK(Run({Tool("cct-record"), "-o", db, "--", "/bin/sh", "-c", "exit 42"}).exit_code == 42);
+}
+
+TEST_CASE("cct-record on a real program (xz): output and status unchanged, liblzma is where the time goes") {
+  if (access("/usr/bin/xz", X_OK) != 0) {
+    MESSAGE("xz not installed; skipped");
+    return;
+  }
+  TempDir dir;
+  {
+    // 6 MiB of compressible but not trivial data.
+    std::ofstream out(dir / "input.txt");
+    uint64_t s = 12345;
+    for (int i = 0; i < 600000; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      out << "line " << (s >> 40) % 1000 << " value " << (s >> 20) % 97 << '\n';
+    }
+  }
+  std::filesystem::copy_file(dir / "input.txt", dir / "input2.txt");
+  auto bare = Run({"/usr/bin/xz", "-k", "-T1", "-6", dir / "input.txt"});
+  const std::string db = dir / "x.db";
+  auto rec = Run(Record(db, {}, {"/usr/bin/xz", "-k", "-T1", "-6", dir / "input2.txt"}));
+  REQUIRE(bare.exit_code == 0);
+  REQUIRE(rec.exit_code == 0);
+  CHECK(testutil::ReadFileOrDie(dir / "input.txt.xz") == testutil::ReadFileOrDie(dir / "input2.txt.xz"));
+  auto verify = Run(Record(db, {}, {"/usr/bin/xz", "-t", dir / "input2.txt.xz"}));
+  CHECK(verify.exit_code == 0);
+  auto top = Run({Tool("cct-query"), "-d", db, "top", "1", "--by", "module", "--exclusive", "-n", "1",
+                  "--format", "csv"});
+  REQUIRE(top.exit_code == 0);
+  INFO(top.out);
+  CHECK(top.out.find("liblzma") != std::string::npos);
+}
