@@ -17,11 +17,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace {
-
 volatile double sink;
 
-double ThreadCpuSeconds() {
+static double ThreadCpuSeconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
@@ -37,17 +35,17 @@ double ThreadCpuSeconds() {
     sink = acc_;                                                     \
   } while (0)
 
-__attribute__((noinline)) void parse_input(double s) { BURN(s, acc_ += std::sqrt(i_ + acc_)); }
-__attribute__((noinline)) void integrate_forces(double s) { BURN(s, acc_ += std::sin(i_ * 0.001) * 1.0001); }
-__attribute__((noinline)) void update_positions(double s) { BURN(s, acc_ = acc_ * 0.999 + i_); }
-__attribute__((noinline)) void simulate_physics(double s) {
+__attribute__((noinline)) static void parse_input(double s) { BURN(s, acc_ += std::sqrt(i_ + acc_)); }
+__attribute__((noinline)) static void integrate_forces(double s) { BURN(s, acc_ += std::sin(i_ * 0.001) * 1.0001); }
+__attribute__((noinline)) static void update_positions(double s) { BURN(s, acc_ = acc_ * 0.999 + i_); }
+__attribute__((noinline)) static void simulate_physics(double s) {
   for (int step = 0; step < 10; ++step) {
     integrate_forces(s * 0.07);
     update_positions(s * 0.03);
   }
 }
-__attribute__((noinline)) void evaluate_leaf(double s) { BURN(s, acc_ += std::cos(acc_ + i_)); }
-__attribute__((noinline)) void recursive_search(int depth, double s) {
+__attribute__((noinline)) static void evaluate_leaf(double s) { BURN(s, acc_ += std::cos(acc_ + i_)); }
+__attribute__((noinline)) static void recursive_search(int depth, double s) {
   if (depth == 0) {
     evaluate_leaf(s);
     return;
@@ -55,10 +53,10 @@ __attribute__((noinline)) void recursive_search(int depth, double s) {
   recursive_search(depth - 1, s);
   sink = sink + depth;  // keeps the call from becoming a jump
 }
-__attribute__((noinline)) void compress_block(double s) { BURN(s, acc_ += (i_ ^ static_cast<int>(acc_)) & 0xff); }
-__attribute__((noinline)) void checksum(double s) { BURN(s, acc_ = acc_ * 31 + i_); }
+__attribute__((noinline)) static void compress_block(double s) { BURN(s, acc_ += (i_ ^ static_cast<int>(acc_)) & 0xff); }
+__attribute__((noinline)) static void checksum(double s) { BURN(s, acc_ = acc_ * 31 + i_); }
 
-void* worker(void* arg) {
+static void* worker(void* arg) {
   const double s = *static_cast<double*>(arg);
   for (int round = 0; round < 5; ++round) {
     compress_block(s * 0.13);
@@ -66,8 +64,6 @@ void* worker(void* arg) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;

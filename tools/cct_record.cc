@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <regex>
 #include <set>
 
 #include "cctdb_config.h"
@@ -94,8 +95,9 @@ std::string RandomSession() {
 // after "--" or at the first argument that is neither an option nor an
 // option's value.
 void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program) {
-  static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock",
-                                                   "--freq", "--checkpoint", "--repeat"};
+  static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock", "--freq",
+                                                   "--checkpoint", "--repeat", "--nvtx", "--nvtx-mode",
+                                                   "--iteration"};
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -236,7 +238,12 @@ int main(int argc, char** argv) {
       ("freq", po::value<double>()->default_value(1000), "samples per second of each thread's clock")
       ("checkpoint", po::value<double>()->default_value(1), "seconds between checkpoint writes (0: only at exit)")
       ("repeat", po::value<int>()->default_value(1), "run the program N times, one run each")
-      ("no-follow", "record only the first process, not its forked or exec'd children");
+      ("no-follow", "record only the first process, not its forked or exec'd children")
+      ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
+      ("nvtx-mode", po::value<std::string>()->default_value("interleaved"),
+       "interleaved: a range sits at the CPU frame that pushed it; prefix: the thread's ranges first")
+      ("iteration", po::value<std::string>(), "NVTX range name pattern (ECMAScript regex) whose instances "
+                                              "are iterations (cct-query iterations, RUN@iter=K)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(ours).options(visible).run(), vm);
@@ -274,6 +281,20 @@ int main(int argc, char** argv) {
     config.tags = *tags;
   }
   config.follow = !vm.count("no-follow");
+  const std::string nvtx = vm["nvtx"].as<std::string>();
+  if (nvtx != "on" && nvtx != "off") cli::Fail(kTool, "--nvtx must be on or off, not '" + nvtx + "'", kExitOwnError);
+  const std::string mode = vm["nvtx-mode"].as<std::string>();
+  if (mode != "interleaved" && mode != "prefix")
+    cli::Fail(kTool, "--nvtx-mode must be interleaved or prefix, not '" + mode + "'", kExitOwnError);
+  config.nvtx_placement = mode == "prefix" ? collector::NvtxPlacement::kPrefix : collector::NvtxPlacement::kInterleaved;
+  if (vm.count("iteration")) {
+    config.iteration_regex = vm["iteration"].as<std::string>();
+    try {
+      std::regex check(config.iteration_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      cli::Fail(kTool, "--iteration '" + config.iteration_regex + "' is not a valid regular expression", kExitOwnError);
+    }
+  }
 
   const std::string lib = CollectorLibrary();
   if (lib.empty())
@@ -298,6 +319,7 @@ int main(int argc, char** argv) {
     for (char** e = environ; *e; ++e) {
       const std::string entry = *e;
       if (entry.rfind("CCT_RECORD_", 0) == 0) continue;
+      if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0) continue;
       if (entry.rfind("LD_PRELOAD=", 0) == 0) {
         if (entry.size() > 11) preload += ":" + entry.substr(11);
         continue;
@@ -305,6 +327,7 @@ int main(int argc, char** argv) {
       env.push_back(entry);
     }
     env.push_back("LD_PRELOAD=" + preload);
+    if (nvtx == "on") env.push_back("NVTX_INJECTION64_PATH=" + lib);
     for (const auto& [k, v] : collector::ConfigEnvironment(config)) env.push_back(k + "=" + v);
 
     const ChildResult res = RunProgram(program, env);

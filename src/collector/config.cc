@@ -64,6 +64,12 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
       return cct::BadInput(std::string("CCT_RECORD_SIGNAL must be an offset from SIGRTMIN (0..28): ") + v);
   }
   if (const char* v = env("CCT_RECORD_ITERATION")) c.iteration_regex = v;
+  if (const char* v = env("CCT_RECORD_NVTX_MODE")) {
+    const std::string s = v;
+    if (s == "interleaved") c.nvtx_placement = NvtxPlacement::kInterleaved;
+    else if (s == "prefix") c.nvtx_placement = NvtxPlacement::kPrefix;
+    else return cct::BadInput("CCT_RECORD_NVTX_MODE must be interleaved or prefix, not '" + s + "'");
+  }
   return std::optional<CollectorConfig>(std::move(c));
 }
 
@@ -83,6 +89,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.session.empty()) e["CCT_RECORD_SESSION"] = c.session;
   e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);
   if (!c.iteration_regex.empty()) e["CCT_RECORD_ITERATION"] = c.iteration_regex;
+  e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
   return e;
 }
 

@@ -16,6 +16,9 @@
 namespace collector {
 
 enum class SampleClock { kCpu, kWall };
+// Where NVTX ranges sit in a sample's path: at the CPU frame that pushed them
+// (interleaved), or all first, then the CPU stack (prefix; for interpreters).
+enum class NvtxPlacement { kInterleaved, kPrefix };
 
 struct CollectorConfig {
   std::string db_path;                 // CCT_RECORD_DB (its presence turns the collector on)
@@ -29,6 +32,7 @@ struct CollectorConfig {
   std::string session;                 // CCT_RECORD_SESSION: ties a recording's runs together
   int signal_offset = 6;               // CCT_RECORD_SIGNAL: sample signal is SIGRTMIN + this
   std::string iteration_regex;         // CCT_RECORD_ITERATION
+  NvtxPlacement nvtx_placement = NvtxPlacement::kInterleaved;  // CCT_RECORD_NVTX_MODE
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

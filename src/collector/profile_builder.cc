@@ -4,15 +4,24 @@
 
 namespace collector {
 
-ProfileBuilder::ProfileBuilder(cct::Tree& tree, std::string_view time_metric, std::string own_module)
-    : tree_(tree), own_module_(std::move(own_module)) {
+ProfileBuilder::ProfileBuilder(cct::Tree& tree, std::string_view time_metric, std::string own_module,
+                               RangeNames range_names)
+    : tree_(tree), own_module_(std::move(own_module)), range_names_(std::move(range_names)) {
   // Both are standard metrics; registration cannot fail for them.
   time_ = tree_.metrics().RegisterStandard(time_metric).value();
   samples_ = tree_.metrics().RegisterStandard("samples").value();
 }
 
 bool ProfileBuilder::Hidden(const SymbolFrame& f) const {
-  return Symbolizer::IsThreadStart(f.function) || (!own_module_.empty() && f.module == own_module_);
+  return Symbolizer::IsThreadStart(f.function) || (!own_module_.empty() && f.module == own_module_) ||
+         IsNvtxFunction(f.function);
+}
+
+bool IsNvtxFunction(std::string_view function) {
+  // NVTX's header-only stubs (nvtxRangePushA, nvtxDomainRangePushEx, ...) and
+  // its C++ API (nvtx3::...) are compiled into the program; the range they
+  // open is shown instead.
+  return function.starts_with("nvtx");
 }
 
 cct::FrameId ProfileBuilder::FunctionFrame(const SymbolFrame& f) {
@@ -28,60 +37,134 @@ cct::FrameId ProfileBuilder::FunctionFrame(const SymbolFrame& f) {
   return id;
 }
 
-void ProfileBuilder::AddThread(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup) {
+cct::FrameId ProfileBuilder::RangeFrame(uint64_t key) {
+  const uint32_t id = RangeNameId(key);
+  std::string name = range_names_ ? range_names_(id) : "";
+  if (name.empty()) name = "<nvtx " + std::to_string(id) + ">";
+  return tree_.InternFrame(cct::FrameKind::kNvtx, name);
+}
+
+cct::NodeId ProfileBuilder::ThreadNode(std::string_view thread_name) {
+  return tree_.InternChild(cct::kRootNode, tree_.InternFrame(cct::FrameKind::kThread, thread_name));
+}
+
+void ProfileBuilder::AddThread(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup,
+                               std::vector<cct::NodeId>* value_nodes) {
+  Add(thread_name, trie, lookup, Role::kSamples, value_nodes);
+}
+
+void ProfileBuilder::AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup) {
+  Add(thread_name, ranges, lookup, Role::kRanges, nullptr);
+}
+
+void ProfileBuilder::AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns,
+                                      uint64_t count) {
+  if (nvtx_time_ == cct::kNoMetric) {
+    nvtx_time_ = tree_.metrics().RegisterStandard("nvtx:time").value();
+    nvtx_count_ = tree_.metrics().RegisterStandard("nvtx:count").value();
+  }
+  const cct::NodeId n = tree_.InternChild(ThreadNode(thread_name), RangeFrame(MakeRangeKey(name_id)));
+  tree_.AddValue(n, nvtx_time_, static_cast<double>(time_ns));
+  tree_.AddValue(n, nvtx_count_, static_cast<double>(count));
+}
+
+void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup, Role role,
+                         std::vector<cct::NodeId>* value_nodes) {
   const size_t n = trie.size();
+  if (value_nodes) value_nodes->assign(n, cct::kNoNode);
   if (n <= 1) return;
-  const cct::NodeId thread = tree_.InternChild(cct::kRootNode, tree_.InternFrame(cct::FrameKind::kThread, thread_name));
-  cct::NodeId partial = cct::kNoNode;
-  auto partial_node = [&] {
-    if (partial == cct::kNoNode)
-      partial = tree_.InternChild(thread, tree_.InternFrame(cct::FrameKind::kUnknown, cct::kPartialCallPathName));
-    return partial;
+  if (role == Role::kRanges && nvtx_time_ == cct::kNoMetric) {
+    nvtx_time_ = tree_.metrics().RegisterStandard("nvtx:time").value();
+    nvtx_count_ = tree_.metrics().RegisterStandard("nvtx:count").value();
+  }
+  if (role == Role::kRanges && nvtx_marks_ == cct::kNoMetric)
+    nvtx_marks_ = tree_.metrics().RegisterStandard("nvtx:marks").value();
+  const cct::NodeId thread = ThreadNode(thread_name);
+  // "<partial call path>" sits where the first address of an incomplete
+  // stack would be (under the thread, or under the leading ranges in prefix
+  // placement); one per parent.
+  std::unordered_map<cct::NodeId, cct::NodeId> partial_under;
+  auto partial_node = [&](cct::NodeId parent) {
+    auto it = partial_under.find(parent);
+    if (it != partial_under.end()) return it->second;
+    const cct::NodeId p =
+        tree_.InternChild(parent, tree_.InternFrame(cct::FrameKind::kUnknown, cct::kPartialCallPathName));
+    partial_under.emplace(parent, p);
+    return p;
   };
 
   std::vector<bool> has_child(n, false);
   for (SampleTrie::NodeIndex i = 1; i < n; ++i) has_child[trie.parent(i)] = true;
   std::vector<cct::NodeId> cct_of(n, thread);
   std::vector<bool> partial_path(n, false);
+  std::vector<bool> has_address(n, false);  // an address key on the path from the root
+  // Below a collector frame (other than the thread trampoline) everything is
+  // the collector's own work — NVTX bookkeeping, symbolizing a push site —
+  // shown as one "<cctdb collector>" node so its cost stays visible.
+  std::vector<bool> in_collector(n, false);
 
   for (SampleTrie::NodeIndex i = 1; i < n; ++i) {
     const SampleTrie::NodeIndex p = trie.parent(i);
     const uint64_t key = trie.key(i);
-    cct::NodeId node;
-    if (key == kPartialKey) {
-      cct_of[i] = partial_node();
+    partial_path[i] = partial_path[p];
+    has_address[i] = has_address[p];
+    in_collector[i] = in_collector[p];
+    cct::NodeId node = cct_of[p];
+    const SymbolFrames* frames = nullptr;
+    if (in_collector[i]) {
+      // stays on the collector node
+    } else if (key == kPartialKey) {
+      node = partial_node(node);
       partial_path[i] = true;
-      continue;
-    }
-    // A frame that returns to its caller is looked up at its call
-    // instruction; the leaf, at the sampled instruction.
-    const SymbolFrames& frames = lookup(key, has_child[i]);
-    if (p == SampleTrie::kRoot) {
-      // The outermost frame: a complete stack starts in the thread-start code.
-      const bool complete = !frames.empty() && Symbolizer::IsThreadStart(frames.front().function);
-      node = complete ? thread : partial_node();
-      partial_path[i] = !complete;
+      has_address[i] = true;  // what follows is known not to start at a thread start
+    } else if (IsRangeKey(key)) {
+      node = tree_.InternChild(node, RangeFrame(key));
     } else {
-      node = cct_of[p];
-      partial_path[i] = partial_path[p];
-    }
-    for (const SymbolFrame& f : frames) {
-      if (Hidden(f)) continue;
-      node = tree_.InternChild(node, FunctionFrame(f));
+      // A frame that returns to its caller is looked up at its call
+      // instruction; the leaf, at the sampled instruction. In the range trie
+      // every address is a caller's.
+      frames = &lookup(key, has_child[i] || role == Role::kRanges);
+      if (!has_address[p]) {
+        // The outermost frame: a complete stack starts in thread-start code.
+        const bool complete = !frames->empty() && Symbolizer::IsThreadStart(frames->front().function);
+        if (!complete) node = partial_node(node);
+        partial_path[i] = !complete;
+      }
+      has_address[i] = true;
+      for (const SymbolFrame& f : *frames) {
+        if (!own_module_.empty() && f.module == own_module_ && role == Role::kSamples &&
+            f.function.find("ThreadTrampoline") == std::string::npos) {
+          node = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kFunction, "<cctdb collector>", f.module));
+          in_collector[i] = true;
+          break;
+        }
+        if (Hidden(f)) continue;
+        node = tree_.InternChild(node, FunctionFrame(f));
+      }
     }
     cct_of[i] = node;
 
     const uint32_t samples = trie.samples(i);
     if (samples == 0) continue;
+    if (role == Role::kRanges) {
+      if (IsMarkKey(key)) {
+        tree_.AddValue(node, nvtx_marks_, samples);
+      } else if (IsRangeKey(key)) {
+        tree_.AddValue(node, nvtx_time_, static_cast<double>(trie.time_ns(i)));
+        tree_.AddValue(node, nvtx_count_, samples);
+      }
+      continue;
+    }
     cct::NodeId leaf = node;
-    if (!frames.empty() && frames.back().line != 0 && !Hidden(frames.back())) {
-      const SymbolFrame& f = frames.back();
+    if (!in_collector[i] && frames && !frames->empty() && frames->back().line != 0 && !Hidden(frames->back())) {
+      const SymbolFrame& f = frames->back();
       const std::string_view file = f.file;
       const size_t slash = file.rfind('/');
       const std::string name =
           std::string(slash == std::string_view::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(f.line);
       leaf = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kLine, name, f.module, f.file, f.line));
     }
+    if (value_nodes) (*value_nodes)[i] = leaf;
     tree_.AddValue(leaf, time_, static_cast<double>(trie.time_ns(i)));
     tree_.AddValue(leaf, samples_, samples);
     stats_.samples += samples;

@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <unordered_map>
 
 #include "cct/tree.h"
@@ -33,23 +34,50 @@ struct BuildStats {
   uint64_t partial_samples = 0;  // under "<partial call path>"
 };
 
+// Whether a function is part of NVTX's own code (hidden like the
+// collector's, since the range node stands for it).
+bool IsNvtxFunction(std::string_view function);
+
+// Display names of NVTX range keys ("domain::message", or the bare message
+// in the default domain).
+using RangeNames = std::function<std::string(uint32_t name_id)>;
+
 class ProfileBuilder {
  public:
   // `time_metric` is "cputime" or "realtime"; `own_module` the path of the
   // collector library (its frames are hidden).
-  ProfileBuilder(cct::Tree& tree, std::string_view time_metric, std::string own_module);
+  ProfileBuilder(cct::Tree& tree, std::string_view time_metric, std::string own_module,
+                 RangeNames range_names = nullptr);
 
-  // Adds one thread's samples under a thread node named `thread_name`.
-  void AddThread(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup);
+  // Adds one thread's samples under a thread node named `thread_name`. When
+  // `value_nodes` is given, it receives for each trie node the tree node its
+  // values went to (kNoNode for nodes without values), for per-iteration
+  // values measured on the trie.
+  void AddThread(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup,
+                 std::vector<cct::NodeId>* value_nodes = nullptr);
+  // Adds one thread's NVTX range durations and counts (a trie written at
+  // pop time: each path ends in the range's key; its time is the summed wall
+  // duration, its samples the count) as nvtx:time / nvtx:count, and marks as
+  // nvtx:marks. Paths align with AddThread's, so a range's node is the same.
+  void AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup);
+  // A start/end range (not nested): its own node under the thread.
+  void AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns, uint64_t count);
 
   const BuildStats& stats() const { return stats_; }
 
  private:
   bool Hidden(const SymbolFrame& f) const;
   cct::FrameId FunctionFrame(const SymbolFrame& f);
+  cct::FrameId RangeFrame(uint64_t key);
+  cct::NodeId ThreadNode(std::string_view thread_name);
+  enum class Role { kSamples, kRanges };
+  void Add(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup, Role role,
+           std::vector<cct::NodeId>* value_nodes);
 
   cct::Tree& tree_;
   cct::MetricId time_ = 0, samples_ = 0;
+  cct::MetricId nvtx_time_ = cct::kNoMetric, nvtx_count_ = cct::kNoMetric, nvtx_marks_ = cct::kNoMetric;
+  RangeNames range_names_;
   std::string own_module_;
   BuildStats stats_;
   // One frame per (function, module): where a function is declared comes

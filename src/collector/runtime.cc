@@ -4,6 +4,7 @@
 #include "collector/runtime.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
@@ -20,7 +21,9 @@
 #include <cstring>
 #include <dirent.h>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <regex>
 #include <unordered_map>
 #include <string>
 #include <vector>
@@ -33,6 +36,7 @@
 #include "collector/symbolizer.h"
 #include "collector/unwinder.h"
 #include "store/database.h"
+#include "store/iterations.h"
 
 extern char** environ;
 
@@ -40,6 +44,8 @@ namespace collector {
 namespace {
 
 constexpr int kMaxDepth = 512;
+constexpr int kMaxRanges = 128;
+constexpr int kRangeFrames = 16384;
 constexpr size_t kMaxThreads = 16384;
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP};
 
@@ -49,6 +55,7 @@ int64_t Now(clockid_t clock) {  // SIGNAL-HANDLER CODE
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }  // SIGNAL-HANDLER CODE
+int OwnTextRange(dl_phdr_info* info, size_t, void*);
 
 struct ThreadState {
   SampleTrie trie;
@@ -63,7 +70,25 @@ struct ThreadState {
   std::atomic<int> in_loader{0};
   std::atomic<uint64_t> lost{0};
   uintptr_t unwind[kMaxDepth + kUnwindSlack];
-  uint64_t keys[kMaxDepth + 1];
+  uint64_t keys[kMaxDepth + kMaxRanges + 2];
+
+  // NVTX push/pop ranges open on this thread: written by the thread itself
+  // in normal context, read by its own signal handler (range_count is
+  // published after the entry is complete).
+  struct OpenRange {
+    uint64_t key = 0;
+    int64_t start_ns = 0;
+    uint32_t frames_offset = 0;  // push-time stack in range_frames, root first
+    uint32_t depth = 0;          // frames up to the caller of the push
+    uint32_t domain = 0;
+    bool iteration = false;
+  };
+  OpenRange ranges[kMaxRanges];
+  std::atomic<int> range_count{0};
+  int range_overflow = 0;  // pushes beyond kMaxRanges, popped first
+  uintptr_t range_frames[kRangeFrames];
+  SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
+  std::string nvtx_name;   // from nvtxNameOsThread; under registry_mutex
 };
 
 struct Runtime {
@@ -98,6 +123,44 @@ struct Runtime {
 
   int request_pipe[2] = {-1, -1};  // fatal handler → checkpoint thread
   int ack_pipe[2] = {-1, -1};      // checkpoint thread → fatal handler
+  // NVTX: names of domains and range messages, start/end ranges, problems.
+  std::mutex nvtx_mutex;
+  std::vector<std::string> nvtx_domains{""};
+  std::unordered_map<std::string, uint32_t> nvtx_domain_ids{{"", 0}};
+  std::vector<std::string> nvtx_names;        // display name by id
+  std::vector<char> nvtx_is_iteration;        // the name matches --iteration
+  std::unordered_map<std::string, uint32_t> nvtx_name_ids;  // domain '\x1f' message
+  struct StartedRange {
+    uint32_t thread = 0, name = 0;
+    int64_t start_ns = 0;
+  };
+  std::unordered_map<uint64_t, StartedRange> started;  // by nvtxRangeId_t
+  uint64_t next_range_id = 1;
+  struct EndedRanges {
+    int64_t time_ns = 0;
+    uint64_t count = 0;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, EndedRanges> ended;  // (thread index, name) → totals
+  std::map<std::string, int64_t> nvtx_problems;
+  std::unordered_map<uintptr_t, bool> nvtx_code;  // return address → inside NVTX's code
+  std::unique_ptr<std::regex> iteration_regex;
+
+  // Iterations: at each boundary every trie's values are snapshotted; an
+  // iteration's values are the difference (see IterationBoundary).
+  struct TrieDelta {
+    uint32_t thread, node;
+    int64_t time_ns;
+    uint32_t samples;
+  };
+  struct IterationRecord {
+    int64_t start_ns = 0, duration_ns = 0;
+    std::vector<TrieDelta> deltas;
+  };
+  std::vector<IterationRecord> iterations;
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> iteration_start;  // by thread, by trie node
+  int64_t iteration_start_ns = 0;
+  int iteration_depth = 0;
+
   std::atomic<int> fatal_signal{0};
   std::atomic<bool> fatal_once{false};
   pthread_t flusher{};
@@ -108,6 +171,9 @@ struct Runtime {
 // Never destroyed: host code (and our signal handlers) may run after static
 // destructors.
 Runtime* rt = nullptr;
+// The thread list is changed only from normal (non-handler) code, and only
+// under registry_mutex, so slots are appended one at a time.
+std::mutex registry_mutex;
 __thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t exit_key;
 
@@ -132,6 +198,41 @@ ThreadState* FindThread(pid_t tid) {  // SIGNAL-HANDLER CODE
     if (t && t->tid == tid && t->alive.load(std::memory_order_relaxed)) return t;
   }
   return nullptr;
+}
+
+// A sample's (or a range's) trie path: the stack `frames` (root first,
+// `depth` of them) with the thread's first `open` NVTX ranges merged in.
+// Interleaved placement puts a range right after the frame that pushed it
+// when the sample's stack still holds that frame's callers unchanged (the
+// pushing function is still active), else after the stack prefix the two
+// share; prefix placement puts all ranges first. Returns the key count.
+// SIGNAL-HANDLER CODE (also called in normal context by pop and mark).
+int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool truncated, int open, uint32_t epoch,
+             uint64_t* keys) {
+  std::atomic_signal_fence(std::memory_order_acquire);
+  int k = 0;
+  if (truncated) keys[k++] = kPartialKey;
+  if (rt->config.nvtx_placement == NvtxPlacement::kPrefix || truncated) {
+    for (int r = 0; r < open; ++r) keys[k++] = t->ranges[r].key;
+    for (int j = 0; j < depth; ++j) keys[k++] = MakeKey(frames[j], epoch);
+    return k;
+  }
+  int r = 0;
+  int anchor = 0;  // ranges are nested: anchors never decrease
+  auto anchor_of = [&](const ThreadState::OpenRange& e) {
+    const uintptr_t* p = t->range_frames + e.frames_offset;
+    const int d = static_cast<int>(e.depth);
+    int m = 0;
+    while (m < d - 1 && m < depth && p[m] == frames[m]) ++m;
+    const int a = (m == d - 1 && depth >= d) ? d : m;
+    return a > anchor ? a : anchor;
+  };
+  for (int j = 0; j <= depth; ++j) {
+    while (r < open && (anchor = anchor_of(t->ranges[r])) <= j) keys[k++] = t->ranges[r++].key;
+    if (j < depth) keys[k++] = MakeKey(frames[j], epoch);
+  }
+  while (r < open) keys[k++] = t->ranges[r++].key;
+  return k;
 }
 
 void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
@@ -166,10 +267,10 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
       truncated = true;
     }
   }
-  const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed);
-  int k = 0;
-  if (truncated) t->keys[k++] = kPartialKey;
-  for (int i = depth - 1; i >= 0; --i) t->keys[k++] = MakeKey(t->unwind[i], epoch);
+  // The stack root first, for merging in the open NVTX ranges.
+  for (int i = 0, j = depth - 1; i < j; ++i, --j) std::swap(t->unwind[i], t->unwind[j]);
+  const int k = PathKeys(t, t->unwind, depth, truncated, t->range_count.load(std::memory_order_relaxed),
+                         rt->epoch.load(std::memory_order_relaxed), t->keys);
   if (!t->trie.AddSample(t->keys, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
   if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one more overflow signal
   errno = saved_errno;
@@ -257,9 +358,6 @@ void OnThreadExit(void* p) {
   t_state = nullptr;
 }
 
-// The thread list is changed only from normal (non-handler) code, and only
-// under registry_mutex, so slots are appended one at a time.
-std::mutex registry_mutex;
 
 ThreadState* RegisterThread(pid_t tid, bool current) {
   std::lock_guard<std::mutex> lock(registry_mutex);
@@ -275,7 +373,11 @@ ThreadState* RegisterThread(pid_t tid, bool current) {
 
 // --- writing the run --------------------------------------------------------
 
+// Caller holds flush_mutex (nvtx_name is set under registry_mutex; a
+// checkpoint may read a name being replaced only if both lock).
 std::string ThreadName(const ThreadState& t) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  if (!t.nvtx_name.empty()) return t.nvtx_name;
   return t.index == 0 ? "main thread" : "thread " + std::to_string(t.index);
 }
 
@@ -286,7 +388,7 @@ uint64_t LookupKey(uint64_t key, bool return_address) {
 // The symbol lookup for the profile builder. Caller holds flush_mutex.
 const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   const uint32_t epoch = static_cast<uint32_t>(key >> kEpochShift);
-  if (epoch != (rt->epoch.load(std::memory_order_relaxed) & 0xffff)) {
+  if (epoch != (rt->epoch.load(std::memory_order_relaxed) & kEpochMask)) {
     auto it = rt->frozen.find(LookupKey(key, return_address));
     if (it != rt->frozen.end()) return it->second;
     // Sampled in a library that was unloaded before we could resolve it.
@@ -303,6 +405,51 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   return rt->symbolizer->Lookup(KeyAddress(key), return_address);
 }
 
+std::string RangeDisplayName(uint32_t id) {
+  // Caller holds flush_mutex; names are appended under nvtx_mutex.
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  return id < rt->nvtx_names.size() ? rt->nvtx_names[id] : "";
+}
+
+// Per-iteration values on `tree`: each recorded trie delta goes to the tree
+// node its trie node's values went to. Caller holds nvtx_mutex.
+store::RunIterations CollectIterations(const cct::Tree& tree, const std::vector<std::vector<cct::NodeId>>& value_nodes) {
+  store::RunIterations out;
+  if (rt->iterations.empty()) return out;
+  out.range = rt->config.iteration_regex;
+  const cct::MetricId time = tree.metrics().Find(rt->config.clock == SampleClock::kWall ? "realtime" : "cputime");
+  const cct::MetricId samples = tree.metrics().Find("samples");
+  for (size_t k = 0; k < rt->iterations.size(); ++k) {
+    const Runtime::IterationRecord& rec = rt->iterations[k];
+    std::map<cct::NodeId, std::pair<double, double>> by_node;
+    for (const Runtime::TrieDelta& d : rec.deltas) {
+      if (d.thread >= value_nodes.size() || d.node >= value_nodes[d.thread].size()) continue;
+      const cct::NodeId node = value_nodes[d.thread][d.node];
+      if (node == cct::kNoNode) continue;
+      auto& v = by_node[node];
+      v.first += static_cast<double>(d.time_ns);
+      v.second += d.samples;
+    }
+    store::Iteration it;
+    it.index = static_cast<uint32_t>(k);
+    it.start_ns = rec.start_ns;
+    it.duration_ns = rec.duration_ns;
+    store::IterationColumn ct, cs;
+    ct.metric = time;
+    cs.metric = samples;
+    for (const auto& [node, v] : by_node) {
+      ct.nodes.push_back(node);
+      ct.values.push_back(v.first);
+      cs.nodes.push_back(node);
+      cs.values.push_back(v.second);
+    }
+    it.columns.push_back(std::move(ct));
+    it.columns.push_back(std::move(cs));
+    out.iterations.push_back(std::move(it));
+  }
+  return out;
+}
+
 // Builds the tree from every thread's trie and writes the run. Caller holds
 // flush_mutex. Never throws.
 void WriteRun(store::RunState state) noexcept {
@@ -310,18 +457,39 @@ void WriteRun(store::RunState state) noexcept {
   try {
     if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
     cct::Tree tree;
-    ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
+    ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
+                           RangeDisplayName);
     SymbolLookup lookup = LookupSymbols;
     uint64_t lost = 0;
     const size_t n = rt->thread_count.load(std::memory_order_acquire);
     size_t sampled_threads = 0;
+    std::vector<std::vector<cct::NodeId>> value_nodes(n);
+    std::vector<std::string> names(n);
     for (size_t i = 0; i < n; ++i) {
       ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
       if (!t) continue;
       if (t->trie.size() > 1) ++sampled_threads;
-      builder.AddThread(ThreadName(*t), t->trie, lookup);
+      names[i] = ThreadName(*t);
+      builder.AddThread(names[i], t->trie, lookup, &value_nodes[i]);
+      builder.AddRanges(names[i], t->range_trie, lookup);
       lost += t->lost.load(std::memory_order_relaxed);
     }
+    store::RunIterations iterations;
+    std::map<std::pair<uint32_t, uint32_t>, Runtime::EndedRanges> ended;
+    {
+      std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+      ended = rt->ended;
+      for (const auto& [what, count] : rt->nvtx_problems) rt->meta.diagnostics[what] = count;
+      int64_t open_ranges = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (ThreadState* t = rt->threads[i].load()) open_ranges += t->range_count.load() + t->range_overflow;
+      open_ranges += static_cast<int64_t>(rt->started.size());
+      if (open_ranges) rt->meta.diagnostics["nvtx_open_ranges"] = open_ranges;
+      else rt->meta.diagnostics.erase("nvtx_open_ranges");
+      iterations = CollectIterations(tree, value_nodes);
+    }
+    for (const auto& [key, totals] : ended)
+      if (key.first < n) builder.AddStartEndRange(names[key.first], key.second, totals.time_ns, totals.count);
     store::RunMeta& m = rt->meta;
     m.state = state;
     m.sampling["source"] = rt->config.clock == SampleClock::kWall ? "posix-timer"
@@ -340,7 +508,8 @@ void WriteRun(store::RunState state) noexcept {
 
     auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
     cct::Status st = db.ok() ? cct::Status() : db.status();
-    if (st.ok()) st = rt->run_created ? (*db)->UpdateRun(m, &tree) : (*db)->CreateRun(m, &tree);
+    const store::RunIterations* iters = iterations.iterations.empty() ? nullptr : &iterations;
+    if (st.ok()) st = rt->run_created ? (*db)->UpdateRun(m, &tree, iters) : (*db)->CreateRun(m, &tree, iters);
     if (st.ok()) {
       if (!rt->run_created) {
         rt->run_created = true;
@@ -546,9 +715,11 @@ void ForkPrepare() {
   if (!rt) return;
   rt->flush_mutex.lock();
   registry_mutex.lock();
+  rt->nvtx_mutex.lock();
 }
 void ForkParent() {
   if (!rt) return;
+  rt->nvtx_mutex.unlock();
   registry_mutex.unlock();
   rt->flush_mutex.unlock();
 }
@@ -558,6 +729,7 @@ void ForkChild() {
   // the portable way to get an unlocked one in the child.
   new (&registry_mutex) std::mutex;
   new (&rt->flush_mutex) std::mutex;
+  new (&rt->nvtx_mutex) std::mutex;
   ThreadState* self = t_state;
   rt->active.store(false);
   rt->flusher_running = false;
@@ -582,8 +754,16 @@ void ForkChild() {
   FillMeta(rt->meta);
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
   rt->active.store(true);
+  // The child's NVTX totals start empty; ranges it inherited open stay open
+  // (the child's code will pop them).
+  rt->started.clear();
+  rt->ended.clear();
+  rt->nvtx_problems.clear();
+  rt->iterations.clear();
+  rt->iteration_depth = 0;
   if (self) {
     self->trie.Reset();
+    self->range_trie.Reset();
     self->alive.store(true);
     self->has_timer = false;
     self->lost.store(0);
@@ -662,6 +842,14 @@ void Start() {
   if (!rt) return;
   rt->config = std::move(**parsed);
   rt->own_module = OwnModule();
+  dl_iterate_phdr(OwnTextRange, nullptr);
+  if (!rt->config.iteration_regex.empty()) {
+    try {
+      rt->iteration_regex = std::make_unique<std::regex>(rt->config.iteration_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      Warn("--iteration '" + rt->config.iteration_regex + "' is not a valid regular expression; no iterations");
+    }
+  }
   if (!rt->config.follow) StripPreload(rt->own_module);
 
   std::string error;
@@ -824,10 +1012,10 @@ void BeforeUnload() {
       const size_t nodes = t->trie.size();
       std::vector<bool> has_child(nodes, false);
       for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) has_child[t->trie.parent(j)] = true;
-      const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed) & 0xffff;
+      const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed) & kEpochMask;
       for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) {
         const uint64_t key = t->trie.key(j);
-        if (key == kPartialKey || (key >> kEpochShift) != epoch) continue;
+        if (key == kPartialKey || IsRangeKey(key) || (key >> kEpochShift) != epoch) continue;
         const uint64_t lk = LookupKey(key, has_child[j]);
         if (!rt->frozen.count(lk)) rt->frozen.emplace(lk, LookupSymbols(key, has_child[j]));
       }
@@ -836,6 +1024,274 @@ void BeforeUnload() {
   } catch (...) {
   }
   rt->epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+// --- NVTX ----------------------------------------------------------------------
+
+namespace {
+
+// The collector's own code, skipped at the leaf end of push-time stacks.
+uintptr_t own_text_lo = 0, own_text_hi = 0;
+
+int OwnTextRange(dl_phdr_info* info, size_t, void*) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    const auto self = reinterpret_cast<uintptr_t>(&OwnTextRange);
+    if (self >= lo && self < hi) {
+      own_text_lo = lo;
+      own_text_hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+void Problem(const char* what) {
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  ++rt->nvtx_problems[what];
+}
+
+// Whether a return address lies in NVTX's own code (its header stubs, not
+// inlined into the caller, or its C++ API). Resolved once per address; push
+// sites are few, so after warm-up this is one hash lookup.
+bool InNvtxCode(uintptr_t address) {
+  {
+    std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+    auto it = rt->nvtx_code.find(address);
+    if (it != rt->nvtx_code.end()) return it->second;
+  }
+  bool nvtx = false;
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    try {
+      if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+      const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
+      nvtx = !frames.empty() && IsNvtxFunction(frames.front().function);
+    } catch (...) {
+    }
+  }
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  rt->nvtx_code[address] = nvtx;
+  return nvtx;
+}
+
+// The calling thread's stack, root first, without the collector's and
+// NVTX's own frames: frames up to (and including) the caller of the NVTX
+// call.
+int CallerStack(uintptr_t* out, int max) {
+  uintptr_t buf[kMaxDepth + 16];
+  const int n = UnwindHere(buf, kMaxDepth + 16);
+  int skip = 0;
+  while (skip < n && buf[skip] >= own_text_lo && buf[skip] < own_text_hi) ++skip;
+  while (skip < n && InNvtxCode(buf[skip])) ++skip;
+  int depth = n - skip;
+  if (depth > max) depth = max;
+  for (int i = 0; i < depth; ++i) out[i] = buf[n - 1 - i];
+  return depth;
+}
+
+// Iteration boundaries: snapshot every trie; at an end, keep the difference
+// from the start. Caller holds nvtx_mutex.
+void SnapshotTries(std::vector<std::vector<std::pair<int64_t, uint32_t>>>& snap) {
+  const size_t n = rt->thread_count.load(std::memory_order_acquire);
+  snap.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+    if (!t) continue;
+    const size_t nodes = t->trie.size();
+    snap[i].resize(nodes);
+    for (SampleTrie::NodeIndex j = 0; j < nodes; ++j) snap[i][j] = {t->trie.time_ns(j), t->trie.samples(j)};
+  }
+}
+
+void IterationBegin(int64_t now) {
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  if (rt->iteration_depth++ > 0) return;  // nested instances: the outermost counts
+  SnapshotTries(rt->iteration_start);
+  rt->iteration_start_ns = now;
+}
+
+void IterationEnd(int64_t now) {
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  if (rt->iteration_depth == 0 || --rt->iteration_depth > 0) return;
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> end;
+  SnapshotTries(end);
+  Runtime::IterationRecord rec;
+  rec.start_ns = rt->iteration_start_ns;
+  rec.duration_ns = now - rt->iteration_start_ns;
+  for (size_t i = 0; i < end.size(); ++i) {
+    for (size_t j = 0; j < end[i].size(); ++j) {
+      const auto before = i < rt->iteration_start.size() && j < rt->iteration_start[i].size()
+                              ? rt->iteration_start[i][j]
+                              : std::pair<int64_t, uint32_t>{0, 0};
+      const int64_t dt = end[i][j].first - before.first;
+      const uint32_t ds = end[i][j].second - before.second;
+      if (dt != 0 || ds != 0)
+        rec.deltas.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j), dt, ds});
+    }
+  }
+  rt->iterations.push_back(std::move(rec));
+}
+
+}  // namespace
+
+uint32_t NvtxDomain(std::string_view name) {
+  if (!rt) return 0;
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  const std::string key(name);
+  auto it = rt->nvtx_domain_ids.find(key);
+  if (it != rt->nvtx_domain_ids.end()) return it->second;
+  const auto id = static_cast<uint32_t>(rt->nvtx_domains.size());
+  rt->nvtx_domains.push_back(key);
+  rt->nvtx_domain_ids.emplace(key, id);
+  return id;
+}
+
+uint32_t NvtxName(uint32_t domain, std::string_view message) {
+  if (!rt) return 0;
+  std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+  std::string key = std::to_string(domain);
+  key.push_back('\x1f');
+  key.append(message);
+  auto it = rt->nvtx_name_ids.find(key);
+  if (it != rt->nvtx_name_ids.end()) return it->second;
+  const auto id = static_cast<uint32_t>(rt->nvtx_names.size());
+  const std::string& dom = domain < rt->nvtx_domains.size() ? rt->nvtx_domains[domain] : "";
+  std::string display = dom.empty() ? std::string(message) : dom + "::" + std::string(message);
+  bool iteration = false;
+  if (rt->iteration_regex) {
+    try {
+      iteration = std::regex_search(display, *rt->iteration_regex);
+    } catch (...) {
+    }
+  }
+  rt->nvtx_names.push_back(std::move(display));
+  rt->nvtx_is_iteration.push_back(iteration);
+  rt->nvtx_name_ids.emplace(std::move(key), id);
+  return id;
+}
+
+void NvtxPush(uint32_t domain, uint32_t name) {
+  if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
+  ThreadState* t = t_state;
+  if (!t) return Problem("nvtx_unregistered_thread");
+  const int c = t->range_count.load(std::memory_order_relaxed);
+  if (c >= kMaxRanges || t->range_overflow > 0) {
+    ++t->range_overflow;
+    return Problem("nvtx_too_deep");
+  }
+  ThreadState::OpenRange& e = t->ranges[c];
+  e.frames_offset = c == 0 ? 0 : t->ranges[c - 1].frames_offset + t->ranges[c - 1].depth;
+  const int room = kRangeFrames - static_cast<int>(e.frames_offset);
+  e.depth = room > 0 ? static_cast<uint32_t>(CallerStack(t->range_frames + e.frames_offset,
+                                                          room < kMaxDepth ? room : kMaxDepth))
+                     : 0;
+  e.key = MakeRangeKey(name);
+  e.domain = domain;
+  bool iteration;
+  {
+    std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+    iteration = name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[name];
+  }
+  e.iteration = iteration;
+  e.start_ns = Now(CLOCK_MONOTONIC);
+  std::atomic_signal_fence(std::memory_order_release);
+  t->range_count.store(c + 1, std::memory_order_relaxed);
+  if (iteration) IterationBegin(e.start_ns);
+}
+
+void NvtxPop(uint32_t domain) {
+  if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
+  ThreadState* t = t_state;
+  if (!t) return Problem("nvtx_unregistered_thread");
+  if (t->range_overflow > 0) {
+    --t->range_overflow;
+    return;
+  }
+  const int c = t->range_count.load(std::memory_order_relaxed);
+  int idx = c - 1;
+  while (idx >= 0 && t->ranges[idx].domain != domain) --idx;
+  if (idx < 0) return Problem("nvtx_pop_without_push");
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  const ThreadState::OpenRange e = t->ranges[idx];
+  // The range's own path: its push-time stack with the ranges below it.
+  uint64_t keys[kMaxDepth + kMaxRanges + 2];
+  int k = PathKeys(t, t->range_frames + e.frames_offset, static_cast<int>(e.depth), false, idx,
+                   rt->epoch.load(std::memory_order_relaxed), keys);
+  keys[k++] = e.key;
+  if (!t->range_trie.AddSample(keys, k, now - e.start_ns)) Problem("nvtx_lost_ranges");
+  // Hide the entries from idx up while they move (the handler may run).
+  t->range_count.store(idx, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  for (int i = idx; i + 1 < c; ++i) t->ranges[i] = t->ranges[i + 1];
+  std::atomic_signal_fence(std::memory_order_release);
+  t->range_count.store(c - 1, std::memory_order_relaxed);
+  if (e.iteration) IterationEnd(now);
+}
+
+uint64_t NvtxStart(uint32_t name) {
+  if (!rt || !rt->active.load(std::memory_order_relaxed)) return 0;
+  ThreadState* t = t_state;
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  bool iteration;
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+    id = rt->next_range_id++;
+    rt->started[id] = {t ? t->index : 0, name, now};
+    iteration = name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[name];
+  }
+  if (iteration) IterationBegin(now);
+  return id;
+}
+
+void NvtxEnd(uint64_t id) {
+  if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
+  const int64_t now = Now(CLOCK_MONOTONIC);
+  bool iteration = false;
+  {
+    std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
+    auto it = rt->started.find(id);
+    if (it == rt->started.end()) {
+      ++rt->nvtx_problems["nvtx_end_unknown_id"];
+      return;
+    }
+    auto& total = rt->ended[{it->second.thread, it->second.name}];
+    total.time_ns += now - it->second.start_ns;
+    ++total.count;
+    iteration = it->second.name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[it->second.name];
+    rt->started.erase(it);
+  }
+  if (iteration) IterationEnd(now);
+}
+
+void NvtxMark(uint32_t name) {
+  if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
+  ThreadState* t = t_state;
+  if (!t) return Problem("nvtx_unregistered_thread");
+  uintptr_t frames[kMaxDepth];
+  const int depth = CallerStack(frames, kMaxDepth);
+  uint64_t keys[kMaxDepth + kMaxRanges + 2];
+  int k = PathKeys(t, frames, depth, false, t->range_count.load(std::memory_order_relaxed),
+                   rt->epoch.load(std::memory_order_relaxed), keys);
+  keys[k++] = MakeRangeKey(name, true);
+  if (!t->range_trie.AddSample(keys, k, 0)) Problem("nvtx_lost_ranges");
+}
+
+void NvtxNameThread(uint32_t tid, std::string_view name) {
+  if (!rt) return;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  const size_t n = rt->thread_count.load();
+  for (size_t i = 0; i < n; ++i) {
+    ThreadState* t = rt->threads[i].load();
+    if (t && static_cast<uint32_t>(t->tid) == tid) t->nvtx_name = std::string(name);
+  }
+}
+
+void NvtxCountProblem(const char* what) {
+  if (rt) Problem(what);
 }
 
 }  // namespace collector

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collector {
@@ -43,6 +44,21 @@ void BeforeExit(int status);  // _exit/_Exit
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();
 void BeforeUnload();          // dlclose: symbolize samples in the library first
+
+// --- NVTX (called by nvtx_injection.cc, in the program's threads; normal
+// context, never from a signal handler).
+// Interns a domain name (0 is the default domain) and a range/mark message
+// within a domain; ids are process-wide.
+uint32_t NvtxDomain(std::string_view name);
+uint32_t NvtxName(uint32_t domain, std::string_view message);
+void NvtxPush(uint32_t domain, uint32_t name);
+void NvtxPop(uint32_t domain);
+uint64_t NvtxStart(uint32_t name);
+void NvtxEnd(uint64_t id);
+void NvtxMark(uint32_t name);
+void NvtxNameThread(uint32_t tid, std::string_view name);
+// Counts a misuse (e.g. "nvtx_null_message") in the run's diagnostics.
+void NvtxCountProblem(const char* what);
 
 // How many sampling signals this thread has taken; a blocking call that fails
 // with EINTR and sees this number change was interrupted by the sampler.

@@ -25,14 +25,25 @@
 
 namespace collector {
 
-// Keys are code addresses with a 16-bit load epoch in the top bits (user
+// Keys are code addresses with a 15-bit load epoch above them (user
 // addresses fit in 47 bits), so an address in a library that was unloaded
-// and an equal address in a library loaded later are different keys.
+// and an equal address in a library loaded later are different keys. Keys
+// with the top bit set are NVTX ranges and marks (MakeRangeKey).
 inline constexpr int kEpochShift = 48;
 inline constexpr uint64_t kAddressMask = (uint64_t{1} << kEpochShift) - 1;
+inline constexpr uint32_t kEpochMask = 0x7fff;
 inline uint64_t MakeKey(uintptr_t address, uint32_t epoch) {
-  return (uint64_t{address} & kAddressMask) | (uint64_t{epoch & 0xffff} << kEpochShift);
+  return (uint64_t{address} & kAddressMask) | (uint64_t{epoch & kEpochMask} << kEpochShift);
 }
+inline constexpr uint64_t kRangeKeyBit = uint64_t{1} << 63;
+inline constexpr uint64_t kMarkKeyBit = uint64_t{1} << 62;
+// An NVTX push/pop range (or, with `mark`, an NVTX mark) named by `name_id`.
+inline uint64_t MakeRangeKey(uint32_t name_id, bool mark = false) {
+  return kRangeKeyBit | (mark ? kMarkKeyBit : 0) | name_id;
+}
+inline bool IsRangeKey(uint64_t key) { return (key & kRangeKeyBit) != 0; }
+inline bool IsMarkKey(uint64_t key) { return (key & (kRangeKeyBit | kMarkKeyBit)) == (kRangeKeyBit | kMarkKeyBit); }
+inline uint32_t RangeNameId(uint64_t key) { return static_cast<uint32_t>(key); }
 inline uintptr_t KeyAddress(uint64_t key) { return static_cast<uintptr_t>(key & kAddressMask); }
 // A path that starts with this key was not unwound to the thread's start:
 // the unwind was cut (too deep, unsafe moment); the builder shows it under

@@ -113,7 +113,9 @@ TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hid
   syms[0x102] = {{"main", "/bin/prog", "prog.c", 10, "prog.c", 5, false}};
   syms[0x103] = {{"compute", "/bin/prog", "prog.c", 30, "prog.c", 20, false},
              {"helper", "/bin/prog", "helper.h", 7, "helper.h", 3, true}};
-  syms[0x104] = {{"trampoline", "/lib/libcct-collector.so", "", 0, "", 0, false}};
+  syms[0x104] = {{"(anonymous namespace)::ThreadTrampoline(void*)", "/lib/libcct-collector.so", "", 0, "", 0, false}};
+  syms[0x106] = {{"collector::NvtxPush(unsigned int, unsigned int)", "/lib/libcct-collector.so", "", 0, "", 0, false}};
+  syms[0x107] = {{"dwarf_getscopes", "/lib/libdw.so.1", "", 0, "", 0, false}};
   syms[0x105] = {{"prog+0x99", "/bin/prog", "", 0, "", 0, false}};
   SymbolLookup lookup = [&](uint64_t key, bool) -> const SymbolFrames& { return syms.at(KeyAddress(key)); };
 
@@ -125,6 +127,10 @@ TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hid
   REQUIRE(main_trie.AddSample(full, 3, 1000));
   REQUIRE(main_trie.AddSample(partial, 2, 500));
   REQUIRE(main_trie.AddSample(unknown_root, 2, 250));
+  // Work the collector does in the program's thread (symbolizing an NVTX
+  // push site) shows as one node, whatever it called.
+  const uint64_t in_collector[] = {0x101, 0x102, 0x106, 0x107};
+  REQUIRE(main_trie.AddSample(in_collector, 4, 70));
   const uint64_t worker[] = {0x104, 0x103};
   REQUIRE(worker_trie.AddSample(worker, 2, 200));
 
@@ -154,7 +160,11 @@ TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hid
       FindPath(tree, {"main thread", "<partial call path>", "prog+0x99", "compute", "helper", "helper.h:7"});
   REQUIRE(p2 != cct::kNoNode);
   CHECK(tree.Value(p2, cpu) == 250);
-  CHECK(b.stats().samples == 5);
+  const cct::NodeId own = FindPath(tree, {"main thread", "main", "<cctdb collector>"});
+  REQUIRE(own != cct::kNoNode);
+  CHECK(tree.Value(own, cpu) == 70);
+  CHECK(FindPath(tree, {"main thread", "main", "<cctdb collector>", "dwarf_getscopes"}) == cct::kNoNode);
+  CHECK(b.stats().samples == 6);
   // Two partial samples on the main thread and the worker's one (its stack
   // does not begin at a thread start either).
   CHECK(b.stats().partial_samples == 3);
@@ -162,7 +172,8 @@ TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hid
   // The collector's own frame (the thread trampoline) is hidden, but the
   // worker's stack did not start at a thread start: partial.
   CHECK(FindPath(tree, {"thread 1", "<partial call path>", "compute"}) != cct::kNoNode);
-  CHECK(FindPath(tree, {"thread 1", "<partial call path>", "trampoline"}) == cct::kNoNode);
+  CHECK(FindPath(tree, {"thread 1", "<partial call path>", "(anonymous namespace)::ThreadTrampoline(void*)"}) ==
+        cct::kNoNode);
 }
 
 TEST_CASE("collector config: parse, defaults, errors, round trip through the environment") {

@@ -145,6 +145,56 @@ TEST_CASE("cct-record: per-function CPU time within 10% of the program's own mea
   CHECK(top.out.find("cpu_split.cc:") != std::string::npos);
 }
 
+TEST_CASE("cct-record: a thread started before the collector (by a library constructor) is sampled") {
+  TempDir dir;
+  const std::string db = dir / "early.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-early-main")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  CHECK(InclusiveOf(t, "cputime", "early_thread_work") == doctest::Approx(300e6).epsilon(0.10));
+  CHECK(InclusiveOf(t, "cputime", "main_work") == doctest::Approx(100e6).epsilon(0.10));
+}
+
+TEST_CASE("cct-record: metadata (environment allow-list, git commit, tags), --repeat, summary lines") {
+  TempDir dir;
+  const std::string db = dir / "m.db";
+  const std::map<std::string, std::string> env = {{"CUDA_VISIBLE_DEVICES", "0"},
+                                                  {"NCCL_API_TOKEN", "abc"},
+                                                  {"OMP_NUM_THREADS", "3"},
+                                                  {"CCT_TEST_UNLISTED", ""},
+                                                  {"SOME_PRIVATE_THING", "x"}};
+  auto r = Run(Record(db, {"--repeat", "3", "--tag", "variant=base", "--name", "life"},
+                      {Prog("cct-test-lifecycle"), "exit7"}),
+               env, 120, testutil::SourceDir());
+  INFO(r.err);
+  // --repeat stops at the first failing run: exit7 fails, so one run.
+  CHECK(r.exit_code == 7);
+  auto ok = Run(Record(db, {"--repeat", "3", "--tag", "variant=base", "--name", "ok"}, {"/bin/true"}), env, 120,
+                testutil::SourceDir());
+  REQUIRE(ok.exit_code == 0);
+  CHECK(testutil::LineCount(ok.err) == 3);
+  CHECK(ok.err.find("cct-record: run 2 'ok' ") != std::string::npos);
+  CHECK(ok.err.find("complete -> " + db) != std::string::npos);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 4);
+  for (const auto& m : runs) {
+    CHECK(m.tags.at("variant") == "base");
+    CHECK(m.env.count("CUDA_VISIBLE_DEVICES") == 1);
+    CHECK(m.env.count("OMP_NUM_THREADS") == 1);
+    CHECK(m.env.count("NCCL_API_TOKEN") == 0);
+    CHECK(m.env.count("SOME_PRIVATE_THING") == 0);
+    CHECK(m.env.count("HOME") == 0);
+    CHECK(m.cwd == testutil::SourceDir());
+  }
+  CHECK(runs[0].name == "life");
+  CHECK(runs[0].exit_code == 7);
+  CHECK(runs[3].name == "ok");
+  // The commit checked out in the working directory, as git itself reports it.
+  auto head = Run({"git", "-C", testutil::SourceDir(), "rev-parse", "HEAD"});
+  if (head.exit_code == 0) CHECK(runs[0].git_commit + "\n" == head.out);
+}
+
 TEST_CASE("cct-record: a stripped binary gets module+offset names; libc keeps its symbols") {
   TempDir dir;
   const std::string db = dir / "s.db";
@@ -234,9 +284,11 @@ pid_t ChildOf(pid_t parent) {
   return 0;
 }
 
-// CPU time the process has used so far (user + system), from /proc.
+// CPU time the process's main thread has used so far (user + system), from
+// /proc (the collector's checkpoint thread is not counted; its start-up work
+// in the main thread is, hence the tolerances below).
 double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::istringstream rest(stat.substr(stat.rfind(')') + 2));
   std::string field;
@@ -277,7 +329,7 @@ TEST_CASE("cct-record: SIGKILL after 2 s keeps the data up to the last 0.5 s che
   const double spun = InclusiveOf(t, "cputime", "spin_forever") / 1e9;
   INFO("CPU at kill " << cpu_at_kill << " s, spin recorded " << spun << " s");
   CHECK(cpu_at_kill > 0.9);
-  CHECK(spun >= cpu_at_kill - 0.4 - 0.5 - 0.05);
+  CHECK(spun >= cpu_at_kill - 0.4 - 0.5 - 0.08);
   CHECK(spun <= cpu_at_kill - 0.4 + 0.05);
 }
 
@@ -300,7 +352,7 @@ TEST_CASE("cct-record: SIGTERM sent to the recorder stops the program; both keep
   // The final write happened at the signal: everything is there.
   const double spun = InclusiveOf(t, "cputime", "spin_forever") / 1e9;
   INFO("CPU at SIGTERM " << cpu_at_term << " s, spin recorded " << spun << " s");
-  CHECK(spun >= (cpu_at_term - 0.4) * 0.9 - 0.02);
+  CHECK(spun >= (cpu_at_term - 0.4) * 0.9 - 0.05);
 }
 
 TEST_CASE("cct-record: fork and exec children are their own runs, linked to the parent; --no-follow") {
