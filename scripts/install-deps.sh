@@ -6,6 +6,11 @@ packages=(
   g++ meson ninja-build pkg-config python3
   liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev
   libunwind-dev libdw-dev libelf-dev
+  # pprof export (protobuf) and HPCToolkit import (expat)
+  protobuf-compiler libprotobuf-dev libexpat1-dev
+  # tests only: go tool pprof reads our pprof files, headless Chromium renders
+  # flame graphs, pdflatex (booktabs) compiles LaTeX tables
+  golang-go chromium texlive-latex-base texlive-latex-recommended
 )
 missing=()
 for p in "${packages[@]}"; do

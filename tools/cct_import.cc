@@ -9,6 +9,7 @@
 #include "query/format.h"
 #include "store/database.h"
 #include "store/fault_guard.h"
+#include "store/selector.h"
 #include "tools/cli.h"
 
 namespace po = boost::program_options;
@@ -21,6 +22,10 @@ Formats:
   folded    "frame;frame;frame value" lines (FlameGraph stackcollapse, inferno);
             each value is the exclusive value of its stack
   hatchet   Hatchet JSON: the literal format or GraphFrame.to_json's graph+dataframe
+  hpctoolkit  an HPCToolkit database directory (experiment.xml + *.metric-db); one
+            run, ranks and threads as thread nodes, HPCToolkit's metric names
+  ncu-csv   Nsight Compute `ncu --csv --page raw` output: attaches the kernels'
+            metrics to the kernel nodes of an existing run (--run RUN)
 
 Options)";
 
@@ -28,6 +33,54 @@ int64_t NowNs() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// --from ncu-csv: reads the run's tree, attaches the metrics and writes the
+// tree back as the run's new version (one write transaction).
+int AttachNcu(const po::variables_map& vm, const std::string& file) {
+  if (!vm.count("run")) cli::Fail(kTool, "--from ncu-csv needs --run RUN (the run whose kernels ncu profiled)");
+  for (const char* o : {"name", "tag", "unit", "skip-bad-lines"})
+    if (vm.count(o)) cli::Fail(kTool, std::string("--") + o + " does not apply to --from ncu-csv");
+  const std::string db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
+  store::FaultGuard guard(kTool, db_path);
+  auto sel = store::ParseSelector(vm["run"].as<std::string>(), db_path);
+  if (!sel.ok()) cli::Fail(kTool, sel.status());
+  if (sel->is_group() || sel->iteration) cli::Fail(kTool, "--run must name one run, not a group or an iteration");
+  auto db = store::Database::Open(sel->db_path, store::Database::Mode::kWrite);
+  if (!db.ok()) cli::Fail(kTool, db.status());
+  auto runs = store::SelectRuns(**db, *sel);
+  if (!runs.ok()) cli::Fail(kTool, runs.status());
+  store::RunMeta meta = runs->back();
+  if (store::EffectiveState(meta) == store::RunState::kRecording)
+    cli::Fail(kTool, "run " + std::to_string(meta.id) + " is still recording; attach ncu metrics when it is complete");
+  auto tree = (*db)->ReadTree(meta.id);
+  if (!tree.ok()) cli::Fail(kTool, tree.status());
+  query::NcuAttachOptions options;
+  if (vm.count("metric")) options.metric_regex = vm["metric"].as<std::string>();
+  auto attached = query::AttachNcuMetrics(file, *tree, options);
+  if (!attached.ok()) cli::Fail(kTool, attached.status());
+  nlohmann::json record = {{"file", file},
+                           {"launches", attached->launches},
+                           {"matched", attached->matched},
+                           {"kernel_nodes", attached->kernel_nodes},
+                           {"unmatched", attached->unmatched},
+                           {"metrics", attached->metrics.size()}};
+  meta.extra["ncu"] = record;
+  meta.diagnostics["ncu_unmatched_launches"] = static_cast<int64_t>(attached->launches - attached->matched);
+  // The new tree has the same nodes, so the run's iterations (whose node ids
+  // refer to them) are written back with it rather than dropped.
+  auto iterations = (*db)->ReadIterations(meta.id);
+  if (!iterations.ok()) cli::Fail(kTool, iterations.status().WithContext("keeping run " + std::to_string(meta.id) + "'s iterations"));
+  cct::Status s = (*db)->UpdateRun(meta, &*tree, *iterations ? &**iterations : nullptr);
+  if (!s.ok()) cli::Fail(kTool, s);
+  std::cout << "attached " << attached->metrics.size() << " ncu metrics from " << file << " to run " << meta.id
+            << (meta.name.empty() ? "" : " '" + meta.name + "'") << ": " << attached->matched << " of "
+            << attached->launches << " launches matched " << attached->kernel_nodes << " kernel node(s)\n";
+  if (!attached->unmatched.empty()) {
+    std::cout << "unmatched kernels (" << attached->unmatched.size() << "):\n";
+    for (const std::string& k : attached->unmatched) std::cout << "  " << k << '\n';
+  }
+  return 0;
 }
 }  // namespace
 
@@ -38,11 +91,13 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("from", po::value<std::string>(), "input format: folded|hatchet")
+      ("from", po::value<std::string>(), "input format: folded|hatchet|hpctoolkit|ncu-csv")
+      ("run", po::value<std::string>(), "ncu-csv: the run whose kernel nodes get the metrics (a RUN selector)")
       ("name", po::value<std::string>(), "run name (default: the file's name)")
       ("tag", po::value<std::vector<std::string>>(), "KEY=VALUE tag (repeatable)")
       ("metric", po::value<std::string>(), "folded: the metric the numbers measure (default samples); "
-                                           "hatchet: the metric --unit applies to")
+                                           "hatchet, hpctoolkit: the metric --unit applies to; "
+                                           "ncu-csv: a regex of the ncu metrics to attach")
       ("unit", po::value<std::string>(), "ns|us|ms|s|bytes|count|percent|1 (times are stored in ns)")
       ("skip-bad-lines", "import what is well-formed and report how much was skipped");
   po::options_description hidden;
@@ -66,7 +121,7 @@ int main(int argc, char** argv) {
     std::cout << "cct-import " << CCTDB_VERSION << '\n';
     return 0;
   }
-  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (folded or hatchet)");
+  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (folded, hatchet, hpctoolkit or ncu-csv)");
   const std::vector<std::string> files =
       vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>();
   if (files.size() != 1) cli::Fail(kTool, "expected one input FILE (see cct-import --help)");
@@ -80,14 +135,20 @@ int main(int argc, char** argv) {
   auto tags = cli::ParseTags(vm.count("tag") ? vm["tag"].as<std::vector<std::string>>() : std::vector<std::string>());
   if (!tags.ok()) cli::Fail(kTool, tags.status());
 
+  if (from == "ncu-csv") return AttachNcu(vm, file);
+  if (vm.count("run")) cli::Fail(kTool, "--run applies to --from ncu-csv only");
+
   cct::Result<query::ImportResult> imported = cct::InvalidArgument("");
   if (from == "folded") imported = query::ImportFolded(file, io);
   else if (from == "hatchet") imported = query::ImportHatchet(file, io);
-  else cli::Fail(kTool, "unknown format '" + from + "' (expected folded or hatchet)");
+  else if (from == "hpctoolkit") imported = query::ImportHpctoolkit(file, io);
+  else cli::Fail(kTool, "unknown format '" + from + "' (expected folded, hatchet, hpctoolkit or ncu-csv)");
   if (!imported.ok()) cli::Fail(kTool, imported.status());
 
   store::RunMeta meta;
-  meta.name = vm.count("name") ? vm["name"].as<std::string>() : std::string(query::BaseName(file));
+  std::string base = file;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();  // a database directory given as DIR/
+  meta.name = vm.count("name") ? vm["name"].as<std::string>() : std::string(query::BaseName(base));
   meta.source = "import:" + from;
   meta.state = store::RunState::kComplete;
   meta.start_time_ns = NowNs();

@@ -2,12 +2,15 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
 
 #include "cctdb_config.h"
 #include "query/exchange.h"
+#include "query/flame.h"
+#include "query/progress.h"
 #include "query/reports.h"
 #include "store/fault_guard.h"
 #include "store/selector.h"
@@ -28,10 +31,16 @@ Commands:
   tree RUN                 the calling-context tree, top-down
   top RUN                  a flat profile by function, kernel, nvtx, line or module
   callers RUN REGEX        bottom-up: who reaches the frames matching REGEX
-  export RUN --to FORMAT   json, folded or hatchet, to stdout or -o FILE
+  iterations RUN           the run's iterations (--iteration): start, duration, metric
+  export RUN --to FORMAT   json, folded, hatchet, hatchet-json, pprof or csv, to stdout or -o FILE
+  flame RUN -o FILE.svg    an interactive flame graph (SVG)
+  kernels RUN|SELECTOR     GPU kernels: time, launches, Nsight Compute metrics, bottleneck;
+                           for a group, kernel popularity across its runs
+  table SELECTOR --by tag:KEY   per group of runs: mean ± CI (Student t) and n, for papers
 
 RUN selects a run: an id, latest, latest~N, a run name, tag:KEY=VALUE (a group:
-reports show the mean per run), PATH:RUN for another database.
+reports show the mean per run), PATH:RUN for another database; RUN@iter=K (one
+iteration, from 1), RUN@iter=K..J (their sum), RUN@iter=median (by -m).
 
 Options)";
 
@@ -44,8 +53,28 @@ const std::map<std::string, std::set<std::string>> kCommandOptions = {
     {"top", {"metric", "n", "by", "inclusive", "exclusive", "merge-threads"}},
     {"callers", {"metric", "depth", "min", "merge-threads", "lines"}},
     {"export", {"metric", "to", "output", "merge-threads"}},
+    {"flame", {"metric", "output", "merge-threads", "lines", "title", "min-width", "image-width"}},
+    {"kernels", {"metric", "n"}},
+    {"iterations", {"metric"}},
+    {"table", {"metric", "by", "nodes", "confidence"}},
 };
 const std::set<std::string> kCommonOptions = {"db", "format", "ascii", "width", "args", "command"};
+
+// Writes through `write` to -o FILE (via FILE.tmp, renamed when complete, so
+// a failed export leaves no half file) or to stdout.
+cct::Status WriteOutput(const po::variables_map& vm, const std::function<cct::Status(std::ostream&)>& write) {
+  if (!vm.count("output")) return write(std::cout);
+  const std::string out_path = vm["output"].as<std::string>();
+  const std::string tmp = out_path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) return cct::IoError("cannot write " + out_path);
+  cct::Status status = write(out);
+  out.close();
+  if (status.ok() && (!out || std::rename(tmp.c_str(), out_path.c_str()) != 0))
+    status = cct::IoError("cannot write " + out_path);
+  if (!status.ok()) std::remove(tmp.c_str());
+  return status;
+}
 
 }  // namespace
 
@@ -62,14 +91,20 @@ int main(int argc, char** argv) {
       ("min", po::value<double>(), "hide nodes below PCT percent of the total")
       ("focus", po::value<std::string>(), "tree: subtrees rooted at frames matching REGEX")
       ("n,n", po::value<size_t>(), "top: show N rows (default 20; 0 for all)")
-      ("by", po::value<std::string>(), "top: function|kernel|nvtx|line|module (default function)")
+      ("by", po::value<std::string>(), "top: function|kernel|nvtx|line|module (default function); "
+                                       "table: tag:KEY, the tag whose values make the groups")
+      ("nodes", po::value<std::string>(), "table: values of the frames matching REGEX instead of run totals")
+      ("confidence", po::value<double>(), "table: confidence level of the intervals (default 0.95)")
+      ("title", po::value<std::string>(), "flame: the graph's title")
+      ("min-width", po::value<double>(), "flame: hide frames narrower than PX pixels (default 0.1)")
+      ("image-width", po::value<size_t>(), "flame: image width in pixels (default 1200)")
       ("inclusive", "top: order by inclusive value (default)")
       ("exclusive", "top: order by exclusive value")
       ("lines", "keep source-line nodes (folded into their functions otherwise)")
       ("merge-threads", "merge the threads' subtrees into one")
-      ("to", po::value<std::string>(), "export: json|folded|hatchet")
-      ("output,o", po::value<std::string>(), "export: write to FILE instead of stdout")
-      ("format", po::value<std::string>(), "text|json|csv (default text)")
+      ("to", po::value<std::string>(), "export: json|folded|hatchet|hatchet-json|pprof|csv")
+      ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
+      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
       ("ascii", "draw trees and units with ASCII only")
       ("width", po::value<size_t>(), "fit text to N columns (default: the terminal's, else 80; 0: no limit)");
   po::options_description hidden;
@@ -122,12 +157,12 @@ int main(int argc, char** argv) {
   if (vm.count("n")) opt.limit = vm["n"].as<size_t>();
   if (vm.count("inclusive") && vm.count("exclusive")) cli::Fail(kTool, "--inclusive and --exclusive exclude each other");
   opt.sort_exclusive = vm.count("exclusive") > 0;
-  if (vm.count("by")) {
+  if (vm.count("by") && command != "table") {
     auto by = query::ParseGroupBy(vm["by"].as<std::string>());
     if (!by.ok()) cli::Fail(kTool, by.status());
     opt.by = *by;
   }
-  if (vm.count("format")) {
+  if (vm.count("format") && command != "table") {
     auto f = query::ParseOutputFormat(vm["format"].as<std::string>());
     if (!f.ok()) cli::Fail(kTool, f.status());
     opt.format = *f;
@@ -145,6 +180,7 @@ int main(int argc, char** argv) {
   load.keep_lines = vm.count("lines") > 0 || command == "export" || command == "show" || command == "metrics" ||
                     (command == "top" && opt.by == query::GroupBy::kLine);
   load.merge_threads = vm.count("merge-threads") > 0;
+  if (!opt.metrics.empty()) load.median_metric = opt.metrics.front();  // @iter=median
 
   cct::Status status;
   if (command == "runs") {
@@ -168,6 +204,27 @@ int main(int argc, char** argv) {
       runs = std::move(selected).value();
     }
     status = query::WriteRunsReport(runs, path, opt, std::cout);
+  } else if (command == "iterations") {
+    want_args(1, "one RUN");
+    status = query::WriteIterationsReport(args[0], db_path, opt, std::cout);
+  } else if (command == "kernels") {
+    want_args(1, "one RUN or SELECTOR");
+    status = query::WriteKernelsReport(args[0], db_path, opt, std::cout);
+  } else if (command == "table") {
+    want_args(1, "one SELECTOR (the runs to tabulate)");
+    query::TableOptions to;
+    if (!vm.count("by")) cli::Fail(kTool, "table needs --by tag:KEY (the tag whose values make the groups)");
+    to.by = vm["by"].as<std::string>();
+    to.metrics = opt.metrics;
+    if (vm.count("nodes")) to.nodes = vm["nodes"].as<std::string>();
+    if (vm.count("confidence")) to.confidence = vm["confidence"].as<double>();
+    if (vm.count("format")) {
+      auto f = query::ParseTableFormat(vm["format"].as<std::string>());
+      if (!f.ok()) cli::Fail(kTool, f.status());
+      to.format = *f;
+    }
+    to.ascii = opt.ascii;
+    status = query::WriteTableReport(args[0], db_path, to, std::cout);
   } else {
     if (command == "callers") want_args(2, "RUN and REGEX");
     else want_args(1, "one RUN");
@@ -179,25 +236,37 @@ int main(int argc, char** argv) {
     else if (command == "top") status = query::WriteTopReport(*profile, opt, std::cout);
     else if (command == "callers") status = query::WriteCallersReport(*profile, args[1], opt, std::cout);
     else if (command == "export") {
-      if (!vm.count("to")) cli::Fail(kTool, "export needs --to json|folded|hatchet");
+      if (!vm.count("to")) cli::Fail(kTool, "export needs --to json|folded|hatchet|hatchet-json|pprof|csv");
       if (vm.count("format")) cli::Fail(kTool, "export takes --to, not --format");
       auto fmt = query::ParseExportFormat(vm["to"].as<std::string>());
       if (!fmt.ok()) cli::Fail(kTool, fmt.status());
       query::ExportOptions eo;
       eo.metrics = opt.metrics;
-      if (vm.count("output")) {
-        const std::string out_path = vm["output"].as<std::string>();
-        const std::string tmp = out_path + ".tmp";
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) cli::Fail(kTool, "cannot write " + out_path);
-        status = query::WriteExport(*profile, *fmt, eo, out);
-        out.close();
-        if (status.ok() && (!out || std::rename(tmp.c_str(), out_path.c_str()) != 0))
-          status = cct::IoError("cannot write " + out_path);
-        if (!status.ok()) std::remove(tmp.c_str());
-      } else {
-        status = query::WriteExport(*profile, *fmt, eo, std::cout);
+      query::Progress progress = query::Progress::ForStderr("exporting " + vm["to"].as<std::string>());
+      eo.progress = &progress;
+      status = WriteOutput(vm, [&](std::ostream& out) { return query::WriteExport(*profile, *fmt, eo, out); });
+    } else if (command == "flame") {
+      query::FlameOptions fo;
+      if (opt.metrics.size() > 1) {
+        fo.metric = opt.metrics.front();
+        fo.details.assign(opt.metrics.begin() + 1, opt.metrics.end());
+      } else if (!opt.metrics.empty()) {
+        fo.metric = opt.metrics.front();
       }
+      if (vm.count("title")) fo.title = vm["title"].as<std::string>();
+      if (vm.count("min-width")) {
+        fo.min_width_px = vm["min-width"].as<double>();
+        if (!(fo.min_width_px >= 0)) cli::Fail(kTool, "--min-width must be 0 or more pixels");
+      }
+      if (vm.count("image-width")) fo.width = vm["image-width"].as<size_t>();
+      fo.subtitle = profile->label;
+      query::Progress progress = query::Progress::ForStderr("drawing flame graph");
+      fo.progress = &progress;
+      status = WriteOutput(vm, [&](std::ostream& out) {
+        cct::Status s = query::WriteFlameGraph(profile->tree, fo, out);
+        progress.Finish();
+        return s;
+      });
     }
   }
   if (!status.ok()) cli::Fail(kTool, status);

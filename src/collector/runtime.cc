@@ -419,6 +419,7 @@ store::RunIterations CollectIterations(const cct::Tree& tree, const std::vector<
   out.range = rt->config.iteration_regex;
   const cct::MetricId time = tree.metrics().Find(rt->config.clock == SampleClock::kWall ? "realtime" : "cputime");
   const cct::MetricId samples = tree.metrics().Find("samples");
+  const int64_t realtime_offset = Now(CLOCK_REALTIME) - Now(CLOCK_MONOTONIC);
   for (size_t k = 0; k < rt->iterations.size(); ++k) {
     const Runtime::IterationRecord& rec = rt->iterations[k];
     std::map<cct::NodeId, std::pair<double, double>> by_node;
@@ -432,7 +433,7 @@ store::RunIterations CollectIterations(const cct::Tree& tree, const std::vector<
     }
     store::Iteration it;
     it.index = static_cast<uint32_t>(k);
-    it.start_ns = rec.start_ns;
+    it.start_ns = rec.start_ns + realtime_offset;  // boundaries use the monotonic clock; the store wants epoch ns
     it.duration_ns = rec.duration_ns;
     store::IterationColumn ct, cs;
     ct.metric = time;

@@ -39,6 +39,9 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
   std::vector<std::vector<double>> acc(1, std::vector<double>(ids.size(), 0.0));  // per inverted node
   std::vector<char> frame_match(tree.frames().size(), 0);
   std::vector<char> inside(tree.size(), 0);
+  // An iteration keeps the run's whole tree; callers of what it did not
+  // touch carry nothing.
+  const std::vector<char> with_values = profile.selector.iteration ? NodesWithValues(tree) : std::vector<char>();
   size_t matched = 0;
   for (NodeId n = 1; n < tree.size(); ++n) {
     inside[n] = inside[tree.parent(n)];
@@ -51,6 +54,7 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
     if (m != 2) continue;
     inside[n] = 1;
     ++matched;
+    if (!with_values.empty() && !with_values[n]) continue;
     const std::vector<double> v = cols.NodeInclusive(n);
     NodeId at = cct::kRootNode;
     int level = 0;

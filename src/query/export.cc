@@ -6,6 +6,7 @@
 #include "query/exchange.h"
 #include "query/format.h"
 #include "query/json_writer.h"
+#include "query/progress.h"
 #include "query/reports.h"
 
 namespace query {
@@ -18,7 +19,11 @@ cct::Result<ExportFormat> ParseExportFormat(const std::string& s) {
   if (s == "json") return ExportFormat::kJson;
   if (s == "folded") return ExportFormat::kFolded;
   if (s == "hatchet") return ExportFormat::kHatchet;
-  return cct::InvalidArgument("unknown export format '" + s + "' (expected json, folded or hatchet)");
+  if (s == "hatchet-json") return ExportFormat::kHatchetJson;
+  if (s == "pprof") return ExportFormat::kPprof;
+  if (s == "csv") return ExportFormat::kCsv;
+  return cct::InvalidArgument("unknown export format '" + s +
+                              "' (expected json, folded, hatchet, hatchet-json, pprof or csv)");
 }
 
 namespace {
@@ -125,19 +130,36 @@ Status WriteHatchetLiteral(const cct::Tree& tree, const std::vector<std::string>
 
 }  // namespace
 
-Status WriteExport(Profile& profile, ExportFormat format, const ExportOptions& options, std::ostream& out) {
+Status WriteExport(Profile& profile, ExportFormat format, const ExportOptions& options, std::ostream& real_out) {
+  // Every format's bytes pass through a counter, so the progress line shows
+  // how much has been written even for exporters that do not count nodes.
+  CountingStreambuf counting(real_out.rdbuf(), options.progress);
+  std::ostream counted(&counting);
+  std::ostream& out = options.progress ? counted : real_out;
+  Status status;
   switch (format) {
-    case ExportFormat::kFolded: return WriteFolded(profile.tree, options.metrics, out);
-    case ExportFormat::kHatchet: return WriteHatchetLiteral(profile.tree, options.metrics, out);
+    case ExportFormat::kPprof: status = WritePprof(profile, options.metrics, out, options.progress); break;
+    case ExportFormat::kHatchetJson:
+      status = WriteHatchetGraphFrame(profile.tree, options.metrics, out, options.progress);
+      break;
+    case ExportFormat::kCsv: status = WriteNodeCsv(profile.tree, options.metrics, out, options.progress); break;
+    case ExportFormat::kFolded: status = WriteFolded(profile.tree, options.metrics, out); break;
+    case ExportFormat::kHatchet: status = WriteHatchetLiteral(profile.tree, options.metrics, out); break;
     case ExportFormat::kJson: {
       ReportOptions ro;
       ro.format = OutputFormat::kJson;
       CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, ExportMetrics(profile.tree, options.metrics, false));
       for (MetricId m : ids) ro.metrics.push_back(profile.tree.metrics().Get(m).name);
-      return WriteTreeReport(profile, ro, out);
+      status = WriteTreeReport(profile, ro, out);
+      break;
     }
   }
-  return Status::Ok();
+  if (options.progress) {
+    options.progress->Tick();  // a last redraw, so a slow export shows where it ended
+    options.progress->Finish();
+  }
+  if (status.ok() && !out) status = cct::IoError("cannot write the export");
+  return status;
 }
 
 }  // namespace query

@@ -178,7 +178,9 @@ Status ParseGraphFrame(const json& doc, const std::string& path, std::vector<HNo
     for (const std::string& idx : indices) {
       if (idx == "node") continue;
       const json v = row.value(idx, json());
-      location += (location.empty() ? "" : " ") + idx + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+      // Numeric indices read "rank 0 thread 1"; a string index (a thread
+      // name, as our hatchet-json export writes) is the name itself.
+      location += (location.empty() ? "" : " ") + (v.is_string() ? v.get<std::string>() : idx + " " + v.dump());
     }
     std::map<std::string, double>& vals = nodes[at->second].values[location];
     if (metric_keys.empty()) {

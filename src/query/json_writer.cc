@@ -6,11 +6,38 @@
 
 namespace query {
 
+namespace {
+// Length of the well-formed UTF-8 sequence starting at s[i], or 0.
+size_t Utf8Length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n;
+  uint32_t cp;
+  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  // Overlong forms, surrogates and code points past U+10FFFF are invalid.
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+}  // namespace
+
+// Names come from binaries and other tools' files and need not be UTF-8:
+// bytes that are not well-formed UTF-8 become U+FFFD, so the output always
+// parses as JSON.
 std::string JsonWriter::Escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   out.push_back('"');
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -22,8 +49,13 @@ std::string JsonWriter::Escape(std::string_view s) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
-        } else {
+        } else if (c < 0x80) {
           out.push_back(static_cast<char>(c));
+        } else if (const size_t n = Utf8Length(s, i)) {
+          out.append(s.substr(i, n));
+          i += n - 1;
+        } else {
+          out += "\xEF\xBF\xBD";  // U+FFFD
         }
     }
   }

@@ -1,16 +1,163 @@
 #include "query/profile.h"
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
 #include "cct/tree_ops.h"
 
 namespace query {
 
 using cct::Result;
+using cct::Status;
 
 std::string RunLabel(const store::RunMeta& run) {
   std::string s = "run " + std::to_string(run.id);
   if (!run.name.empty()) s += " '" + run.name + "'";
   return s;
 }
+
+std::vector<double> IterationTotals(const store::RunIterations& iterations, const cct::MetricRegistry& metrics,
+                                    cct::MetricId metric) {
+  std::vector<double> out;
+  out.reserve(iterations.iterations.size());
+  if (metric >= metrics.size()) {
+    out.assign(iterations.iterations.size(), 0.0);
+    return out;
+  }
+  const bool derived = metrics.Get(metric).kind == cct::MetricKind::kDerived;
+  std::vector<double> sums(metrics.size());
+  for (const store::Iteration& it : iterations.iterations) {
+    std::fill(sums.begin(), sums.end(), 0.0);
+    for (const store::IterationColumn& c : it.columns) {
+      if (c.metric >= sums.size()) continue;
+      for (double v : c.values) sums[c.metric] += v;
+    }
+    if (!derived) {
+      out.push_back(sums[metric]);
+      continue;
+    }
+    const cct::Formula* f = metrics.formula(metric);
+    const std::vector<cct::MetricId>& ops = metrics.operand_ids(metric);
+    out.push_back(f ? f->Eval([&](uint32_t i) { return i < ops.size() && ops[i] < sums.size() ? sums[ops[i]] : 0.0; })
+                    : 0.0);
+  }
+  return out;
+}
+
+size_t MedianIteration(const std::vector<double>& totals) {
+  std::vector<size_t> order(totals.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const bool na = std::isnan(totals[a]), nb = std::isnan(totals[b]);
+    if (na != nb) return nb;
+    if (!na && totals[a] != totals[b]) return totals[a] < totals[b];
+    return a < b;
+  });
+  return order.empty() ? 0 : order[(order.size() - 1) / 2];
+}
+
+Status ApplyIterations(cct::Tree& tree, const store::RunIterations& iterations, size_t first, size_t last) {
+  const cct::MetricRegistry& reg = tree.metrics();
+  if (first > last || last >= iterations.iterations.size())
+    return cct::InvalidArgument("iterations " + std::to_string(first + 1) + ".." + std::to_string(last + 1) +
+                                " are not all there");
+  std::vector<cct::SparseColumn> columns(reg.size());
+  std::vector<std::vector<double>> dense(reg.size());
+  std::vector<bool> sparse(reg.size(), false);
+  for (size_t i = first; i <= last; ++i) {
+    for (const store::IterationColumn& c : iterations.iterations[i].columns) {
+      if (c.metric >= reg.size() || reg.Get(c.metric).kind != cct::MetricKind::kAdditive ||
+          c.nodes.size() != c.values.size())
+        return cct::Corrupt("iteration " + std::to_string(i + 1) + " has values of an unknown metric");
+      for (cct::NodeId n : c.nodes)
+        if (n >= tree.size()) return cct::Corrupt("iteration " + std::to_string(i + 1) + " has values beyond the tree");
+      const bool strictly_sorted =
+          std::adjacent_find(c.nodes.begin(), c.nodes.end(), std::greater_equal<>()) == c.nodes.end();
+      if (first == last && strictly_sorted && !sparse[c.metric] && dense[c.metric].empty()) {
+        // One iteration (as stored: one column per metric): its column as it is.
+        columns[c.metric] = cct::SparseColumn::FromSparse(c.nodes, c.values);
+        sparse[c.metric] = true;
+        continue;
+      }
+      std::vector<double>& d = dense[c.metric];
+      if (d.empty()) {
+        d.assign(tree.size(), 0.0);
+        if (sparse[c.metric]) columns[c.metric].ForEach([&](cct::NodeId n, double v) { d[n] += v; });
+        sparse[c.metric] = false;
+      }
+      for (size_t k = 0; k < c.nodes.size(); ++k) d[c.nodes[k]] += c.values[k];
+    }
+  }
+  for (cct::MetricId m = 0; m < reg.size(); ++m) {
+    if (reg.Get(m).kind != cct::MetricKind::kAdditive) continue;
+    if (!dense[m].empty()) columns[m] = cct::SparseColumn::FromDense(std::move(dense[m]));
+    tree.SetColumn(m, std::move(columns[m]));
+  }
+  return Status::Ok();
+}
+
+std::vector<char> NodesWithValues(const cct::Tree& tree) {
+  std::vector<char> out(tree.size(), 0);
+  const cct::MetricRegistry& reg = tree.metrics();
+  for (cct::MetricId m = 0; m < reg.size(); ++m) {
+    if (reg.Get(m).kind != cct::MetricKind::kAdditive) continue;
+    tree.column(m).ForEach([&](cct::NodeId n, double v) {
+      if (v != 0 && n < out.size()) out[n] = 1;
+    });
+  }
+  // Children have larger ids than their parents: one reverse pass.
+  for (cct::NodeId n = static_cast<cct::NodeId>(tree.size()); n-- > 1;)
+    if (out[n]) out[tree.parent(n)] = 1;
+  if (!out.empty()) out[cct::kRootNode] = 1;
+  return out;
+}
+
+namespace {
+
+// Replaces the run's values in `tree` with those of the iteration(s) the
+// selector names; returns how the label names them ("iteration 4").
+Result<std::string> SelectIterations(store::Database& db, const store::RunMeta& run, const store::IterationSpec& spec,
+                                     const std::string& selector_text, const LoadOptions& options, cct::Tree& tree) {
+  const std::string where = "'" + selector_text + "': " + RunLabel(run);
+  CCT_ASSIGN_OR_RETURN(std::optional<store::RunIterations> its, db.ReadIterations(run.id));
+  if (!its) return cct::InvalidArgument(where + " has no iterations (record with --iteration REGEX)");
+  const size_t n = its->iterations.size();
+  if (n == 0)
+    return cct::InvalidArgument(where + " has no iterations (no NVTX range matched /" + its->range + "/)");
+  std::string desc;
+  size_t first = 0, last = 0;
+  if (spec.median) {
+    cct::MetricId metric = 0;
+    if (!options.median_metric.empty()) {
+      CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, {options.median_metric}));
+      metric = ids.front();
+    } else if (tree.metrics().size() == 0) {
+      return cct::NotFound(where + " has no metrics to choose the median iteration by");
+    }
+    first = last = MedianIteration(IterationTotals(*its, tree.metrics(), metric));
+    desc = "iteration " + std::to_string(first + 1) + " (median of " + std::to_string(n) + " by " +
+           tree.metrics().Get(metric).name + ")";
+  } else {
+    if (spec.last > n) {
+      const std::string asked = spec.first == spec.last
+                                    ? "iteration " + std::to_string(spec.first)
+                                    : "iterations " + std::to_string(spec.first) + ".." + std::to_string(spec.last);
+      return cct::InvalidArgument(where + " has " + std::to_string(n) + (n == 1 ? " iteration" : " iterations") +
+                                  " (1.." + std::to_string(n) + "), not " + asked);
+    }
+    first = spec.first - 1;
+    last = spec.last - 1;
+    desc = first == last ? "iteration " + std::to_string(spec.first)
+                         : "iterations " + std::to_string(spec.first) + ".." + std::to_string(spec.last) + " (sum)";
+  }
+  Status applied = ApplyIterations(tree, *its, first, last);
+  if (!applied.ok()) return cct::Corrupt(db.path() + " is damaged: run " + std::to_string(run.id) + ": " + applied.message());
+  return desc;
+}
+
+}  // namespace
 
 Result<Profile> LoadProfile(const std::string& selector_text, const std::string& default_db,
                             const LoadOptions& options) {
@@ -19,17 +166,25 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
   p.db_path = p.selector.db_path;
   CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(p.db_path, store::Database::Mode::kRead));
   CCT_ASSIGN_OR_RETURN(p.runs, store::SelectRuns(*db, p.selector));
-  if (p.selector.iteration)
-    return cct::InvalidArgument("'" + selector_text + "': run " + std::to_string(p.runs.front().id) +
-                                " has no iterations (record with --iteration REGEX)");
 
+  // A run's tree, holding the selected iterations' values when asked.
+  std::string iteration_desc;
+  auto read = [&](const store::RunMeta& run) -> Result<cct::Tree> {
+    CCT_ASSIGN_OR_RETURN(cct::Tree t, db->ReadTree(run.id));
+    if (p.selector.iteration) {
+      CCT_ASSIGN_OR_RETURN(iteration_desc,
+                           SelectIterations(*db, run, *p.selector.iteration, selector_text, options, t));
+    }
+    return t;
+  };
   if (p.runs.size() == 1 && !p.selector.is_group()) {
-    CCT_ASSIGN_OR_RETURN(p.tree, db->ReadTree(p.runs.front().id));
+    CCT_ASSIGN_OR_RETURN(p.tree, read(p.runs.front()));
     p.label = RunLabel(p.runs.front());
+    if (!iteration_desc.empty()) p.label += " " + iteration_desc;
   } else {
     const double scale = 1.0 / static_cast<double>(p.runs.size());
     for (const store::RunMeta& run : p.runs) {
-      CCT_ASSIGN_OR_RETURN(cct::Tree t, db->ReadTree(run.id));
+      CCT_ASSIGN_OR_RETURN(cct::Tree t, read(run));
       CCT_RETURN_IF_ERROR(cct::MergeInto(p.tree, t, scale).WithContext(RunLabel(run)));
     }
     p.label = "group " + p.selector.text + " (mean of " + std::to_string(p.runs.size()) + " runs)";

@@ -3,7 +3,10 @@
 // One run gives its own tree. A group (tag:K=V) gives the union of its runs'
 // trees by path identity holding the mean per run, so every report also works
 // on groups. Source-line nodes are folded into their functions unless asked
-// for (top --by line, tree --lines). Owns its tree; not thread-safe.
+// for (top --by line, tree --lines). An @iter= selector replaces every
+// additive metric's values with those of the chosen iteration(s) on the
+// run's whole tree (nodes without values in them carry zeros); for a group,
+// each run's iteration(s), then the mean. Owns its tree; not thread-safe.
 #pragma once
 
 #include <string>
@@ -12,6 +15,7 @@
 #include "cct/status.h"
 #include "cct/tree.h"
 #include "store/database.h"
+#include "store/iterations.h"
 #include "store/selector.h"
 
 namespace query {
@@ -19,13 +23,16 @@ namespace query {
 struct LoadOptions {
   bool keep_lines = false;     // keep kLine nodes
   bool merge_threads = false;  // fold thread nodes: one tree for all threads
+  // @iter=median: the metric whose per-iteration totals choose the iteration
+  // (empty: the run's first metric).
+  std::string median_metric;
 };
 
 struct Profile {
   std::string db_path;
   store::RunSelector selector;
   std::vector<store::RunMeta> runs;  // the run, or the group's runs
-  std::string label;                 // "run 3 'name'", "group tag:k=v (5 runs)"
+  std::string label;                 // "run 3 'name'", "run 3 'name' iteration 4", "group tag:k=v (mean of 5 runs)"
   cct::Tree tree;
 };
 
@@ -38,5 +45,26 @@ cct::Result<std::vector<cct::MetricId>> ResolveMetrics(const cct::Tree& tree, co
 
 // "run 3 'name'" for one run.
 std::string RunLabel(const store::RunMeta& run);
+
+// Each iteration's total of `metric`: the sum of its exclusive values for an
+// additive metric; for a derived one, its formula over those sums.
+std::vector<double> IterationTotals(const store::RunIterations& iterations, const cct::MetricRegistry& metrics,
+                                    cct::MetricId metric);
+
+// The median iteration (0-based) by these totals: the iterations sorted by
+// total (ties: earlier first, NaN last), the one at position (n-1)/2, so an
+// even count gives the lower of the two middle ones. n must be > 0.
+size_t MedianIteration(const std::vector<double>& totals);
+
+// Per node: whether its subtree holds a non-zero exclusive value of some
+// additive metric (the root always counts). Iteration profiles keep the
+// run's whole tree; reports use this to hide the nodes an iteration did not
+// touch.
+std::vector<char> NodesWithValues(const cct::Tree& tree);
+
+// Replaces every additive metric's values in `tree` (the run's tree as
+// ReadTree returns it) with the sum over iterations [first, last] (0-based,
+// inclusive). kCorrupt when a value does not fit the tree.
+cct::Status ApplyIterations(cct::Tree& tree, const store::RunIterations& iterations, size_t first, size_t last);
 
 }  // namespace query

@@ -43,6 +43,37 @@ cct::Status WriteShowReport(Profile& profile, const ReportOptions& options, std:
 cct::Status WriteRunsReport(const std::vector<store::RunMeta>& runs, const std::string& db_path,
                             const ReportOptions& options, std::ostream& out);
 
+// `iterations RUN`: per iteration its start (relative to the run's; JSON
+// also absolute), duration, total of the metric (-m, default the run's first)
+// and its share of the run's total; then duration statistics and the
+// iteration @iter=median picks (iterations_report.cc).
+cct::Status WriteIterationsReport(const std::string& selector, const std::string& default_db,
+                                  const ReportOptions& options, std::ostream& out);
+
+// `kernels`: per GPU kernel its time (-m, default gker), launches
+// (gker:count), attached Nsight Compute metrics and bottleneck class; for a
+// group selector, kernel popularity across the runs (kernels_report.cc).
+cct::Status WriteKernelsReport(const std::string& selector, const std::string& default_db,
+                               const ReportOptions& options, std::ostream& out);
+
+// `table`: per group of runs (the values of tag KEY) the mean of each metric
+// with a confidence interval (Student t) and n, for papers
+// (table_report.cc).
+enum class TableFormat { kText, kMarkdown, kCsv, kLatex, kJson };
+cct::Result<TableFormat> ParseTableFormat(const std::string& s);
+struct TableOptions {
+  std::string by;                    // "tag:KEY"
+  std::vector<std::string> metrics;  // empty: the first run's first metric
+  std::string nodes;                 // regex: values of the matching frames instead of run totals
+  double confidence = 0.95;
+  TableFormat format = TableFormat::kText;
+  bool ascii = false;
+};
+cct::Status WriteTableReport(const std::string& selector, const std::string& default_db,
+                             const TableOptions& options, std::ostream& out);
+// The p-quantile of Student's t distribution with df degrees of freedom.
+double StudentTQuantile(double p, double df);
+
 // The display name of a node's frame: NVTX ranges and threads are marked
 // ("[nvtx] step", "[thread] main").
 std::string DisplayName(const cct::Tree& tree, cct::NodeId node);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <optional>
 
 #include "query/format.h"
 #include "query/reports.h"
@@ -142,12 +143,22 @@ std::string_view SectionName(store::SectionKind k) {
   return "other";
 }
 
-// Stored bytes of each run's sections, by section name.
-cct::Result<std::map<std::string, uint64_t>> StorageOf(const std::string& db_path, store::RunId id) {
+struct RunStorage {
+  std::map<std::string, uint64_t> bytes;  // stored bytes by section name
+  std::optional<size_t> iterations;       // stored iterations, when the run has them
+  std::string range;                      // the NVTX range pattern that cut them
+};
+
+cct::Result<RunStorage> StorageOf(const std::string& db_path, store::RunId id) {
   CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(db_path, store::Database::Mode::kRead));
   CCT_ASSIGN_OR_RETURN(auto sizes, db->SectionSizes(id));
-  std::map<std::string, uint64_t> out;
-  for (const auto& [kind, bytes] : sizes) out[std::string(SectionName(kind))] += bytes;
+  RunStorage out;
+  for (const auto& [kind, bytes] : sizes) out.bytes[std::string(SectionName(kind))] += bytes;
+  CCT_ASSIGN_OR_RETURN(std::optional<store::RunIterations> its, db->ReadIterations(id));
+  if (its) {
+    out.iterations = its->iterations.size();
+    out.range = its->range;
+  }
   return out;
 }
 
@@ -156,7 +167,7 @@ cct::Result<std::map<std::string, uint64_t>> StorageOf(const std::string& db_pat
 Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream& out) {
   cct::NodeValues values(profile.tree);
   const cct::MetricRegistry& reg = profile.tree.metrics();
-  std::vector<std::map<std::string, uint64_t>> storage;
+  std::vector<RunStorage> storage;
   for (const RunMeta& r : profile.runs) {
     CCT_ASSIGN_OR_RETURN(auto st, StorageOf(profile.db_path, r.id));
     storage.push_back(std::move(st));
@@ -167,7 +178,8 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
     for (size_t i = 0; i < profile.runs.size(); ++i) {
       nlohmann::json j = profile.runs[i].ToJson();
       j["state"] = store::RunStateName(store::EffectiveState(profile.runs[i]));
-      j["storage_bytes"] = storage[i];
+      j["storage_bytes"] = storage[i].bytes;
+      if (storage[i].iterations) j["iteration_count"] = *storage[i].iterations;
       arr.push_back(std::move(j));
     }
     nlohmann::json totals = nlohmann::json::object();
@@ -183,9 +195,11 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
   }
   if (opt.format == OutputFormat::kCsv) {
     out << "run,field,value\n";
-    for (const RunMeta& r : profile.runs) {
+    for (size_t i = 0; i < profile.runs.size(); ++i) {
+      const RunMeta& r = profile.runs[i];
       nlohmann::json j = r.ToJson();
       j["state"] = store::RunStateName(store::EffectiveState(r));
+      if (storage[i].iterations) j["iteration_count"] = *storage[i].iterations;
       for (auto it = j.begin(); it != j.end(); ++it)
         out << r.id << ',' << CsvField(it.key()) << ','
             << CsvField(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << '\n';
@@ -223,7 +237,12 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
         s += (s.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
       row("sampling", s);
     }
-    row("iterations", r.iteration_regex.empty() ? "" : "range /" + r.iteration_regex + "/");
+    if (const RunStorage& st = storage[ri]; st.iterations) {
+      const std::string& range = st.range.empty() ? r.iteration_regex : st.range;
+      row("iterations", std::to_string(*st.iterations) + (range.empty() ? "" : " of NVTX range /" + range + "/"));
+    } else if (!r.iteration_regex.empty()) {
+      row("iterations", "none recorded (NVTX range /" + r.iteration_regex + "/)");
+    }
     for (const auto& [k, v] : r.env) row("env", k + "=" + v);
     row("checkpoints", r.checkpoints ? std::to_string(r.checkpoints) : "");
     std::string diag;
@@ -232,14 +251,17 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
     {
       std::string st;
       uint64_t without_strings = 0;
-      for (const auto& [name, bytes] : storage[ri]) {
+      bool iterations = false;
+      for (const auto& [name, bytes] : storage[ri].bytes) {
         st += (st.empty() ? "" : ", ") + name + " " + FormatValue(static_cast<double>(bytes), cct::Unit::kBytes, opt.ascii);
-        if (name != "strings") without_strings += bytes;
+        if (name == "iterations") iterations = true;
+        else if (name != "strings") without_strings += bytes;
       }
       if (r.node_count > 0) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, " (%.1f B/node without strings)",
-                      static_cast<double>(without_strings) / static_cast<double>(r.node_count));
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " (%.1f B/node without strings%s)",
+                      static_cast<double>(without_strings) / static_cast<double>(r.node_count),
+                      iterations ? " and iterations" : "");
         st += buf;
       }
       row("storage", st);

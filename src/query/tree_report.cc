@@ -16,11 +16,13 @@ namespace {
 
 // Which nodes a tree report shows and in what order: children by the first
 // metric's inclusive value, largest first (ties by name, then creation).
+// With `with_values` (iteration profiles), nodes without any value are hidden.
 class Visible {
  public:
   Visible(const cct::Tree& tree, const cct::Children& children, const std::vector<double>& key, double threshold,
-          int max_depth)
-      : tree_(tree), children_(children), key_(key), threshold_(threshold), max_depth_(max_depth) {}
+          int max_depth, const std::vector<char>* with_values = nullptr)
+      : tree_(tree), children_(children), key_(key), threshold_(threshold), max_depth_(max_depth),
+        with_values_(with_values) {}
 
   std::vector<NodeId> Children(NodeId n, int depth) const {
     std::vector<NodeId> out;
@@ -34,7 +36,10 @@ class Visible {
     });
     return out;
   }
-  bool Shown(NodeId n) const { return threshold_ <= 0 || std::fabs(key_[n]) >= threshold_; }
+  bool Shown(NodeId n) const {
+    if (with_values_ && !(*with_values_)[n]) return false;
+    return threshold_ <= 0 || std::fabs(key_[n]) >= threshold_;
+  }
 
  private:
   const cct::Tree& tree_;
@@ -42,6 +47,7 @@ class Visible {
   const std::vector<double>& key_;
   double threshold_;
   int max_depth_;
+  const std::vector<char>* with_values_;
 };
 
 // Nodes whose name matches, outermost only (a match inside a match is part
@@ -167,7 +173,10 @@ Status WriteTreeReport(Profile& profile, const ReportOptions& opt, std::ostream&
   MetricColumns cols(values, ids);
   const cct::Children children = cct::BuildChildren(tree);
   const double threshold = opt.min_pct > 0 ? std::fabs(cols.total(0)) * opt.min_pct / 100.0 : 0.0;
-  Visible vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth);
+  // An iteration keeps the run's whole tree; show only what it touched.
+  const std::vector<char> with_values = profile.selector.iteration ? NodesWithValues(tree) : std::vector<char>();
+  Visible vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth,
+              profile.selector.iteration ? &with_values : nullptr);
 
   std::vector<NodeId> tops{cct::kRootNode};
   if (!opt.focus.empty()) {

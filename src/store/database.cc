@@ -1,5 +1,7 @@
 #include "store/database.h"
 
+#include "store/iteration_codec.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +44,25 @@ std::string LeU32(uint32_t v) {
   std::string s(4, '\0');
   std::memcpy(s.data(), &v, 4);
   return s;
+}
+
+// The sections of a run: its tree, and its iterations mapped to the stored
+// node ids. Sets meta.node_count (and an empty iteration_regex).
+Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
+  std::vector<Section> sections;
+  if (iterations && !tree)
+    return cct::InvalidArgument("cannot store iterations without the run's tree (their node ids refer to it)");
+  if (!tree) return sections;
+  std::vector<cct::NodeId> stored_ids;
+  sections = EncodeTree(*tree, iterations ? &stored_ids : nullptr);
+  meta.node_count = tree->size();
+  if (iterations) {
+    auto its = EncodeIterations(*iterations, *tree, stored_ids);
+    if (!its.ok()) return its.status().WithContext("cannot store iterations");
+    sections.push_back(std::move(its).value());
+    if (meta.iteration_regex.empty()) meta.iteration_regex = iterations->range;
+  }
+  return sections;
 }
 
 Status ParseRun(std::string_view value, RunMeta& out) {
@@ -138,12 +159,8 @@ Status Database::PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>&
   return Status::Ok();
 }
 
-Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree) {
-  std::vector<Section> sections;
-  if (tree) {
-    sections = EncodeTree(*tree);
-    meta.node_count = tree->size();
-  }
+Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
+  CCT_ASSIGN_OR_RETURN(const std::vector<Section> sections, EncodeRun(meta, tree, iterations));
   return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
     CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn.Get(meta_, "next_run_id"));
     if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
@@ -156,21 +173,18 @@ Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree) {
   });
 }
 
-Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree) {
-  std::vector<Section> sections;
+Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
   RunMeta stored = meta;
-  if (tree) {
-    sections = EncodeTree(*tree);
-    stored.node_count = tree->size();
-  }
+  CCT_ASSIGN_OR_RETURN(const std::vector<Section> sections, EncodeRun(stored, tree, iterations));
   return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
     CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> existing, txn.Get(runs_, U32BE(meta.id)));
     if (!existing) return cct::NotFound("no run " + std::to_string(meta.id) + " in " + path());
     CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(meta.id), stored.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     if (!tree) return Status::Ok();
-    // Replace the tree's sections (and any stale chunks of longer old ones).
+    // Replace the tree's sections (and any stale chunks of longer old ones),
+    // and the iterations, whose node ids refer to the old tree.
     for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,
-                          SectionKind::kValues}) {
+                          SectionKind::kValues, SectionKind::kIterations}) {
       std::string prefix = U32BE(meta.id);
       prefix.push_back(static_cast<char>(k));
       CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
@@ -198,7 +212,7 @@ Status Database::WriteSection(RunId id, const Section& section) {
 
 // Collects the run's chunks (keys sort by kind, arg, chunk) and joins each
 // section's payload, copying every byte once out of the memory map.
-Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id) {
+Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id, bool with_iterations) {
   const std::string prefix = U32BE(id);
   std::vector<Section> out;
   std::vector<uint32_t> crcs;
@@ -214,6 +228,7 @@ Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id) {
     if (key.substr(0, 4) != prefix) return false;
     if (key.size() != kBlobKeySize) return damaged("malformed blob key");
     const auto kind = static_cast<SectionKind>(key[4]);
+    if (kind == SectionKind::kIterations && !with_iterations) return true;
     const uint16_t arg = static_cast<uint16_t>((static_cast<unsigned char>(key[5]) << 8) |
                                                static_cast<unsigned char>(key[6]));
     const uint32_t chunk = ReadU32BE(key.substr(7));
@@ -255,7 +270,7 @@ Result<cct::Tree> Database::ReadTree(RunId id) {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
   CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> meta, txn->Get(runs_, U32BE(id)));
   if (!meta) return cct::NotFound("no run " + std::to_string(id) + " in " + path());
-  CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetSections(*txn, id));
+  CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetSections(*txn, id, /*with_iterations=*/false));
   txn->Abort();
   if (sections.empty()) return cct::NotFound("run " + std::to_string(id) + " has no profile data yet");
   auto tree = DecodeTree(sections);
@@ -264,19 +279,59 @@ Result<cct::Tree> Database::ReadTree(RunId id) {
   return tree;
 }
 
+Result<std::optional<Section>> Database::GetSection(LmdbTxn& txn, RunId id, SectionKind kind, uint16_t arg) {
+  auto damaged = [&](const std::string& why) {
+    return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + why);
+  };
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> first, txn.Get(blobs_, BlobKey(id, kind, arg, 0)));
+  if (!first) return std::optional<Section>();
+  auto h = ParseSectionHeader(*first);
+  if (!h.ok()) return damaged(h.status().message());
+  if (h->kind != kind || h->arg != arg) return damaged("section stored under the wrong key");
+  if (h->length > (uint64_t{1} << 40)) return damaged("section length is implausible");
+  Section s{kind, arg, {}};
+  s.payload.reserve(h->length);
+  s.payload.append(first->substr(std::min(first->size(), kSectionHeaderSize)));
+  for (uint32_t chunk = 1; s.payload.size() < h->length; ++chunk) {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> v, txn.Get(blobs_, BlobKey(id, kind, arg, chunk)));
+    if (!v) return damaged("a section is missing chunks");
+    if (s.payload.size() + v->size() > h->length) return damaged("a section is longer than its header says");
+    s.payload.append(*v);
+  }
+  if (s.payload.size() != h->length) return damaged("a section is longer than its header says");
+  if (Status v = VerifySection(s, h->crc); !v.ok()) return damaged(v.message());
+  return std::optional<Section>(std::move(s));
+}
+
 Result<std::optional<Section>> Database::ReadSection(RunId id, SectionKind kind, uint16_t arg) {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
-  std::string bytes;
-  uint32_t chunk = 0;
-  for (;; ++chunk) {
-    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> v, txn->Get(blobs_, BlobKey(id, kind, arg, chunk)));
-    if (!v) break;
-    bytes.append(*v);
-  }
-  if (chunk == 0) return std::optional<Section>();
-  auto s = UnframeSection(bytes);
-  if (!s.ok()) return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + s.status().message());
-  return std::optional<Section>(std::move(s).value());
+  return GetSection(*txn, id, kind, arg);
+}
+
+Result<std::optional<RunIterations>> Database::ReadIterations(RunId id) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> meta, txn->Get(runs_, U32BE(id)));
+  if (!meta) return cct::NotFound("no run " + std::to_string(id) + " in " + path());
+  CCT_ASSIGN_OR_RETURN(std::optional<Section> its, GetSection(*txn, id, SectionKind::kIterations, 0));
+  if (!its) return std::optional<RunIterations>();
+  auto damaged = [&](const std::string& why) {
+    return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + why);
+  };
+  // The stored tree's node count (from the nodes section's first chunk; its
+  // checksum is ReadTree's to verify) and metric table, to check ids against.
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> nodes,
+                       txn->Get(blobs_, BlobKey(id, SectionKind::kNodes, 0, 0)));
+  CCT_ASSIGN_OR_RETURN(std::optional<Section> metrics, GetSection(*txn, id, SectionKind::kMetrics, 0));
+  if (!nodes || !metrics) return damaged("iterations are stored without a tree");
+  uint32_t node_count = 0;
+  if (nodes->size() < kSectionHeaderSize + 4) return damaged("node table is truncated");
+  std::memcpy(&node_count, nodes->data() + kSectionHeaderSize, 4);
+  cct::MetricRegistry registry;
+  if (Status st = DecodeMetricTable(metrics->payload, registry); !st.ok()) return damaged(st.message());
+  txn->Abort();
+  auto decoded = DecodeIterations(its->payload, node_count, registry);
+  if (!decoded.ok()) return damaged(decoded.status().message());
+  return std::optional<RunIterations>(std::move(decoded).value());
 }
 
 Result<std::vector<std::pair<SectionKind, uint64_t>>> Database::SectionSizes(RunId id) {

@@ -15,6 +15,7 @@
 
 #include "cct/status.h"
 #include "cct/tree.h"
+#include "store/iterations.h"
 #include "store/lmdb_env.h"
 #include "store/run_meta.h"
 #include "store/tree_codec.h"
@@ -38,16 +39,29 @@ class Database {
   cct::Result<std::vector<RunMeta>> ListRuns();
   cct::Result<RunMeta> GetRun(RunId id);
 
-  // Assigns meta.id and stores the metadata (and the tree, when given) in one
-  // transaction.
-  cct::Status CreateRun(RunMeta& meta, const cct::Tree* tree = nullptr);
+  // Assigns meta.id and stores the metadata (and the tree, when given, and
+  // its iterations, when given) in one transaction. Iterations need the tree:
+  // their node ids are `tree`'s, mapped to stored ids as the tree is
+  // renumbered. With iterations, an empty meta.iteration_regex is set to
+  // iterations->range. Bad iterations (see EncodeIterations) are
+  // kInvalidArgument and nothing is written.
+  cct::Status CreateRun(RunMeta& meta, const cct::Tree* tree = nullptr, const RunIterations* iterations = nullptr);
   // Replaces the run's metadata, and its tree when given, in one transaction.
-  cct::Status UpdateRun(const RunMeta& meta, const cct::Tree* tree = nullptr);
+  // A tree replaces the iterations too: with `iterations` they are written
+  // beside it, without them any stored iterations are removed.
+  cct::Status UpdateRun(const RunMeta& meta, const cct::Tree* tree = nullptr,
+                        const RunIterations* iterations = nullptr);
   // Replaces only the run's metadata (e.g. to mark it crashed).
   cct::Status UpdateMeta(const RunMeta& meta) { return UpdateRun(meta, nullptr); }
   cct::Status DeleteRun(RunId id);
 
+  // The run's tree (without iterations: a damaged iteration section does not
+  // make the tree unreadable, only ReadIterations fails on it).
   cct::Result<cct::Tree> ReadTree(RunId id);
+  // The run's iterations, nullopt when it has none stored. Node ids are those
+  // of the tree ReadTree returns. kCorrupt when the section is damaged or
+  // does not fit the stored tree.
+  cct::Result<std::optional<RunIterations>> ReadIterations(RunId id);
   // Extra sections beside the tree (e.g. per-iteration values).
   cct::Status WriteSection(RunId id, const Section& section);
   cct::Result<std::optional<Section>> ReadSection(RunId id, SectionKind kind, uint16_t arg = 0);
@@ -59,7 +73,10 @@ class Database {
   explicit Database(std::unique_ptr<LmdbEnv> env) : env_(std::move(env)) {}
   cct::Status Init(Mode mode);
   cct::Status PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections);
-  cct::Result<std::vector<Section>> GetSections(LmdbTxn& txn, RunId id);
+  // Every section of the run (iterations only when asked).
+  cct::Result<std::vector<Section>> GetSections(LmdbTxn& txn, RunId id, bool with_iterations);
+  // One section, its chunks joined and checked; nullopt when absent.
+  cct::Result<std::optional<Section>> GetSection(LmdbTxn& txn, RunId id, SectionKind kind, uint16_t arg);
 
   std::unique_ptr<LmdbEnv> env_;
   Dbi meta_ = 0, runs_ = 0, blobs_ = 0;

@@ -76,7 +76,7 @@ std::string EncodeMetrics(const cct::MetricRegistry& metrics) {
     if (!d.formula.empty()) j["formula"] = d.formula;
     arr.push_back(std::move(j));
   }
-  return arr.dump();
+  return arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -239,6 +239,10 @@ const Section* FindSection(const std::vector<Section>& sections, SectionKind kin
 }
 
 }  // namespace
+
+Status DecodeMetricTable(std::string_view payload, cct::MetricRegistry& metrics) {
+  return DecodeMetrics(payload, metrics);
+}
 
 Result<Tree> DecodeTree(const std::vector<Section>& sections) {
   const Section* strings = FindSection(sections, SectionKind::kStrings);

@@ -24,7 +24,7 @@ enum class SectionKind : uint8_t {
   kNodes = 3,
   kMetrics = 4,
   kValues = 5,      // one per additive metric; arg = metric id
-  kIterations = 6,  // per-iteration values (see iteration_codec.h)
+  kIterations = 6,  // per-iteration values (iteration_codec.h)
 };
 
 struct Section {
@@ -36,8 +36,12 @@ struct Section {
 // Encodes a tree. Optionally returns, for every tree node, its stored id.
 std::vector<Section> EncodeTree(const cct::Tree& tree, std::vector<cct::NodeId>* stored_ids = nullptr);
 
-// Decodes sections (any order) into a tree.
+// Decodes sections (any order) into a tree. Sections of other kinds
+// (iterations) are ignored.
 cct::Result<cct::Tree> DecodeTree(const std::vector<Section>& sections);
+
+// Decodes the metrics section (kind 4) alone, into an empty registry.
+cct::Status DecodeMetricTable(std::string_view payload, cct::MetricRegistry& metrics);
 
 // A section's stored form: a 24-byte header (magic, kind, arg, length,
 // CRC-32) followed by the payload.

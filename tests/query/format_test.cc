@@ -81,3 +81,12 @@ TEST_CASE("text tables drop columns in priority order to keep names readable") {
   CHECK(narrow.str().find("a-long-function-name-here") != std::string::npos);
   for (const auto& line : {narrow.str()}) CHECK(line.size() > 0);
 }
+
+TEST_CASE("json escaping: invalid UTF-8 becomes U+FFFD, valid UTF-8 and controls are kept well-formed") {
+  CHECK(query::JsonWriter::Escape("a\xff" "b") == "\"a\xEF\xBF\xBD" "b\"");
+  CHECK(query::JsonWriter::Escape("\xC3\xA9t\xC3\xA9 \xC2\xB5s") == "\"\xC3\xA9t\xC3\xA9 \xC2\xB5s\"");
+  CHECK(query::JsonWriter::Escape("\xE0\x80\x80") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong
+  CHECK(query::JsonWriter::Escape("\xED\xA0\x80") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
+  CHECK(query::JsonWriter::Escape("x\x01\"\\") == "\"x\\u0001\\\"\\\\\"");
+  CHECK(query::JsonWriter::Escape("\xF0\x9F\x94\xA5") == "\"\xF0\x9F\x94\xA5\"");
+}

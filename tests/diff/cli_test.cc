@@ -1,0 +1,372 @@
+// cct-diff through the real tools: runs imported with cct-import (folded
+// stacks), groups of 5 + 5 runs tagged differently, golden reports, exit
+// statuses. Expected values come from the stacks the tests write.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "query/format.h"
+#include "tests/diff/diff_cli.h"
+#include "tests/test_util.h"
+
+using difftest::DiffDb;
+using difftest::Stack;
+
+namespace {
+
+// The program both versions run; the candidate's slow() takes twice as long.
+const std::vector<Stack> kProgram = {
+    {"main;init", 50},          {"main;compute;slow", 100}, {"main;compute;fast", 300}, {"main;compute", 20},
+    {"main;io;read", 200},      {"main;io;write", 150},     {"main;teardown", 30},
+};
+
+std::vector<Stack> SlowerSlow() {
+  std::vector<Stack> s = kProgram;
+  for (Stack& x : s)
+    if (x.path == "main;compute;slow") x.value = 200;
+  return s;
+}
+
+// Five base runs tagged commit=abc and five candidate runs tagged commit=def,
+// each with +-1% noise. Keeps what was written, for expected values.
+struct Groups {
+  DiffDb d;
+  std::vector<std::vector<Stack>> base, cand;
+  explicit Groups(bool slower = true, double noise = 0.01, const std::string& db = "") {
+    for (int i = 0; i < 5; ++i) {
+      base.push_back(difftest::WithNoise(kProgram, noise, 1 + i));
+      d.AddFolded(base.back(), "base" + std::to_string(i + 1), {"commit=abc"}, "cputime", "ms", db);
+    }
+    for (int i = 0; i < 5; ++i) {
+      cand.push_back(difftest::WithNoise(slower ? SlowerSlow() : kProgram, noise, 101 + i));
+      d.AddFolded(cand.back(), "cand" + std::to_string(i + 1), {"commit=def"}, "cputime", "ms", db);
+    }
+  }
+  // Mean over runs of a path's inclusive value, in seconds.
+  static double Mean(const std::vector<std::vector<Stack>>& runs, const std::string& path) {
+    double sum = 0;
+    for (const auto& r : runs) sum += difftest::Inclusive(r, path);
+    return sum / static_cast<double>(runs.size()) / 1000;
+  }
+};
+
+std::set<std::vector<std::string>> Paths(const nlohmann::json& entries) {
+  std::set<std::vector<std::string>> out;
+  for (const auto& e : entries) out.insert(e["path"].get<std::vector<std::string>>());
+  return out;
+}
+
+void CheckGolden(const DiffDb& d, const std::string& golden, const testutil::RunResult& r, int code = 0) {
+  CAPTURE(golden);
+  CHECK_MESSAGE(r.exit_code == code, r.err);
+  CHECK(r.err.empty());
+  const std::string diff = testutil::CheckGolden(golden, d.Normalize(r.out));
+  CHECK_MESSAGE(diff.empty(), diff);
+}
+
+}  // namespace
+
+TEST_CASE("cct-diff flags the slowed function and its ancestors, and nothing else") {
+  Groups g;
+  const auto r = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--format", "json", "-n", "0"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.empty());
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(Paths(j["regressions"]) ==
+        std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}, {"main", "compute", "slow"}});
+  CHECK(j["improvements"].empty());
+  CHECK(j["new"].empty());
+  CHECK(j["gone"].empty());
+  CHECK(j["regression"] == true);
+  CHECK(j["test"]["name"] == "mann-whitney-u");
+  CHECK(j["base"]["runs"].size() == 5);
+  CHECK(j["candidate"]["runs"].size() == 5);
+
+  // Totals: means of the written values; +100 ms of 850 is a regression.
+  const nlohmann::json& total = j["totals"][0];
+  CHECK(total["metric"] == "cputime");
+  CHECK(total["base"].get<double>() == doctest::Approx(Groups::Mean(g.base, "main")));
+  CHECK(total["candidate"].get<double>() == doctest::Approx(Groups::Mean(g.cand, "main")));
+  CHECK(total["verdict"] == "regression");
+
+  for (const auto& e : j["regressions"]) {
+    std::string path;
+    for (const auto& p : e["path"]) path += (path.empty() ? "" : ";") + p.get<std::string>();
+    CAPTURE(path);
+    const double b = Groups::Mean(g.base, path), c = Groups::Mean(g.cand, path);
+    CHECK(e["metric"] == "cputime");
+    CHECK(e["status"] == "both");
+    CHECK(e["base"].get<double>() == doctest::Approx(b));
+    CHECK(e["candidate"].get<double>() == doctest::Approx(c));
+    CHECK(e["delta"].get<double>() == doctest::Approx(c - b));
+    CHECK(e["ratio"].get<double>() == doctest::Approx(c / b));
+    // +-1% noise cannot hide a >10% change: complete separation, p = 2/252.
+    CHECK(e["p_value"].get<double>() == doctest::Approx(2.0 / 252));
+    CHECK(e["ci_low"].get<double>() > 1.05);
+    CHECK(e["ci_low"].get<double>() < e["ratio"].get<double>());
+    CHECK(e["ci_high"].get<double>() > e["ratio"].get<double>());
+    CHECK(e["verdict"] == "regression");
+    CHECK(e["base_sd"].get<double>() > 0);
+  }
+  // slow itself doubled (ratio ~2); compute grew by 100 of 420.
+  for (const auto& e : j["regressions"])
+    if (e["path"].size() == 3) CHECK(e["ratio"].get<double>() == doctest::Approx(2).epsilon(0.03));
+
+  // Gating: exit 1 with --fail-on-regression, same report.
+  const auto gate = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--format", "json", "-n", "0",
+                              "--fail-on-regression"});
+  CHECK(gate.exit_code == 1);
+  CHECK(gate.out == r.out);
+  CHECK(gate.err.empty());
+  // The other way round it is an improvement, and no regression.
+  const auto back = g.d.Diff({"tag:commit=def", "tag:commit=abc", "--format", "json", "--fail-on-regression"});
+  CHECK(back.exit_code == 0);
+  const nlohmann::json jb = nlohmann::json::parse(back.out);
+  CHECK(jb["regressions"].empty());
+  CHECK(Paths(jb["improvements"]) ==
+        std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}, {"main", "compute", "slow"}});
+}
+
+TEST_CASE("cct-diff: 5 vs 5 unchanged runs with small noise pass") {
+  Groups g(/*slower=*/false, /*noise=*/0.02);
+  const auto r = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--fail-on-regression", "--format", "json"});
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["regressions"].empty());
+  CHECK(j["improvements"].empty());
+  CHECK(j["regression"] == false);
+  const auto text = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--fail-on-regression"});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("cct-diff: no regressions, no improvements") == 0);
+}
+
+TEST_CASE("cct-diff: golden reports") {
+  Groups g;
+  g.d.AddFolded({{"main;init", 50}, {"main;compute;slow", 100}, {"main;legacy;old_path", 60}, {"main;compute", 20}},
+                "before");
+  g.d.AddFolded({{"main;init", 50}, {"main;compute;slow", 150}, {"main;compute;new_path;helper", 40},
+                 {"main;compute", 20}},
+                "after");
+  CheckGolden(g.d, "diff_groups.txt", g.d.Diff({"tag:commit=abc", "tag:commit=def"}));
+  CheckGolden(g.d, "diff_groups.md", g.d.Diff({"tag:commit=abc", "tag:commit=def", "--format", "markdown"}));
+  CheckGolden(g.d, "diff_groups.json", g.d.Diff({"tag:commit=abc", "tag:commit=def", "--format", "json", "-n", "2"}));
+  CheckGolden(g.d, "diff_groups.csv", g.d.Diff({"tag:commit=abc", "tag:commit=def", "--format", "csv"}));
+  CheckGolden(g.d, "diff_runs.txt", g.d.Diff({"before", "after"}));
+  CheckGolden(g.d, "diff_runs.md", g.d.Diff({"before", "after", "--format", "markdown"}));
+  CheckGolden(g.d, "diff_runs.json", g.d.Diff({"before", "after", "--format", "json"}));
+  CheckGolden(g.d, "diff_tree.txt", g.d.Diff({"before", "after", "--tree"}));
+  CheckGolden(g.d, "diff_tree_groups.txt",
+              g.d.Diff({"tag:commit=abc", "tag:commit=def", "--tree", "--ascii", "--depth", "2"}));
+  CheckGolden(g.d, "diff_tree.json", g.d.Diff({"before", "after", "--tree", "--format", "json"}));
+  CheckGolden(g.d, "diff_gate.txt", g.d.Diff({"before", "after", "--fail-on-regression", "-n", "1"}), 1);
+}
+
+TEST_CASE("cct-diff: --flame writes a differential flame graph beside the report") {
+  Groups g;
+  const std::string svg = g.d.Path("diff.svg");
+  const auto r = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--flame", svg, "--fail-on-regression"});
+  CHECK_MESSAGE(r.exit_code == 1, r.err);  // the report and gate work as without --flame
+  CHECK(r.out.find("regressions in cputime: 3") != std::string::npos);
+  const std::string text = testutil::ReadFileOrDie(svg);
+  CHECK(text.rfind("<?xml", 0) == 0);
+  CHECK(text.find("data-mode=\"diff\"") != std::string::npos);
+  CHECK(text.find("slow") != std::string::npos);
+  const auto bad = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--flame", g.d.Path("no/such/dir/x.svg")});
+  CHECK(bad.exit_code == 2);
+  CHECK(testutil::LineCount(bad.err) == 1);
+}
+
+TEST_CASE("cct-diff: new and gone subtrees keep their values") {
+  DiffDb d;
+  d.AddFolded({{"main;a", 10}, {"main;old;x", 30}}, "before");
+  d.AddFolded({{"main;a", 10}, {"main;fresh;y", 40}}, "after");
+  const auto r = d.Diff({"before", "after", "--format", "json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["new"].size() == 1);
+  CHECK(j["new"][0]["path"] == std::vector<std::string>{"main", "fresh"});
+  CHECK(j["new"][0]["status"] == "new");
+  CHECK(j["new"][0]["base"].get<double>() == 0);
+  CHECK(j["new"][0]["candidate"].get<double>() == doctest::Approx(0.040));
+  CHECK(j["new"][0]["ratio"].is_null());
+  REQUIRE(j["gone"].size() == 1);
+  CHECK(j["gone"][0]["path"] == std::vector<std::string>{"main", "old"});
+  CHECK(j["gone"][0]["base"].get<double>() == doctest::Approx(0.030));
+  CHECK(j["gone"][0]["candidate"].get<double>() == 0);
+  CHECK(j["gone"][0]["ratio"].get<double>() == 0);
+  CHECK(r.out.find("NaN") == std::string::npos);
+  CHECK(r.out.find("nan") == std::string::npos);
+  const auto text = d.Diff({"before", "after"});
+  CHECK(text.out.find("nan") == std::string::npos);
+}
+
+TEST_CASE("cct-diff: groups from two database files") {
+  DiffDb d;
+  const std::string a = d.Path("a.db"), b = d.Path("b.db");
+  for (int i = 0; i < 5; ++i) {
+    d.AddFolded(difftest::WithNoise(kProgram, 0.01, 1 + i), "base", {"commit=abc"}, "cputime", "ms", a);
+    d.AddFolded(difftest::WithNoise(SlowerSlow(), 0.01, 11 + i), "cand", {"commit=def"}, "cputime", "ms", b);
+  }
+  const auto r = d.Diff({a + ":tag:commit=abc", b + ":tag:commit=def", "--format", "json", "--fail-on-regression"});
+  CHECK_MESSAGE(r.exit_code == 1, r.err);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(Paths(j["regressions"]) ==
+        std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}, {"main", "compute", "slow"}});
+  CHECK(j["base"]["label"] == "group " + a + ":tag:commit=abc (5 runs)");
+}
+
+TEST_CASE("cct-diff: fewer than 3 runs a side is reported as untested") {
+  DiffDb d;
+  for (int i = 0; i < 2; ++i) {
+    d.AddFolded(difftest::WithNoise(kProgram, 0.01, 1 + i), "b", {"v=1"});
+    d.AddFolded(difftest::WithNoise(SlowerSlow(), 0.01, 11 + i), "c", {"v=2"});
+  }
+  const auto r = d.Diff({"tag:v=1", "tag:v=2"});
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("2 runs vs 2 runs: fewer than 3 on a side, so no significance test") != std::string::npos);
+  const auto j = nlohmann::json::parse(d.Diff({"tag:v=1", "tag:v=2", "--format", "json"}).out);
+  CHECK(j["test"].is_null());
+  CHECK(!j["notes"].empty());
+  CHECK(!j["regressions"][0].contains("p_value"));
+  CHECK(j["regressions"][0].contains("base_sd"));
+}
+
+TEST_CASE("cct-diff: text fits 80 columns, colour only when asked") {
+  DiffDb d;
+  const std::string longname =
+      "void very_long_namespace::detail::kernel_launcher<float, 128, 64, "
+      "very_long_namespace::policy::tile<8, 8> >::launch(float const*, float*, int)";
+  d.AddFolded({{"main;" + longname + ";inner_function_with_a_long_name;leaf", 10}, {"main;x", 90}}, "before");
+  d.AddFolded({{"main;" + longname + ";inner_function_with_a_long_name;leaf", 30}, {"main;x", 90}}, "after");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"before", "after"}, {"before", "after", "--tree"}}) {
+    const auto r = d.Diff(args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      CAPTURE(line);
+      CHECK(query::DisplayWidth(line) <= 80);
+    }
+    CHECK(r.out.find("\x1b[") == std::string::npos);
+    CHECK(r.out.find("leaf") != std::string::npos);  // leaves survive elision
+  }
+  CHECK(d.Diff({"before", "after", "--tree", "--color", "always"}).out.find("\x1b[31m") != std::string::npos);
+  CHECK(d.Diff({"before", "after", "--color", "always"}).out.find("\x1b[31m") != std::string::npos);
+  // NO_COLOR wins over auto even where auto would colour; never never does.
+  CHECK(d.Diff({"before", "after", "--tree"}, {{"NO_COLOR", "1"}}).out.find("\x1b[") == std::string::npos);
+  CHECK(d.Diff({"before", "after", "--color", "never"}).out.find("\x1b[") == std::string::npos);
+  // On a terminal (a pty from script(1), where installed) auto colours
+  // unless NO_COLOR is set.
+  if (access("/usr/bin/script", X_OK) == 0) {
+    const std::string cmd = testutil::Tool("cct-diff") + " -d " + d.db() + " before after --tree";
+    auto on_tty = [&](const std::string& no_color) {
+      return testutil::Run({"/usr/bin/script", "-qec", cmd, "/dev/null"},
+                           {{"TERM", "xterm"}, {"NO_COLOR", no_color}, {"COLUMNS", "80"}});
+    };
+    const auto coloured = on_tty("");
+    if (coloured.exit_code != 0 || coloured.out.find("cct-diff:") == std::string::npos) {
+      const std::string why = "script(1) could not run a terminal here: colour on a terminal not tested: " + coloured.err;
+      MESSAGE(why);
+    } else {
+      CHECK(coloured.out.find("\x1b[31m") != std::string::npos);
+      const auto plain = on_tty("1");
+      CHECK(plain.exit_code == 0);
+      CHECK(plain.out.find("\x1b[") == std::string::npos);
+      CHECK(plain.out.find("leaf") != std::string::npos);
+    }
+  } else {
+    MESSAGE("script(1) not installed: colour on a terminal not tested");
+  }
+  // Without a width limit nothing is elided.
+  const auto wide = d.Diff({"before", "after", "--width", "0"});
+  CHECK(wide.out.find(longname) != std::string::npos);
+}
+
+TEST_CASE("cct-diff: options change the comparison") {
+  DiffDb d;
+  d.AddFolded({{"main;void gemm<float>(float*)", 100}, {"main;pad", 900}}, "before");
+  d.AddFolded({{"main;void gemm<double>(double*)", 100}, {"main;pad", 900}}, "after");
+  d.AddFolded({{"main;a", 50}, {"main;b", 50}}, "small");
+  d.AddFolded({{"main;a", 100}, {"main;b", 100}}, "big");
+  // Template arguments split the kernel unless normalized.
+  auto plain = nlohmann::json::parse(d.Diff({"before", "after", "--format", "json"}).out);
+  CHECK(plain["new"].size() == 1);
+  CHECK(plain["gone"].size() == 1);
+  auto norm = nlohmann::json::parse(d.Diff({"before", "after", "--format", "json", "--normalize", "kernels"}).out);
+  CHECK(norm["new"].empty());
+  CHECK(norm["gone"].empty());
+  CHECK(norm["options"]["normalize"] == "kernels");
+  // Twice the work everywhere: a regression in absolute terms, none in shares.
+  CHECK(d.Diff({"small", "big", "--fail-on-regression"}).exit_code == 1);
+  const auto shares = d.Diff({"small", "big", "--fail-on-regression", "--normalize-total", "--format", "json"});
+  CHECK(shares.exit_code == 0);
+  CHECK(nlohmann::json::parse(shares.out)["totals"][0]["base"].get<double>() == 100);
+  CHECK(nlohmann::json::parse(shares.out)["metrics"][0]["unit"] == "percent");
+  // A share that moves is reported in percentage points: a from 50% to 75%.
+  d.AddFolded({{"main;a", 150}, {"main;b", 50}}, "skewed");
+  const auto moved = d.Diff({"small", "skewed", "--normalize-total"});
+  CHECK(moved.out.find("  50.0%  75.0%  +25.0 pp  +50.0%  main › a\n") != std::string::npos);
+  // Thresholds: +100% is below a 150% threshold; min-abs in time units
+  // (main grows by 100 ms, a and b by 50 ms each).
+  CHECK(d.Diff({"small", "big", "--fail-on-regression", "--threshold", "150"}).exit_code == 0);
+  CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "110ms"}).exit_code == 0);
+  CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "0.09"}).exit_code == 1);
+  const auto only_main = d.Diff({"small", "big", "--format", "json", "--min-abs", "60ms"});
+  CHECK(Paths(nlohmann::json::parse(only_main.out)["regressions"]) == std::set<std::vector<std::string>>{{"main"}});
+  CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "80%"}).exit_code == 1);
+  CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "101%"}).exit_code == 0);
+}
+
+TEST_CASE("cct-diff: bad input is one error line and exit status 2") {
+  DiffDb d;
+  d.AddFolded(kProgram, "one");
+  d.AddFolded(SlowerSlow(), "two");
+  d.AddFolded({{"main", 1}}, "counts", {}, "work", "count");
+  d.AddFolded({{"main", 1}}, "bytes", {}, "work", "bytes");
+  d.AddFolded({{"main", 1}}, "other", {}, "samples", "count");
+  testutil::WriteFileOrDie(d.Path("damaged.db"), std::string(8192, 'x'));
+  const std::vector<std::vector<std::string>> cases = {
+      {"1", "nosuch"},
+      {"tag:commit=zzz", "1"},
+      {"tag:=x", "1"},
+      {"1", "2", "-m", "nosuch"},
+      {"counts", "bytes"},                   // incompatible metrics
+      {"one", "other"},                      // no metric in common
+      {"1@iter=2", "1"},                     // the run has no iterations
+      {"1", "2@iter=median"},
+      {"1@iter=0", "1"},
+      {"1@iter=1..3", "2"},
+      {"1", "2", "--threshold", "abc"},
+      {"1", "2", "--threshold", "-1"},
+      {"1", "2", "--min-abs", "ten"},
+      {"1", "2", "--alpha", "2"},
+      {"1", "2", "--format", "xml"},
+      {"1", "2", "--normalize", "everything"},
+      {"1", "2", "--color", "sometimes"},
+      {"1", "2", "--depth", "2"},            // --depth without --tree
+      {"1", "2", "--no-such-option"},
+      {"1"},
+      {"1", "2", "3"},
+      {"-d", d.Path("damaged.db"), "1", "2"},
+      {"-d", d.Path("missing.db"), "1", "2"},
+  };
+  for (const auto& args : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    CAPTURE(joined);
+    const auto r = d.Diff(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("cct-diff: ", 0) == 0);
+    CHECK(testutil::LineCount(r.err) == 1);
+  }
+  CHECK(d.Diff({"counts", "bytes"}).err.find("incompatible") != std::string::npos);
+  CHECK(d.Diff({"1@iter=2", "1"}).err.find("iteration") != std::string::npos);
+  // --fail-on-regression does not turn errors into 1.
+  CHECK(d.Diff({"1", "nosuch", "--fail-on-regression"}).exit_code == 2);
+}
