@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "store/database.h"
 #include "tests/test_util.h"
 
@@ -449,6 +451,36 @@ TEST_CASE("cct-record: exit codes of its own errors and of programs that cannot 
   CHECK(Run({Tool("cct-record"), "-o", db}).exit_code == 125);
   // A program's own failure status passes through.
   CHECK(Run({Tool("cct-record"), "-o", db, "--", "/bin/sh", "-c", "exit 42"}).exit_code == 42);
+}
+
+TEST_CASE("cct-record + cct-diff: 5+5 recorded runs, one function twice as slow, is flagged and nothing else") {
+  TempDir dir;
+  const std::string db = dir / "v.db";
+  const std::string prog = Prog("cct-test-variant");
+  for (auto [tag, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"v=base", {prog}}, {"v=slow", {prog, "slow"}}, {"v=base2", {prog}}}) {
+    auto r = Run(Record(db, {"--repeat", "5", "--tag", tag, "--name", "variant"}, args));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  auto diff = Run({Tool("cct-diff"), "-d", db, "tag:v=base", "tag:v=slow", "--fail-on-regression", "--format", "json"});
+  INFO(diff.err);
+  CHECK(diff.exit_code == 1);
+  const auto j = nlohmann::json::parse(diff.out, nullptr, false);
+  REQUIRE_FALSE(j.is_discarded());
+  std::set<std::string> flagged;
+  for (const auto& e : j["regressions"])
+    if (e["metric"] == "cputime") flagged.insert(e["path"].back().get<std::string>());
+  INFO(diff.out);
+  // The slowed function and its callers (main, the thread), no other function.
+  CHECK(flagged.count("scaled_work") == 1);
+  CHECK(flagged.count("main") == 1);
+  CHECK(flagged.count("steady_work") == 0);
+  CHECK(flagged.count("other_work") == 0);
+  // The same program against itself: no regression.
+  auto same = Run({Tool("cct-diff"), "-d", db, "tag:v=base", "tag:v=base2", "--fail-on-regression"});
+  INFO(same.out << same.err);
+  CHECK(same.exit_code == 0);
 }
 
 TEST_CASE("cct-record on a real program (xz): output and status unchanged, liblzma is where the time goes") {
