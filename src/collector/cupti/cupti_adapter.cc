@@ -1,0 +1,435 @@
+// The CUPTI calls (see cupti_adapter.h). Everything CUPTI-specific that is
+// not a pure function lives here; decoding is cupti_decode.cc, the API table
+// cupti_api_kinds.cc.
+#include "collector/cupti/cupti_adapter.h"
+
+#include <cupti.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+
+#include "collector/cupti/cupti_api_kinds.h"
+#include "collector/cupti/cupti_decode.h"
+#include "collector/symbolizer.h"  // Demangle
+
+namespace collector {
+
+namespace {
+
+// Activity kinds: the first two are required, the others best effort (a
+// driver may not support one; tracing goes on without it).
+constexpr CUpti_ActivityKind kRequiredKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                 CUPTI_ACTIVITY_KIND_MEMCPY};
+constexpr CUpti_ActivityKind kOptionalKinds[] = {
+    CUPTI_ACTIVITY_KIND_MEMCPY2,         CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_MEMORY2,         CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+};
+
+struct Counters {
+  std::atomic<uint64_t> launches{0}, buffers{0}, records{0}, activities{0}, skipped{0}, dropped{0},
+      declined{0}, aliases{0}, hook_exceptions{0};
+};
+
+// Kernel symbols as the launch callbacks see them, demangled once.
+class SymbolNames {
+ public:
+  const char* Get(const char* mangled) {
+    if (mangled == nullptr || *mangled == '\0') return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_pointer_.find(mangled);
+    if (it != by_pointer_.end() && std::strcmp(it->second.mangled->c_str(), mangled) == 0)
+      return it->second.demangled->c_str();
+    auto m = by_text_.find(mangled);
+    Entry e;
+    if (m != by_text_.end()) {
+      e = m->second;
+    } else {
+      mangled_.emplace_back(mangled);
+      demangled_.push_back(Demangle(mangled));
+      e = Entry{&mangled_.back(), &demangled_.back()};
+      by_text_.emplace(mangled_.back(), e);
+    }
+    by_pointer_[mangled] = e;
+    return e.demangled->c_str();
+  }
+
+ private:
+  struct Entry {
+    const std::string* mangled = nullptr;
+    const std::string* demangled = nullptr;
+  };
+  std::mutex mu_;
+  std::deque<std::string> mangled_, demangled_;  // stable addresses
+  std::unordered_map<std::string, Entry> by_text_;
+  std::unordered_map<const char*, Entry> by_pointer_;
+};
+
+// Nested-call correlation ids → the outer call's id. Two generations of at
+// most kAliasGeneration entries each: bounded memory, and an alias lives
+// long enough for its records to arrive.
+class Aliases {
+ public:
+  static constexpr size_t kAliasGeneration = size_t{1} << 16;
+  void Add(uint32_t nested, uint32_t outer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (current_.size() >= kAliasGeneration) {
+      previous_.swap(current_);
+      current_.clear();
+    }
+    current_[nested] = outer;
+    any_.store(true, std::memory_order_release);
+  }
+  void Rename(std::vector<GpuActivity>& activities) {
+    if (!any_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (GpuActivity& a : activities) {
+      if (auto it = current_.find(a.correlation_id); it != current_.end()) {
+        a.correlation_id = it->second;
+      } else if (auto p = previous_.find(a.correlation_id); p != previous_.end()) {
+        a.correlation_id = p->second;
+      }
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::atomic<bool> any_{false};
+  std::unordered_map<uint32_t, uint32_t> current_, previous_;
+};
+
+// The bounded buffer pool. Buffers are allocated on first use and reused;
+// never freed (CUPTI may complete a buffer late, even at exit).
+class BufferPool {
+ public:
+  uint8_t* Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_count_ > 0) return free_[--free_count_];
+    if (allocated_ >= kActivityBuffers) return nullptr;
+    void* p = std::aligned_alloc(8, kActivityBufferBytes);
+    if (p == nullptr) return nullptr;
+    ++allocated_;
+    return static_cast<uint8_t*>(p);
+  }
+  void Give(uint8_t* buffer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_count_ < kActivityBuffers) free_[free_count_++] = buffer;
+  }
+
+ private:
+  std::mutex mu_;
+  uint8_t* free_[kActivityBuffers] = {};
+  int free_count_ = 0;
+  int allocated_ = 0;
+};
+
+struct State {
+  std::mutex mu;  // start, flush, stop
+  std::atomic<bool> started{false};
+  CUpti_SubscriberHandle subscriber = nullptr;
+  GpuHooks hooks;
+  std::vector<CUpti_ActivityKind> enabled_kinds;
+
+  std::mutex decode_mu;  // one buffer at a time: decoder state, on_activity order
+  cupti::ActivityDecoder decoder;
+  // Reused for every buffer: a hook that reads the activities without
+  // moving them out leaves the capacity here, so decoding touches no new
+  // pages after the first buffers.
+  std::vector<GpuActivity> scratch;
+
+  std::mutex api_mu;  // kMemoryApi activities waiting for the next delivery
+  std::vector<GpuActivity> api_activities;
+
+  BufferPool pool;
+  Aliases aliases;
+  SymbolNames symbols;
+  Counters counters;
+  std::atomic<uint32_t> epoch{1};  // bumped at start/stop: resets threads' call depth
+};
+
+// Never destroyed: CUPTI may call back during or after static destruction.
+State& S() {
+  static State* state = new State;
+  return *state;
+}
+
+// The tracked API calls this thread is inside.
+struct ApiFrame {
+  uint32_t epoch = 0;
+  int depth = 0;
+  uint32_t outer = 0;
+};
+thread_local ApiFrame t_api;
+
+cct::Status CuptiError(const char* call, CUptiResult r) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown error";
+  std::string message = std::string("CUPTI: ") + call + " failed: " + text + " (" + std::to_string(r) + ")";
+  if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_UNKNOWN) message += "; no usable CUDA driver or GPU?";
+  return cct::Status(cct::ErrorCode::kUnavailable, message);
+}
+
+template <class F, class... Args>
+void CallHook(const F& hook, Args&&... args) {
+  if (!hook) return;
+  try {
+    hook(std::forward<Args>(args)...);
+  } catch (...) {
+    S().counters.hook_exceptions.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb == nullptr) return;
+  const std::optional<cct::GpuOpKind> kind = cupti::LaunchKindOf(domain, cbid);
+  if (!kind) return;
+  State& s = S();
+  const uint32_t epoch = s.epoch.load(std::memory_order_relaxed);
+  if (t_api.epoch != epoch) t_api = ApiFrame{epoch, 0, 0};
+  const bool timed = *kind == cct::GpuOpKind::kAlloc || *kind == cct::GpuOpKind::kFree;
+
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (t_api.depth++ > 0) {
+      // A call inside a tracked call (cudaMalloc → cuMemAlloc): part of the
+      // outer launch. Its records must find the outer id.
+      if (cb->correlationId != t_api.outer && cb->correlationId != 0) {
+        s.aliases.Add(cb->correlationId, t_api.outer);
+        s.counters.aliases.fetch_add(1, std::memory_order_relaxed);
+      }
+      return;
+    }
+    t_api.outer = cb->correlationId;
+    if (timed && cb->correlationData != nullptr) {
+      uint64_t now = 0;
+      *cb->correlationData = cuptiGetTimestamp(&now) == CUPTI_SUCCESS ? now : 0;
+    }
+    const cct::GpuOpKind k = cupti::RefineLaunchKind(domain, cbid, cb->functionParams, *kind);
+    const char* name = k == cct::GpuOpKind::kKernel ? s.symbols.Get(cb->symbolName) : nullptr;
+    s.counters.launches.fetch_add(1, std::memory_order_relaxed);
+    CallHook(s.hooks.on_launch, uint64_t{cb->correlationId}, k, name);
+    return;
+  }
+  // CUPTI_API_EXIT
+  if (t_api.depth == 0) return;  // entered before tracing started
+  if (--t_api.depth > 0) return;
+  if (timed && cb->correlationData != nullptr && *cb->correlationData != 0) {
+    uint64_t now = 0;
+    if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) return;
+    GpuActivity a;
+    a.kind = GpuActivityKind::kMemoryApi;
+    a.memory_op = *kind == cct::GpuOpKind::kAlloc ? MemoryOp::kAlloc : MemoryOp::kFree;
+    a.correlation_id = cb->correlationId;
+    a.start_ns = *cb->correlationData;
+    a.end_ns = now;
+    try {
+      std::lock_guard<std::mutex> lock(s.api_mu);
+      s.api_activities.push_back(a);
+    } catch (...) {
+      // Out of memory: the time is lost, the program goes on.
+    }
+  }
+}
+
+void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  State& s = S();
+  *max_records = 0;
+  *buffer = s.pool.Take();
+  *size = *buffer != nullptr ? kActivityBufferBytes : 0;
+  if (*buffer == nullptr) s.counters.declined.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  State& s = S();
+  try {
+    std::lock_guard<std::mutex> lock(s.decode_mu);
+    std::vector<GpuActivity>& out = s.scratch;
+    out.clear();
+    const cupti::DecodeStats before = s.decoder.stats();
+    if (buffer != nullptr && valid > 0) {
+      out.reserve(valid / sizeof(CUpti_ActivitySynchronization2));
+      CUpti_Activity* record = nullptr;
+      while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) s.decoder.Decode(record, out);
+    }
+    if (buffer != nullptr) s.pool.Give(buffer);
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
+    s.aliases.Rename(out);
+    {
+      std::lock_guard<std::mutex> api_lock(s.api_mu);
+      out.insert(out.end(), s.api_activities.begin(), s.api_activities.end());
+      s.api_activities.clear();
+    }
+    const cupti::DecodeStats& after = s.decoder.stats();
+    s.counters.buffers.fetch_add(1, std::memory_order_relaxed);
+    s.counters.records.fetch_add(after.records - before.records, std::memory_order_relaxed);
+    s.counters.skipped.fetch_add(after.skipped - before.skipped, std::memory_order_relaxed);
+    s.counters.activities.fetch_add(out.size(), std::memory_order_relaxed);
+    s.counters.dropped.fetch_add(dropped, std::memory_order_relaxed);
+    if (!out.empty() || dropped > 0) CallHook(s.hooks.on_activity, std::move(out), uint64_t{dropped});
+    out.clear();  // moved from or not, empty again
+  } catch (...) {
+    // Out of memory while decoding: this buffer's records are lost.
+    s.counters.hook_exceptions.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// Undoes a partial start. Called with s.mu held.
+void Teardown(State& s) {
+  for (CUpti_ActivityKind k : s.enabled_kinds) (void)cuptiActivityDisable(k);
+  s.enabled_kinds.clear();
+  if (s.subscriber != nullptr) {
+    (void)cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    (void)cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    (void)cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+  }
+  s.epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+cct::Status EnableCallbacks(State& s, CUpti_CallbackDomain domain, CUpti_CallbackId count) {
+  for (CUpti_CallbackId cbid = 1; cbid < count; ++cbid) {
+    if (!cupti::LaunchKindOf(domain, cbid)) continue;
+    const CUptiResult r = cuptiEnableCallback(1, s.subscriber, domain, cbid);
+    if (r != CUPTI_SUCCESS) return CuptiError("cuptiEnableCallback", r);
+  }
+  return cct::Status::Ok();
+}
+
+}  // namespace
+
+namespace gpu_internal {
+
+cct::Status ProbeGpu(bool need_device) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (cuda == nullptr) cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (cuda == nullptr)
+    return cct::Status(cct::ErrorCode::kUnavailable, "no CUDA driver (libcuda.so.1 cannot be loaded)");
+  // Stays loaded: CUPTI uses it.
+  if (!need_device) return cct::Status::Ok();
+  bool device = false;
+  if (DIR* dir = opendir("/proc/driver/nvidia/gpus")) {
+    while (const dirent* e = readdir(dir))
+      if (e->d_name[0] != '.') device = true;
+    closedir(dir);
+  }
+  for (int i = 0; i < 64 && !device; ++i) {
+    const std::string node = "/dev/nvidia" + std::to_string(i);
+    device = access(node.c_str(), F_OK) == 0;
+  }
+  if (!device)
+    return cct::Status(cct::ErrorCode::kUnavailable,
+                       "no GPU (no /dev/nvidiaN device and nothing under /proc/driver/nvidia/gpus)");
+  return cct::Status::Ok();
+}
+
+cct::Status StartCupti(GpuHooks hooks) {
+  State& s = S();
+  try {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.started.load()) return cct::Status::Ok();
+    s.hooks = std::move(hooks);
+    CUptiResult r = cuptiSubscribe(&s.subscriber, OnApi, nullptr);
+    if (r != CUPTI_SUCCESS) {
+      s.subscriber = nullptr;
+      Teardown(s);
+      return CuptiError("cuptiSubscribe", r);
+    }
+    cct::Status st = EnableCallbacks(s, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    if (st.ok()) st = EnableCallbacks(s, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    if (!st.ok()) {
+      Teardown(s);
+      return st;
+    }
+    r = cuptiActivityRegisterCallbacks(OnBufferRequested, OnBufferCompleted);
+    if (r != CUPTI_SUCCESS) {
+      Teardown(s);
+      return CuptiError("cuptiActivityRegisterCallbacks", r);
+    }
+    for (CUpti_ActivityKind k : kRequiredKinds) {
+      r = cuptiActivityEnable(k);
+      if (r != CUPTI_SUCCESS) {
+        Teardown(s);
+        return CuptiError("cuptiActivityEnable", r);
+      }
+      s.enabled_kinds.push_back(k);
+    }
+    for (CUpti_ActivityKind k : kOptionalKinds)
+      if (cuptiActivityEnable(k) == CUPTI_SUCCESS) s.enabled_kinds.push_back(k);
+    // Device records (compute capability and SM limits, for occupancy):
+    // EnableAndDump also reports the devices CUDA already knows.
+    if (cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS ||
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE) == CUPTI_SUCCESS)
+      s.enabled_kinds.push_back(CUPTI_ACTIVITY_KIND_DEVICE);
+    s.epoch.fetch_add(1, std::memory_order_relaxed);
+    s.started.store(true);
+    return cct::Status::Ok();
+  } catch (...) {
+    return cct::Status(cct::ErrorCode::kInternal, "CUPTI: could not start GPU tracing (out of memory)");
+  }
+}
+
+}  // namespace gpu_internal
+
+cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks) {
+  if (mode == GpuMode::kOff) return cct::Status::Ok();
+  if (GpuTracingActive()) return cct::Status::Ok();
+  CCT_RETURN_IF_ERROR(gpu_internal::ProbeGpu(/*need_device=*/mode == GpuMode::kAuto));
+  return gpu_internal::StartCupti(std::move(hooks));
+}
+
+bool GpuTracingActive() { return S().started.load(); }
+
+void FlushGpuActivity() {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.started.load()) return;
+  (void)cuptiActivityFlushAll(0);
+}
+
+void StopGpuTracing() {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.started.load()) return;
+  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  Teardown(s);
+  s.started.store(false);
+  // Timed allocation calls that finished after the last buffer.
+  std::vector<GpuActivity> rest;
+  {
+    std::lock_guard<std::mutex> api_lock(s.api_mu);
+    rest.swap(s.api_activities);
+  }
+  if (!rest.empty()) {
+    std::lock_guard<std::mutex> decode_lock(s.decode_mu);
+    s.counters.activities.fetch_add(rest.size(), std::memory_order_relaxed);
+    CallHook(s.hooks.on_activity, std::move(rest), uint64_t{0});
+  }
+}
+
+GpuTracingStats GetGpuTracingStats() {
+  const Counters& c = S().counters;
+  GpuTracingStats out;
+  out.launches = c.launches.load();
+  out.buffers = c.buffers.load();
+  out.records = c.records.load();
+  out.activities = c.activities.load();
+  out.skipped_records = c.skipped.load();
+  out.dropped_records = c.dropped.load();
+  out.declined_buffers = c.declined.load();
+  out.aliases = c.aliases.load();
+  out.hook_exceptions = c.hook_exceptions.load();
+  return out;
+}
+
+}  // namespace collector

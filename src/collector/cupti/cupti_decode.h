@@ -1,0 +1,86 @@
+// Decoding CUPTI activity records into GpuActivity (src/collector/gpu_activity.h).
+//
+// Pure code: reads record bytes, calls no CUPTI function, needs no GPU, so
+// tests build records from CUPTI's own structs. Two entry points:
+//
+// - ActivityDecoder::Decode(record): one record, however it was found. The
+//   adapter (cupti_adapter.cc) iterates the buffers CUPTI completes with
+//   cuptiActivityGetNextRecord — CUPTI knows the size of every record it
+//   wrote, including record versions newer than these headers — and hands
+//   each record here. Fields are read through the structs of the headers
+//   this is compiled with (CUDA 13: CUpti_ActivityKernel10, Memcpy6,
+//   MemcpyPtoP4, Memset4, Memory4, Synchronization2, ExternalCorrelation,
+//   Device5); CUPTI only ever appends fields to a record kind, so a newer
+//   record reads correctly through an older struct.
+// - ActivityDecoder::DecodeBuffer(bytes): walks a buffer laid out as CUPTI
+//   lays it out (records back to back, each the size of its kind's struct,
+//   8-byte aligned) by the struct sizes of these headers (RecordSize). For
+//   tests, benchmarks and tools; a kind whose size it does not know ends the
+//   walk, and the rest of the buffer is counted in unparsed_bytes.
+//
+// Record kinds decoded: CONCURRENT_KERNEL and KERNEL, MEMCPY, MEMCPY2
+// (peer to peer), MEMSET, MEMORY2, SYNCHRONIZATION, EXTERNAL_CORRELATION and
+// DEVICE. Any other kind is counted in `skipped` and produces nothing.
+//
+// Kernel names are demangled once per distinct name and interned in the
+// decoder: GpuActivity::kernel_name views the decoder's table, so the
+// decoder must outlive the activities it produced (the adapter's lives as
+// long as the process). Not thread-safe: one decoder per thread, or a lock.
+#pragma once
+
+#include <cupti_activity.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/gpu_activity.h"
+
+namespace collector::cupti {
+
+struct DecodeStats {
+  uint64_t records = 0;         // records looked at
+  uint64_t decoded = 0;         // records that became a GpuActivity
+  uint64_t skipped = 0;         // records of kinds not decoded (or invalid ones)
+  uint64_t unparsed_bytes = 0;  // DecodeBuffer: bytes after a record of unknown size
+};
+
+// The size of a record of `kind` in the CUPTI headers this is compiled
+// with; 0 for kinds without a known struct.
+size_t RecordSize(CUpti_ActivityKind kind);
+
+class ActivityDecoder {
+ public:
+  ActivityDecoder();
+  ActivityDecoder(const ActivityDecoder&) = delete;
+  ActivityDecoder& operator=(const ActivityDecoder&) = delete;
+
+  // Appends the GpuActivity for one record to `out` (nothing for kinds that
+  // are not decoded). The record must be complete for its kind's struct.
+  void Decode(const CUpti_Activity* record, std::vector<GpuActivity>& out);
+  // Decodes every record of a buffer of `valid_bytes` bytes (see above).
+  void DecodeBuffer(const uint8_t* buffer, size_t valid_bytes, std::vector<GpuActivity>& out);
+
+  const DecodeStats& stats() const { return stats_; }
+  // The interned kernel names (demangled); id 0 is the empty name.
+  std::string_view KernelName(uint32_t id) const { return names_[id]; }
+  size_t kernel_name_count() const { return names_.size() - 1; }
+
+ private:
+  uint32_t InternKernelName(const char* mangled);
+  void DecodeKernel(const CUpti_ActivityKernel10& r, GpuActivity& a);
+
+  DecodeStats stats_;
+  std::deque<std::string> names_;    // by id; a deque, so views stay valid as it grows
+  std::deque<std::string> mangled_;  // by id, the names as CUPTI gave them
+  std::unordered_map<std::string_view, uint32_t> by_mangled_;  // views into mangled_
+  std::unordered_map<const char*, uint32_t> by_pointer_;       // CUPTI shares one string per kernel
+  const char* last_pointer_ = nullptr;
+  uint32_t last_id_ = 0;
+};
+
+}  // namespace collector::cupti

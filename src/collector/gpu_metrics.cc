@@ -1,0 +1,465 @@
+#include "collector/gpu_metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+
+namespace collector {
+
+// ------------------------------------------------------------ occupancy
+
+namespace {
+
+constexpr uint32_t KiB = 1024;
+
+// Per-architecture limits. Sources: CUDA 13.0 cuda_occupancy.h
+// (cudaOccMaxBlocksPerMultiprocessor, cudaOccSMemAllocationGranularity,
+// cudaOccRegAllocationGranularity, cudaOccSubPartitionsPerMultiprocessor,
+// cudaOccAlignUpShmemSizeVoltaPlus for the largest carveout) and the CUDA C++
+// Programming Guide, "Compute Capabilities" (threads/warps per SM, shared
+// memory per SM and per block, the 1 KiB per-block reserve from sm_80 on).
+// Every listed architecture has 64 Ki registers per SM and per block, at most
+// 255 per thread, allocated per warp in units of 256, over 4 partitions.
+//                 cc     thr/blk warps blocks regs/SM regs/blk maxreg unit part smem/SM   optin/blk  unit rsv
+const GpuArchLimits kArch[] = {
+    {7, 0, 1024, 64, 32, 65536, 65536, 255, 256, 4, 96 * KiB, 96 * KiB, 256, 0, 32},      // V100
+    {7, 5, 1024, 32, 16, 65536, 65536, 255, 256, 4, 64 * KiB, 64 * KiB, 256, 0, 32},      // Turing
+    {8, 0, 1024, 64, 32, 65536, 65536, 255, 256, 4, 164 * KiB, 163 * KiB, 128, KiB, 32},  // A100
+    {8, 6, 1024, 48, 16, 65536, 65536, 255, 256, 4, 100 * KiB, 99 * KiB, 128, KiB, 32},   // GA10x
+    {8, 9, 1024, 48, 24, 65536, 65536, 255, 256, 4, 100 * KiB, 99 * KiB, 128, KiB, 32},   // Ada
+    {9, 0, 1024, 64, 32, 65536, 65536, 255, 256, 4, 228 * KiB, 227 * KiB, 128, KiB, 32},  // H100/H200
+    {10, 0, 1024, 64, 32, 65536, 65536, 255, 256, 4, 228 * KiB, 227 * KiB, 128, KiB, 32}, // B200
+    {12, 0, 1024, 48, 24, 65536, 65536, 255, 256, 4, 100 * KiB, 99 * KiB, 128, KiB, 32},  // RTX 50
+};
+
+uint32_t DivUp(uint32_t x, uint32_t y) { return (x + y - 1) / y; }
+uint64_t RoundUp(uint64_t x, uint64_t y) { return y == 0 ? x : (x + y - 1) / y * y; }
+
+}  // namespace
+
+std::span<const GpuArchLimits> KnownArchitectures() { return kArch; }
+
+const GpuArchLimits* FindArchLimits(uint32_t cc_major, uint32_t cc_minor) {
+  const GpuArchLimits* best = nullptr;
+  for (const GpuArchLimits& a : kArch) {
+    if (a.cc_major != cc_major) continue;
+    if (a.cc_minor == cc_minor) return &a;
+    if (a.cc_minor < cc_minor && (best == nullptr || a.cc_minor > best->cc_minor)) best = &a;
+  }
+  if (best == nullptr)  // a minor below every listed one: the lowest of the major
+    for (const GpuArchLimits& a : kArch)
+      if (a.cc_major == cc_major && (best == nullptr || a.cc_minor < best->cc_minor)) best = &a;
+  return best;
+}
+
+bool LimitsForDevice(const GpuDeviceLimits& d, GpuArchLimits* out) {
+  GpuArchLimits a;
+  if (const GpuArchLimits* base = FindArchLimits(d.cc_major, d.cc_minor)) {
+    a = *base;
+  } else {
+    // An architecture newer than the table: the device's own limits with
+    // the granularities every architecture since sm_80 shares.
+    if (d.cc_major < 8 || d.max_warps_per_sm == 0 || d.max_blocks_per_sm == 0 || d.regs_per_sm == 0 ||
+        d.smem_per_sm == 0)
+      return false;
+    a.smem_alloc_unit = 128;
+    a.smem_reserved_per_block = KiB;
+    a.smem_per_block_optin = d.smem_per_sm;
+  }
+  a.cc_major = d.cc_major;
+  a.cc_minor = d.cc_minor;
+  if (d.max_warps_per_sm) a.max_warps_per_sm = d.max_warps_per_sm;
+  if (d.max_blocks_per_sm) a.max_blocks_per_sm = d.max_blocks_per_sm;
+  if (d.regs_per_sm) a.regs_per_sm = d.regs_per_sm;
+  if (d.smem_per_sm) a.smem_per_sm = d.smem_per_sm;
+  if (d.max_threads_per_block) a.max_threads_per_block = d.max_threads_per_block;
+  if (a.smem_per_block_optin > a.smem_per_sm) a.smem_per_block_optin = a.smem_per_sm;
+  *out = a;
+  return true;
+}
+
+Occupancy TheoreticalOccupancy(const GpuArchLimits& arch, const KernelLaunchConfig& launch) {
+  Occupancy r;
+  const uint32_t threads = launch.threads_per_block;
+  if (threads == 0 || threads > arch.max_threads_per_block || arch.max_warps_per_sm == 0 || arch.warp_size == 0)
+    return r;
+  const uint32_t warps_per_block = DivUp(threads, arch.warp_size);
+
+  // Warp slots.
+  const uint32_t by_warps = arch.max_warps_per_sm / warps_per_block;
+  // Resident blocks.
+  const uint32_t by_blocks = arch.max_blocks_per_sm;
+  // Registers: allocated per warp, rounded to the allocation unit; each of
+  // the SM's partitions holds whole warps.
+  uint32_t by_regs = UINT32_MAX;
+  if (launch.registers_per_thread > arch.max_regs_per_thread) return r;
+  const uint64_t regs_per_warp = RoundUp(uint64_t{launch.registers_per_thread} * arch.warp_size, arch.reg_alloc_unit);
+  if (regs_per_warp > 0) {
+    const uint64_t regs_per_block = regs_per_warp * warps_per_block;
+    // The hardware's per-block check assumes warps spread over all partitions.
+    const uint64_t assumed = regs_per_warp * RoundUp(warps_per_block, arch.sub_partitions);
+    if (regs_per_block > arch.regs_per_block || assumed > arch.regs_per_block) return r;
+    const uint64_t warps_per_partition = (arch.regs_per_sm / arch.sub_partitions) / regs_per_warp;
+    by_regs = static_cast<uint32_t>(warps_per_partition * arch.sub_partitions / warps_per_block);
+  }
+  // Shared memory: static + dynamic + the driver's reserve, rounded up.
+  uint32_t by_smem = UINT32_MAX;
+  const uint64_t smem_block = RoundUp(uint64_t{launch.static_shared_bytes} + launch.dynamic_shared_bytes +
+                                          arch.smem_reserved_per_block,
+                                      arch.smem_alloc_unit);
+  if (arch.smem_per_block_optin > 0 && smem_block > uint64_t{arch.smem_per_block_optin} + arch.smem_reserved_per_block)
+    return r;
+  if (smem_block > 0) {
+    uint64_t smem_sm = launch.shared_config_bytes ? launch.shared_config_bytes : arch.smem_per_sm;
+    // A carveout below one block's need cannot have run it: the driver
+    // grows the carveout to fit (cuda_occupancy.h does the same).
+    if (smem_sm < smem_block) smem_sm = smem_block;
+    by_smem = static_cast<uint32_t>(smem_sm / smem_block);
+  }
+
+  const uint32_t blocks = std::min({by_warps, by_blocks, by_regs, by_smem});
+  r.active_blocks_per_sm = blocks;
+  r.active_warps_per_sm = blocks * warps_per_block;
+  r.percent = 100.0 * r.active_warps_per_sm / arch.max_warps_per_sm;
+  if (blocks == by_warps) r.limiters |= kLimitWarps;
+  if (blocks == by_regs) r.limiters |= kLimitRegisters;
+  if (blocks == by_smem) r.limiters |= kLimitSharedMemory;
+  if (blocks == by_blocks) r.limiters |= kLimitBlocks;
+  return r;
+}
+
+// ------------------------------------------------------------ node metrics
+
+void GpuNodeMetrics::Merge(const GpuNodeMetrics& o) {
+  gker_ns += o.gker_ns;
+  gker_count += o.gker_count;
+  blk_thr_acc += o.blk_thr_acc;
+  blks_acc += o.blks_acc;
+  thr_reg_acc += o.thr_reg_acc;
+  stmem_acc += o.stmem_acc;
+  dymem_acc += o.dymem_acc;
+  lmem_acc += o.lmem_acc;
+  occ_acc += o.occ_acc;
+  gxcopy_ns += o.gxcopy_ns;
+  gxcopy_count += o.gxcopy_count;
+  for (int i = 0; i < 5; ++i) gxcopy_bytes[i] += o.gxcopy_bytes[i];
+  gmset_ns += o.gmset_ns;
+  gmset_bytes += o.gmset_bytes;
+  gmset_count += o.gmset_count;
+  gmem_ns += o.gmem_ns;
+  for (int i = 0; i < 6; ++i) gmem_bytes[i] += o.gmem_bytes[i];
+  gmem_freed += o.gmem_freed;
+  gmem_count += o.gmem_count;
+  gmem_free_count += o.gmem_free_count;
+  gsync_ns += o.gsync_ns;
+  for (int i = 0; i < 4; ++i) gsync_kind_ns[i] += o.gsync_kind_ns[i];
+  gsync_count += o.gsync_count;
+}
+
+bool GpuNodeMetrics::empty() const {
+  return gker_count == 0 && gker_ns == 0 && gxcopy_count == 0 && gxcopy_ns == 0 && gmset_count == 0 &&
+         gmset_ns == 0 && gmem_count == 0 && gmem_free_count == 0 && gmem_ns == 0 && gsync_count == 0 &&
+         gsync_ns == 0;
+}
+
+int GmemSlot(GpuMemoryKind kind) {
+  switch (kind) {
+    case GpuMemoryKind::kDevice:
+    case GpuMemoryKind::kDeviceStatic:
+      return 0;  // dev
+    case GpuMemoryKind::kPinned:
+      return 1;  // pin
+    case GpuMemoryKind::kPageable:
+      return 2;  // pag
+    case GpuMemoryKind::kManaged:
+    case GpuMemoryKind::kManagedStatic:
+      return 3;  // man
+    case GpuMemoryKind::kArray:
+      return 4;  // ary
+    case GpuMemoryKind::kUnknown:
+      break;
+  }
+  return 5;  // unk
+}
+
+// ------------------------------------------------------------ attribution
+
+GpuAttributor::GpuAttributor(uint32_t unknown_node, KernelNodeFn kernel_node, int patience, size_t max_pending)
+    : unknown_node_(unknown_node),
+      kernel_node_(std::move(kernel_node)),
+      patience_(std::max(patience, 1)),
+      max_pending_(max_pending) {}
+
+void GpuAttributor::SetDevice(uint32_t device_id, const GpuDeviceLimits& device) {
+  GpuArchLimits limits;
+  if (!LimitsForDevice(device, &limits)) return;
+  auto [it, inserted] = devices_.insert_or_assign(device_id, limits);
+  (void)inserted;
+  fallback_device_ = &it->second;  // unordered_map values never move
+  for (OccEntry& e : occ_cache_) e = OccEntry{};  // limits changed: forget computed values
+}
+
+GpuNodeMetrics& GpuAttributor::At(uint32_t node) {
+  if (last_ < entries_.size() && entries_[last_].node == node) return entries_[last_].metrics;
+  const uint64_t hash = cct::MixHash(node);
+  uint32_t at = index_.Find(hash, [&](uint32_t i) { return entries_[i].node == node; });
+  if (at == cct::FlatIndex::kNone) {
+    at = static_cast<uint32_t>(entries_.size());
+    entries_.push_back(GpuNodeEntry{node, {}});
+    index_.Insert(hash, at);
+  }
+  last_ = at;
+  return entries_[at].metrics;
+}
+
+const GpuNodeMetrics* GpuAttributor::Find(uint32_t node) const {
+  const uint32_t at = index_.Find(cct::MixHash(node), [&](uint32_t i) { return entries_[i].node == node; });
+  return at == cct::FlatIndex::kNone ? nullptr : &entries_[at].metrics;
+}
+
+std::vector<GpuNodeEntry> GpuAttributor::TakeMetrics() {
+  std::vector<GpuNodeEntry> out;
+  out.swap(entries_);
+  index_.Clear();
+  last_ = SIZE_MAX;
+  return out;
+}
+
+uint32_t GpuAttributor::KernelNode(uint32_t site_node, const GpuActivity& a) {
+  if (!kernel_node_ || a.kernel_name_id == 0) return site_node;
+  const uint64_t key = (uint64_t{site_node} << 32) | a.kernel_name_id;
+  auto it = kernel_nodes_.find(key);
+  if (it != kernel_nodes_.end()) return it->second;
+  uint32_t node = site_node;
+  try {
+    node = kernel_node_(site_node, a.kernel_name);
+  } catch (...) {
+    node = site_node;  // never let a hook's exception reach the host program
+  }
+  kernel_nodes_.emplace(key, node);
+  return node;
+}
+
+double GpuAttributor::OccupancyOf(const GpuActivity& a) {
+  const OccKey key{a.device_id,           static_cast<uint32_t>(a.threads_per_block()), a.registers_per_thread,
+                   a.static_shared_bytes, a.dynamic_shared_bytes,                       a.shared_config_bytes};
+  const uint64_t h = cct::MixHash((uint64_t{key.threads} << 40) ^ (uint64_t{key.regs} << 32) ^
+                                  (uint64_t{key.device} << 24) ^ key.stmem ^ (uint64_t{key.dymem} << 12) ^
+                                  (uint64_t{key.config} << 20));
+  OccEntry& slot = occ_cache_[h % kOccCache];
+  if (slot.key == key) return slot.value;
+  const GpuArchLimits* arch = nullptr;
+  if (auto it = devices_.find(a.device_id); it != devices_.end())
+    arch = &it->second;
+  else
+    arch = fallback_device_;
+  if (arch == nullptr) return -1;
+  KernelLaunchConfig c;
+  c.threads_per_block = key.threads;
+  c.registers_per_thread = a.registers_per_thread;
+  c.static_shared_bytes = a.static_shared_bytes;
+  c.dynamic_shared_bytes = a.dynamic_shared_bytes;
+  c.shared_config_bytes = a.shared_config_bytes;
+  slot.value = TheoreticalOccupancy(*arch, c).percent;
+  slot.key = key;
+  return slot.value;
+}
+
+void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node) {
+  ++stats_.activities;
+  const uint64_t dur = a.duration_ns();
+  switch (a.kind) {
+    case GpuActivityKind::kKernel: {
+      GpuNodeMetrics& m = At(KernelNode(site_node, a));
+      m.gker_ns += dur;
+      m.gker_count += 1;
+      m.blk_thr_acc += a.threads_per_block();
+      m.blks_acc += static_cast<double>(a.blocks());  // grid size in blocks: gridX·gridY·gridZ
+      m.thr_reg_acc += a.registers_per_thread;
+      m.stmem_acc += a.static_shared_bytes;
+      m.dymem_acc += a.dynamic_shared_bytes;
+      m.lmem_acc += a.local_bytes_per_thread;
+      const double occ = OccupancyOf(a);
+      if (occ >= 0)
+        m.occ_acc += occ;
+      else
+        ++stats_.kernels_without_device;
+      break;
+    }
+    case GpuActivityKind::kMemcpy: {
+      GpuNodeMetrics& m = At(site_node);
+      m.gxcopy_ns += dur;
+      m.gxcopy_count += 1;
+      if (a.copy != CopyDirection::kUnknown) m.gxcopy_bytes[static_cast<int>(a.copy) - 1] += a.bytes;
+      break;
+    }
+    case GpuActivityKind::kMemset: {
+      GpuNodeMetrics& m = At(site_node);
+      m.gmset_ns += dur;
+      m.gmset_bytes += a.bytes;
+      m.gmset_count += 1;
+      break;
+    }
+    case GpuActivityKind::kMemory: {
+      GpuNodeMetrics& m = At(site_node);
+      if (a.memory_op == MemoryOp::kAlloc) {
+        m.gmem_bytes[GmemSlot(a.memory_kind)] += a.bytes;
+        m.gmem_count += 1;
+      } else {
+        m.gmem_freed += a.bytes;
+        m.gmem_free_count += 1;
+      }
+      break;
+    }
+    case GpuActivityKind::kMemoryApi:
+      At(site_node).gmem_ns += dur;
+      break;
+    case GpuActivityKind::kSync: {
+      GpuNodeMetrics& m = At(site_node);
+      m.gsync_ns += dur;
+      if (a.sync != SyncKind::kUnknown) m.gsync_kind_ns[static_cast<int>(a.sync) - 1] += dur;
+      m.gsync_count += 1;
+      break;
+    }
+    case GpuActivityKind::kDevice:
+    case GpuActivityKind::kExternalCorrelation:
+      --stats_.activities;  // context, not an operation (handled by Add)
+      break;
+  }
+}
+
+void GpuAttributor::Add(const LaunchSites& sites, std::span<const GpuActivity> batch) {
+  for (const GpuActivity& a : batch) {
+    switch (a.kind) {
+      case GpuActivityKind::kDevice:
+        ++stats_.devices;
+        SetDevice(a.device_id, a.device);
+        continue;
+      case GpuActivityKind::kExternalCorrelation:
+        ++stats_.external_correlations;
+        external_[a.correlation_id] = ExternalCorrelation{a.external_kind, a.external_id};
+        continue;
+      default:
+        break;
+    }
+    if (a.correlation_id == 0) {
+      ++stats_.no_correlation;
+      ++stats_.unknown;
+      Attribute(a, unknown_node_);
+      continue;
+    }
+    auto it = sites.find(a.correlation_id);
+    if (it != sites.end()) {
+      Attribute(a, it->second.node);
+    } else if (pending_.size() < max_pending_) {
+      pending_.push_back(Pending{a, generation_});
+    } else {
+      ++stats_.pending_overflow;
+      ++stats_.unknown;
+      Attribute(a, unknown_node_);
+    }
+  }
+}
+
+void GpuAttributor::Flush(const LaunchSites& sites, bool give_up) {
+  ++generation_;
+  size_t keep = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    auto it = sites.find(p.activity.correlation_id);
+    if (it != sites.end()) {
+      ++stats_.late;
+      Attribute(p.activity, it->second.node);
+    } else if (give_up || generation_ - p.generation >= static_cast<uint64_t>(patience_)) {
+      ++stats_.unknown;
+      Attribute(p.activity, unknown_node_);
+    } else {
+      if (keep != i) pending_[keep] = std::move(p);
+      ++keep;
+    }
+  }
+  pending_.resize(keep);
+}
+
+// ------------------------------------------------------------ into the tree
+
+namespace {
+
+// Additive catalog metrics by writer slot.
+enum Slot : int {
+  kGker, kGkerCount, kBlkThrAcc, kBlksAcc, kThrRegAcc, kStmemAcc, kDymemAcc, kLmemAcc, kOccAcc,
+  kGxcopy, kGxcopyCount, kGxcopyH2d, kGxcopyD2h, kGxcopyD2d, kGxcopyH2h, kGxcopyP2p,
+  kGmset, kGmsetBytes, kGmsetCount,
+  kGmem, kGmemDev, kGmemPin, kGmemPag, kGmemMan, kGmemAry, kGmemUnk, kGmemFreed, kGmemCount, kGmemFreeCount,
+  kGsync, kGsyncEvt, kGsyncStre, kGsyncStr, kGsyncCtx, kGsyncCount,
+  kSlotCount,
+};
+constexpr std::array<std::string_view, kSlotCount> kSlotNames = {
+    "gker", "gker:count", "gker:blk_thr_acc", "gker:blks_acc", "gker:thr_reg_acc", "gker:stmem_acc",
+    "gker:dymem_acc", "gker:lmem_acc", "gker:occ_acc",
+    "gxcopy", "gxcopy:count", "gxcopy:h2d", "gxcopy:d2h", "gxcopy:d2d", "gxcopy:h2h", "gxcopy:p2p",
+    "gmset", "gmset:bytes", "gmset:count",
+    "gmem", "gmem:dev", "gmem:pin", "gmem:pag", "gmem:man", "gmem:ary", "gmem:unk", "gmem:freed", "gmem:count",
+    "gmem:free:count",
+    "gsync", "gsync:evt", "gsync:stre", "gsync:str", "gsync:ctx", "gsync:count",
+};
+constexpr std::string_view kKernelAverages[] = {"gker:blk_thr", "gker:blks", "gker:thr_reg", "gker:stmem",
+                                                "gker:dymem",   "gker:lmem", "gker:occ"};
+
+}  // namespace
+
+void GpuMetricWriter::Put(int slot, cct::NodeId node, double value) {
+  if (value == 0) return;
+  if (ids_.empty()) ids_.assign(kSlotCount, cct::kNoMetric);
+  if (ids_[slot] == cct::kNoMetric) {
+    auto id = tree_.metrics().RegisterStandard(kSlotNames[slot]);
+    // A metric of that name with another unit (e.g. imported) keeps its
+    // place; the GPU value is then left out rather than mixed in.
+    if (!id.ok()) return;
+    ids_[slot] = *id;
+  }
+  tree_.AddValue(node, ids_[slot], value);
+}
+
+void GpuMetricWriter::Add(cct::NodeId node, const GpuNodeMetrics& m) {
+  if (m.gker_count > 0 && !derived_kernel_) {
+    derived_kernel_ = true;
+    for (std::string_view name : kKernelAverages) (void)tree_.metrics().RegisterStandard(name);
+  }
+  const bool has_time = m.gker_ns || m.gxcopy_ns || m.gmset_ns || m.gmem_ns || m.gsync_ns;
+  if (has_time && !derived_gpuop_) {
+    derived_gpuop_ = true;
+    (void)tree_.metrics().RegisterStandard("gpuop");
+  }
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  Put(kGker, node, d(m.gker_ns));
+  Put(kGkerCount, node, d(m.gker_count));
+  Put(kBlkThrAcc, node, d(m.blk_thr_acc));
+  Put(kBlksAcc, node, m.blks_acc);
+  Put(kThrRegAcc, node, d(m.thr_reg_acc));
+  Put(kStmemAcc, node, d(m.stmem_acc));
+  Put(kDymemAcc, node, d(m.dymem_acc));
+  Put(kLmemAcc, node, d(m.lmem_acc));
+  Put(kOccAcc, node, m.occ_acc);
+  Put(kGxcopy, node, d(m.gxcopy_ns));
+  Put(kGxcopyCount, node, d(m.gxcopy_count));
+  for (int i = 0; i < 5; ++i) Put(kGxcopyH2d + i, node, d(m.gxcopy_bytes[i]));
+  Put(kGmset, node, d(m.gmset_ns));
+  Put(kGmsetBytes, node, d(m.gmset_bytes));
+  Put(kGmsetCount, node, d(m.gmset_count));
+  Put(kGmem, node, d(m.gmem_ns));
+  for (int i = 0; i < 6; ++i) Put(kGmemDev + i, node, d(m.gmem_bytes[i]));
+  Put(kGmemFreed, node, d(m.gmem_freed));
+  Put(kGmemCount, node, d(m.gmem_count));
+  Put(kGmemFreeCount, node, d(m.gmem_free_count));
+  Put(kGsync, node, d(m.gsync_ns));
+  for (int i = 0; i < 4; ++i) Put(kGsyncEvt + i, node, d(m.gsync_kind_ns[i]));
+  Put(kGsyncCount, node, d(m.gsync_count));
+}
+
+void AddTo(cct::Tree& tree, cct::NodeId node, const GpuNodeMetrics& m) {
+  GpuMetricWriter writer(tree);
+  writer.Add(node, m);
+}
+
+}  // namespace collector
