@@ -30,15 +30,8 @@ import sys
 import tempfile
 import time
 
-
-def run(cmd, env=None):
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"collector_bench: {' '.join(cmd)} failed ({status})")
-    return wall, usage.ru_maxrss
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import run_rss  # noqa: E402
 
 
 def main():
@@ -67,10 +60,10 @@ def main():
         print("perf: cannot record here; perf rows omitted", file=sys.stderr)
     walls = {k: [] for k in variants}
     rss = {k: [] for k in variants}
-    run(prog)  # warm caches
+    run_rss(prog)  # warm caches
     for i in range(a.repeat):
         for k, mk in variants.items():
-            w, m = run(mk(i))
+            w, m = run_rss(mk(i))
             walls[k].append(w)
             rss[k].append(m)
     base = statistics.median(walls["bare"])
@@ -80,7 +73,7 @@ def main():
     rows = {}
     for k in variants:
         w = statistics.median(walls[k])
-        rows[k] = {"wall_s": w, "overhead_pct": 100 * (w / base - 1), "max_rss_mib": max(rss[k]) / 1024}
+        rows[k] = {"wall_s": w, "overhead_pct": 100 * (w / base - 1), "max_rss_mib": max(rss[k])}
         print(f"{k:<10} {w:8.3f} {rows[k]['overhead_pct']:8.2f}% {rows[k]['max_rss_mib']:12.1f}")
     print("target: cct 1k overhead <= 2%")
     for d in (16, 64):

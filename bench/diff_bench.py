@@ -34,10 +34,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import best, run_rss  # noqa: E402
+
 TARGETS = {"pair": 1.0, "groups": 2.0}
 
 PYTHON_DIFF = r'''
 import sys
+
 def load(path):
     root = {}
     with open(path) as f:
@@ -69,35 +73,6 @@ out = []
 diff(a, b, out)
 print(len(out), sum(1 for d in out if d != 0))
 '''
-
-
-def run_rss(argv, ok=(0,)):
-    """Wall time and peak RSS (MiB) of one process, via os.wait4."""
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        try:
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in ok:
-        sys.exit(f"bench: {' '.join(argv)} failed ({code})")
-    return wall, usage.ru_maxrss / 1024.0
-
-
-def best(argv, repeat):
-    walls, rss = [], 0.0
-    for _ in range(repeat):
-        w, r = run_rss(argv)
-        walls.append(w)
-        rss = max(rss, r)
-    return min(walls), rss
 
 
 def generate(gen, path, nodes, mutate=0.0):

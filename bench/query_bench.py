@@ -27,10 +27,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import best, run_rss  # noqa: E402
+
 TARGETS = {"import": 2.0, "top": 0.3, "tree": 0.3, "bytes_per_node": 48}
 
 PYTHON_BASELINE = r'''
 import sys
+
 root = {}
 with open(sys.argv[1]) as f:
     for line in f:
@@ -61,34 +65,6 @@ def run(argv, stdout=subprocess.DEVNULL):
     if proc.returncode != 0:
         sys.exit(f"bench: {' '.join(argv)} failed ({proc.returncode}): {err.decode(errors='replace').strip()}")
     return wall, out
-
-
-def run_rss(argv, stdout=subprocess.DEVNULL):
-    """Wall time and peak RSS (MiB) of one process, via os.wait4."""
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        try:
-            os.execv(argv[0], argv)
-        finally:
-            os._exit(127)
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"bench: {' '.join(argv)} failed")
-    return wall, usage.ru_maxrss / 1024.0
-
-
-def best(argv, repeat):
-    walls, rss = [], 0.0
-    for _ in range(repeat):
-        w, r = run_rss(argv)
-        walls.append(w)
-        rss = max(rss, r)
-    return min(walls), rss
 
 
 def main():

@@ -1,0 +1,35 @@
+"""Process measurement shared by the benchmark scripts in bench/."""
+import os
+import sys
+import time
+
+
+def run_rss(argv, ok=(0,)):
+    """Wall time (s) and peak RSS (MiB) of one process, via os.wait4; its
+    output is discarded. Exits the script when the status is not in `ok`."""
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        try:
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        sys.exit(f"bench: {' '.join(argv)} failed ({code})")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def best(argv, repeat):
+    """Best wall time and largest peak RSS over `repeat` runs."""
+    walls, rss = [], 0.0
+    for _ in range(repeat):
+        w, r = run_rss(argv)
+        walls.append(w)
+        rss = max(rss, r)
+    return min(walls), rss
