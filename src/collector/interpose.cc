@@ -93,40 +93,37 @@ CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
 
 // --- exec --------------------------------------------------------------------
 
-CCT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
-  static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execve");
-  if (!collector::Active()) return real(path, argv, envp);
+namespace {
+// Runs an exec-like call with the recording's environment: the current
+// image's run is written first, and sampling resumes if the call fails.
+template <class Call>
+int ExecWith(char* const envp[], Call call) {
   collector::BeforeExec();
   const collector::ExecEnv env = collector::ExecEnvironment(envp);
-  const int rc = real(path, argv, env.get());
+  const int rc = call(env.get());
   const int err = errno;
   collector::AfterFailedExec();
   errno = err;
   return rc;
+}
+}  // namespace
+
+CCT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execve");
+  if (!collector::Active()) return real(path, argv, envp);
+  return ExecWith(envp, [&](char* const* env) { return real(path, argv, env); });
 }
 
 CCT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execvpe");
   if (!collector::Active()) return real(file, argv, envp);
-  collector::BeforeExec();
-  const collector::ExecEnv env = collector::ExecEnvironment(envp);
-  const int rc = real(file, argv, env.get());
-  const int err = errno;
-  collector::AfterFailedExec();
-  errno = err;
-  return rc;
+  return ExecWith(envp, [&](char* const* env) { return real(file, argv, env); });
 }
 
 CCT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(int, char* const*, char* const*)>("fexecve");
   if (!collector::Active()) return real(fd, argv, envp);
-  collector::BeforeExec();
-  const collector::ExecEnv env = collector::ExecEnvironment(envp);
-  const int rc = real(fd, argv, env.get());
-  const int err = errno;
-  collector::AfterFailedExec();
-  errno = err;
-  return rc;
+  return ExecWith(envp, [&](char* const* env) { return real(fd, argv, env); });
 }
 
 CCT_EXPORT int execv(const char* path, char* const argv[]) { return execve(path, argv, environ); }
@@ -272,14 +269,16 @@ CCT_EXPORT unsigned int sleep(unsigned int seconds) {
   return static_cast<unsigned>(rem.tv_sec + (rem.tv_nsec > 0 ? 1 : 0));
 }
 
-CCT_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  static auto real = Real<int (*)(pollfd*, nfds_t, int)>("poll");
-  if (!collector::Active()) return real(fds, n, timeout);
+namespace {
+// Repeats `call(timeout_ms)` while only the sampler interrupted it, with the
+// timeout shortened by the time already waited (negative: no timeout).
+template <class Call>
+int RestartWithTimeoutMs(int timeout, Call call) {
   const int64_t deadline = MonoNs() + int64_t{timeout} * 1000000;
   int t = timeout;
   for (;;) {
     const uint32_t before = collector::SamplerInterrupts();
-    const int rc = real(fds, n, t);
+    const int rc = call(t);
     const int err = errno;
     if (!SamplerOnly(rc, err, before)) {
       errno = err;
@@ -292,29 +291,59 @@ CCT_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   }
 }
 
-CCT_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
-  static auto real = Real<int (*)(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll");
-  if (!collector::Active()) return real(fds, n, ts, mask);
+// The same for calls with an optional relative timespec timeout; `restore`
+// runs before each retry (select's descriptor sets).
+template <class Call, class Restore>
+int RestartWithTimespec(const timespec* ts, Call call, Restore restore) {
   const int64_t deadline = ts ? MonoNs() + int64_t{ts->tv_sec} * 1000000000 + ts->tv_nsec : 0;
   for (;;) {
     const uint32_t before = collector::SamplerInterrupts();
     timespec left = ts ? Remaining(deadline) : timespec{};
-    const int rc = real(fds, n, ts ? &left : nullptr, mask);
+    const int rc = call(ts ? &left : nullptr);
     const int err = errno;
     if (!SamplerOnly(rc, err, before)) {
       errno = err;
       return rc;
     }
+    restore();
   }
+}
+
+// Saves select's descriptor sets, which a failed call leaves undefined.
+struct FdSets {
+  fd_set* r;
+  fd_set* w;
+  fd_set* e;
+  fd_set r0, w0, e0;
+  FdSets(fd_set* rs, fd_set* ws, fd_set* es) : r(rs), w(ws), e(es) {
+    if (r) r0 = *r;
+    if (w) w0 = *w;
+    if (e) e0 = *e;
+  }
+  void Restore() {
+    if (r) *r = r0;
+    if (w) *w = w0;
+    if (e) *e = e0;
+  }
+};
+}  // namespace
+
+CCT_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
+  static auto real = Real<int (*)(pollfd*, nfds_t, int)>("poll");
+  if (!collector::Active()) return real(fds, n, timeout);
+  return RestartWithTimeoutMs(timeout, [&](int t) { return real(fds, n, t); });
+}
+
+CCT_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
+  static auto real = Real<int (*)(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll");
+  if (!collector::Active()) return real(fds, n, ts, mask);
+  return RestartWithTimespec(ts, [&](const timespec* left) { return real(fds, n, left, mask); }, [] {});
 }
 
 CCT_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
   static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, timeval*)>("select");
   if (!collector::Active()) return real(nfds, r, w, e, tv);
-  fd_set r0, w0, e0;
-  if (r) r0 = *r;
-  if (w) w0 = *w;
-  if (e) e0 = *e;
+  FdSets sets(r, w, e);
   for (;;) {
     const uint32_t before = collector::SamplerInterrupts();
     const int rc = real(nfds, r, w, e, tv);  // Linux updates *tv to the time left
@@ -323,71 +352,26 @@ CCT_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
       errno = err;
       return rc;
     }
-    if (r) *r = r0;
-    if (w) *w = w0;
-    if (e) *e = e0;
+    sets.Restore();
   }
 }
 
 CCT_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const timespec* ts, const sigset_t* mask) {
   static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*)>("pselect");
   if (!collector::Active()) return real(nfds, r, w, e, ts, mask);
-  fd_set r0, w0, e0;
-  if (r) r0 = *r;
-  if (w) w0 = *w;
-  if (e) e0 = *e;
-  const int64_t deadline = ts ? MonoNs() + int64_t{ts->tv_sec} * 1000000000 + ts->tv_nsec : 0;
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    timespec left = ts ? Remaining(deadline) : timespec{};
-    const int rc = real(nfds, r, w, e, ts ? &left : nullptr, mask);
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      errno = err;
-      return rc;
-    }
-    if (r) *r = r0;
-    if (w) *w = w0;
-    if (e) *e = e0;
-  }
+  FdSets sets(r, w, e);
+  return RestartWithTimespec(ts, [&](const timespec* left) { return real(nfds, r, w, e, left, mask); },
+                             [&] { sets.Restore(); });
 }
 
 CCT_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
   static auto real = Real<int (*)(int, epoll_event*, int, int)>("epoll_wait");
   if (!collector::Active()) return real(epfd, events, max, timeout);
-  const int64_t deadline = MonoNs() + int64_t{timeout} * 1000000;
-  int t = timeout;
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    const int rc = real(epfd, events, max, t);
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      errno = err;
-      return rc;
-    }
-    if (timeout > 0) {
-      const int64_t left = deadline - MonoNs();
-      t = left > 0 ? static_cast<int>((left + 999999) / 1000000) : 0;
-    }
-  }
+  return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t); });
 }
 
 CCT_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
   static auto real = Real<int (*)(int, epoll_event*, int, int, const sigset_t*)>("epoll_pwait");
   if (!collector::Active()) return real(epfd, events, max, timeout, mask);
-  const int64_t deadline = MonoNs() + int64_t{timeout} * 1000000;
-  int t = timeout;
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    const int rc = real(epfd, events, max, t, mask);
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      errno = err;
-      return rc;
-    }
-    if (timeout > 0) {
-      const int64_t left = deadline - MonoNs();
-      t = left > 0 ? static_cast<int>((left + 999999) / 1000000) : 0;
-    }
-  }
+  return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t, mask); });
 }
