@@ -3,8 +3,12 @@
 
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <map>
 
 #include "cctdb_config.h"
+#if CCTDB_HAVE_CUPTI
+#include "collector/gpu_raw_dump.h"
+#endif
 #include "query/exchange.h"
 #include "query/format.h"
 #include "store/database.h"
@@ -26,6 +30,10 @@ Formats:
             run, ranks and threads as thread nodes, HPCToolkit's metric names
   ncu-csv   Nsight Compute `ncu --csv --page raw` output: attaches the kernels'
             metrics to the kernel nodes of an existing run (--run RUN)
+  cupti-raw a raw GPU dump (`cct-record --gpu-raw DIR`, one file per process):
+            replays it into the run the collector stored (its metadata, tree
+            and GPU metrics); a dump cut short by a crash is replayed up to
+            its last whole record, with a warning
 
 Options)";
 
@@ -33,6 +41,53 @@ int64_t NowNs() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// --from cupti-raw: replays the dump and stores the result as a new run.
+int ImportCuptiRaw(const po::variables_map& vm, const std::string& file,
+                   const std::map<std::string, std::string>& tags) {
+  for (const char* o : {"metric", "unit", "skip-bad-lines", "run"})
+    if (vm.count(o)) cli::Fail(kTool, std::string("--") + o + " does not apply to --from cupti-raw");
+#if CCTDB_HAVE_CUPTI
+  auto replay = collector::ReplayRawDump(file);
+  if (!replay.ok()) cli::Fail(kTool, replay.status());
+  const auto json = nlohmann::json::parse(replay->meta_json, nullptr, /*allow_exceptions=*/false);
+  auto parsed = store::RunMeta::FromJson(json);
+  if (!parsed.ok()) cli::Fail(kTool, file + ": the dump's run metadata: " + parsed.status().message());
+  store::RunMeta meta = std::move(*parsed);
+  meta.id = 0;
+  meta.parent_run = 0;  // a run id of the recording's database, not this one's
+  meta.source = "cupti-raw-replay";
+  if (vm.count("name")) {
+    meta.name = vm["name"].as<std::string>();
+  } else if (meta.name.empty()) {
+    meta.name = std::string(query::BaseName(file));
+  }
+  for (const auto& [k, v] : tags) meta.tags[k] = v;
+  // A snapshot is taken while the run records; the imported run is over.
+  if (meta.state == store::RunState::kRecording)
+    meta.state = replay->truncated ? store::RunState::kCrashed : store::RunState::kComplete;
+
+  const std::string db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
+  store::FaultGuard guard(kTool, db_path);
+  auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
+  if (!db.ok()) cli::Fail(kTool, db.status());
+  cct::Status s = (*db)->CreateRun(meta, &replay->tree);
+  if (!s.ok()) cli::Fail(kTool, s);
+  if (replay->truncated)
+    std::cerr << kTool << ": warning: " << file
+              << " ends inside a record (the recording process stopped while writing it); replayed the records "
+                 "before it\n";
+  std::cout << "imported " << file << " as run " << meta.id << " '" << meta.name << "' into " << db_path << ": "
+            << replay->tree.size() << " nodes, " << replay->records << " records in " << replay->batches
+            << " batches\n";
+  return 0;
+#else
+  (void)file;
+  (void)tags;
+  cli::Fail(kTool, "--from cupti-raw: this cct-import was built without CUPTI (no CUDA toolkit with CUPTI was found "
+                   "at build time); rebuild with one to replay raw GPU dumps");
+#endif
 }
 
 // --from ncu-csv: reads the run's tree, attaches the metrics and writes the
@@ -91,9 +146,10 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("from", po::value<std::string>(), "input format: folded|hatchet|hpctoolkit|ncu-csv")
+      ("from", po::value<std::string>(), "input format: folded|hatchet|hpctoolkit|ncu-csv|cupti-raw")
       ("run", po::value<std::string>(), "ncu-csv: the run whose kernel nodes get the metrics (a RUN selector)")
-      ("name", po::value<std::string>(), "run name (default: the file's name)")
+      ("name", po::value<std::string>(), "run name (default: the file's name; cupti-raw: the recorded run's name, "
+                                         "else the file's)")
       ("tag", po::value<std::vector<std::string>>(), "KEY=VALUE tag (repeatable)")
       ("metric", po::value<std::string>(), "folded: the metric the numbers measure (default samples); "
                                            "hatchet, hpctoolkit: the metric --unit applies to; "
@@ -121,7 +177,7 @@ int main(int argc, char** argv) {
     std::cout << "cct-import " << CCTDB_VERSION << '\n';
     return 0;
   }
-  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (folded, hatchet, hpctoolkit or ncu-csv)");
+  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (folded, hatchet, hpctoolkit, ncu-csv or cupti-raw)");
   const std::vector<std::string> files =
       vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>();
   if (files.size() != 1) cli::Fail(kTool, "expected one input FILE (see cct-import --help)");
@@ -136,13 +192,14 @@ int main(int argc, char** argv) {
   if (!tags.ok()) cli::Fail(kTool, tags.status());
 
   if (from == "ncu-csv") return AttachNcu(vm, file);
+  if (from == "cupti-raw") return ImportCuptiRaw(vm, file, *tags);
   if (vm.count("run")) cli::Fail(kTool, "--run applies to --from ncu-csv only");
 
   cct::Result<query::ImportResult> imported = cct::InvalidArgument("");
   if (from == "folded") imported = query::ImportFolded(file, io);
   else if (from == "hatchet") imported = query::ImportHatchet(file, io);
   else if (from == "hpctoolkit") imported = query::ImportHpctoolkit(file, io);
-  else cli::Fail(kTool, "unknown format '" + from + "' (expected folded, hatchet, hpctoolkit or ncu-csv)");
+  else cli::Fail(kTool, "unknown format '" + from + "' (expected folded, hatchet, hpctoolkit, ncu-csv or cupti-raw)");
   if (!imported.ok()) cli::Fail(kTool, imported.status());
 
   store::RunMeta meta;

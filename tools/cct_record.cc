@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include "cctdb_config.h"
 #include "collector/config.h"
+#include "collector/gpu_probe.h"
 #include "query/format.h"
 #include "store/database.h"
 #include "tools/cli.h"
@@ -97,7 +99,7 @@ std::string RandomSession() {
 void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program) {
   static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock", "--freq",
                                                    "--checkpoint", "--repeat", "--nvtx", "--nvtx-mode",
-                                                   "--iteration"};
+                                                   "--iteration", "--gpu", "--gpu-raw"};
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -214,9 +216,13 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
     if (m.term_signal) how = ", killed by signal " + std::to_string(*m.term_signal);
     else if (m.exit_code && *m.exit_code != 0) how = ", exit " + std::to_string(*m.exit_code);
     if (exec_replaced) how += ", replaced by exec";
+    std::string gpu;
+    if (m.diagnostics.count("gpu_launches"))
+      gpu = ", " + std::to_string(d("gpu_launches")) + " GPU launches (" + std::to_string(d("gpu_dropped_records")) +
+            " records dropped)";
     std::cerr << kTool << ": run " << m.id << " '" << m.name << "' " << query::FormatValue(static_cast<double>(m.duration_ns), cct::Unit::kNanoseconds) << ", "
               << d("threads") << (d("threads") == 1 ? " thread, " : " threads, ") << samples << " samples ("
-              << share << " partial), " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
+              << share << " partial)" << gpu << ", " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
   }
 }
 
@@ -243,7 +249,14 @@ int main(int argc, char** argv) {
       ("nvtx-mode", po::value<std::string>()->default_value("interleaved"),
        "interleaved: a range sits at the CPU frame that pushed it; prefix: the thread's ranges first")
       ("iteration", po::value<std::string>(), "NVTX range name pattern (ECMAScript regex) whose instances "
-                                              "are iterations (cct-query iterations, RUN@iter=K)");
+                                              "are iterations (cct-query iterations, RUN@iter=K)")
+      ("gpu", po::value<std::string>()->default_value("auto"),
+       "auto: trace GPU work (CUPTI) when a driver and a GPU are present; on: required (exit 125 when "
+       "tracing cannot start); off: never touch CUDA")
+      ("gpu-pc-sampling", "also sample kernels' program counters with stall reasons (gins, gins:stl_*); "
+                          "kernels run one at a time while sampling")
+      ("gpu-raw", po::value<std::string>(), "also dump the raw GPU records each process received into DIR "
+                                            "(replay: cct-import --from cupti-raw FILE)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(ours).options(visible).run(), vm);
@@ -296,6 +309,35 @@ int main(int argc, char** argv) {
     }
   }
 
+  const std::string gpu = vm["gpu"].as<std::string>();
+  if (gpu != "auto" && gpu != "on" && gpu != "off")
+    cli::Fail(kTool, "--gpu must be auto, on or off, not '" + gpu + "'", kExitOwnError);
+  config.gpu = gpu == "on" ? collector::GpuTracing::kOn : gpu == "off" ? collector::GpuTracing::kOff
+                                                                       : collector::GpuTracing::kAuto;
+  config.gpu_pc_sampling = vm.count("gpu-pc-sampling") > 0;
+  if (config.gpu_pc_sampling && config.gpu == collector::GpuTracing::kOff)
+    cli::Fail(kTool, "--gpu-pc-sampling needs GPU tracing (not --gpu off)", kExitOwnError);
+  if (vm.count("gpu-raw")) {
+    config.gpu_raw_dir = AbsolutePath(vm["gpu-raw"].as<std::string>());
+    if (config.gpu == collector::GpuTracing::kOff) cli::Fail(kTool, "--gpu-raw needs GPU tracing (not --gpu off)", kExitOwnError);
+    struct stat st {};
+    if (stat(config.gpu_raw_dir.c_str(), &st) != 0 ? mkdir(config.gpu_raw_dir.c_str(), 0777) != 0 : !S_ISDIR(st.st_mode))
+      cli::Fail(kTool, "--gpu-raw " + config.gpu_raw_dir + ": not a directory we can create", kExitOwnError);
+  }
+  // Another GPU adapter (tests, CCT_GPU_ADAPTER): it decides for itself
+  // whether there is something to trace.
+  if (const char* adapter = getenv("CCT_GPU_ADAPTER"); adapter && *adapter) config.gpu_adapter = AbsolutePath(adapter);
+  if (config.gpu != collector::GpuTracing::kOff && config.gpu_adapter.empty()) {
+    // One line here rather than one per process: is there a driver and a GPU?
+    const cct::Status probe = collector::ProbeGpu(/*need_device=*/true);
+    if (!probe.ok()) {
+      if (config.gpu == collector::GpuTracing::kOn)
+        cli::Fail(kTool, "GPU tracing cannot start: " + probe.message(), kExitOwnError);
+      std::cerr << kTool << ": GPU tracing off: " << probe.message() << '\n';
+      config.gpu = collector::GpuTracing::kOff;
+    }
+  }
+
   const std::string lib = CollectorLibrary();
   if (lib.empty())
     cli::Fail(kTool, "cannot find libcct-collector.so next to cct-record (set CCT_COLLECTOR_LIB)", kExitOwnError);
@@ -320,6 +362,7 @@ int main(int argc, char** argv) {
       const std::string entry = *e;
       if (entry.rfind("CCT_RECORD_", 0) == 0) continue;
       if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0) continue;
+      if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0) continue;
       if (entry.rfind("LD_PRELOAD=", 0) == 0) {
         if (entry.size() > 11) preload += ":" + entry.substr(11);
         continue;
@@ -328,6 +371,9 @@ int main(int argc, char** argv) {
     }
     env.push_back("LD_PRELOAD=" + preload);
     if (nvtx == "on") env.push_back("NVTX_INJECTION64_PATH=" + lib);
+    // The driver loads the collector (already preloaded: the same instance)
+    // inside the program's first cuInit and calls InitializeInjection.
+    if (config.gpu != collector::GpuTracing::kOff) env.push_back("CUDA_INJECTION64_PATH=" + lib);
     for (const auto& [k, v] : collector::ConfigEnvironment(config)) env.push_back(k + "=" + v);
 
     const ChildResult res = RunProgram(program, env);

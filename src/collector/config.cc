@@ -70,6 +70,16 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
     else if (s == "prefix") c.nvtx_placement = NvtxPlacement::kPrefix;
     else return cct::BadInput("CCT_RECORD_NVTX_MODE must be interleaved or prefix, not '" + s + "'");
   }
+  if (const char* v = env("CCT_RECORD_GPU")) {
+    const std::string s = v;
+    if (s == "auto") c.gpu = GpuTracing::kAuto;
+    else if (s == "on") c.gpu = GpuTracing::kOn;
+    else if (s == "off") c.gpu = GpuTracing::kOff;
+    else return cct::BadInput("CCT_RECORD_GPU must be auto, on or off, not '" + s + "'");
+  }
+  if (const char* v = env("CCT_RECORD_GPU_PC_SAMPLING")) c.gpu_pc_sampling = std::string(v) == "1";
+  if (const char* v = env("CCT_RECORD_GPU_RAW")) c.gpu_raw_dir = v;
+  if (const char* v = env("CCT_RECORD_GPU_ADAPTER")) c.gpu_adapter = v;
   return std::optional<CollectorConfig>(std::move(c));
 }
 
@@ -90,6 +100,10 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);
   if (!c.iteration_regex.empty()) e["CCT_RECORD_ITERATION"] = c.iteration_regex;
   e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
+  e["CCT_RECORD_GPU"] = c.gpu == GpuTracing::kOn ? "on" : c.gpu == GpuTracing::kOff ? "off" : "auto";
+  if (c.gpu_pc_sampling) e["CCT_RECORD_GPU_PC_SAMPLING"] = "1";
+  if (!c.gpu_raw_dir.empty()) e["CCT_RECORD_GPU_RAW"] = c.gpu_raw_dir;
+  if (!c.gpu_adapter.empty()) e["CCT_RECORD_GPU_ADAPTER"] = c.gpu_adapter;
   return e;
 }
 

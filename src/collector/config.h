@@ -20,6 +20,10 @@ enum class SampleClock { kCpu, kWall };
 // (interleaved), or all first, then the CPU stack (prefix; for interpreters).
 enum class NvtxPlacement { kInterleaved, kPrefix };
 
+// GPU tracing: auto (when a driver and a GPU are present), on (required:
+// cct-record fails with 125 when it cannot start), off (CUDA untouched).
+enum class GpuTracing { kAuto, kOn, kOff };
+
 struct CollectorConfig {
   std::string db_path;                 // CCT_RECORD_DB (its presence turns the collector on)
   SampleClock clock = SampleClock::kCpu;  // CCT_RECORD_CLOCK: cpu | wall
@@ -33,6 +37,10 @@ struct CollectorConfig {
   int signal_offset = 6;               // CCT_RECORD_SIGNAL: sample signal is SIGRTMIN + this
   std::string iteration_regex;         // CCT_RECORD_ITERATION
   NvtxPlacement nvtx_placement = NvtxPlacement::kInterleaved;  // CCT_RECORD_NVTX_MODE
+  GpuTracing gpu = GpuTracing::kAuto;  // CCT_RECORD_GPU: auto | on | off
+  bool gpu_pc_sampling = false;        // CCT_RECORD_GPU_PC_SAMPLING: 1 = PC sampling (gins)
+  std::string gpu_raw_dir;             // CCT_RECORD_GPU_RAW: directory for raw GPU dumps
+  std::string gpu_adapter;             // CCT_RECORD_GPU_ADAPTER: adapter module (default: libcct-cupti.so beside us)
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

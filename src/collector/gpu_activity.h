@@ -103,4 +103,39 @@ struct GpuActivity {
   uint64_t blocks() const { return uint64_t{grid_x} * grid_y * grid_z; }  // grid size in blocks
 };
 
+// PC sampling: HPCToolkit's stall-reason classes (gins:stl_*), the slots of
+// GpuPcSample::stall. `any` is not a slot: it is every sample but kNone's
+// (docs/metrics.md maps CUPTI's stall-reason names onto these).
+enum class StallSlot : uint8_t {
+  kNone = 0,  // selected: the warp issued (not stalled)
+  kIfet,      // instruction fetch
+  kIdep,      // instruction (execution/register) dependency
+  kGmem,      // global memory
+  kTmem,      // texture memory
+  kSync,      // synchronization (barrier, membar)
+  kCmem,      // constant memory
+  kPipe,      // pipe busy
+  kMthr,      // memory throttle
+  kNsel,      // not selected
+  kOthr,      // other
+  kSlp,       // sleeping
+};
+inline constexpr int kStallSlots = 12;
+
+// One PC's samples for one kernel launch (CUPTI's PC sampling API, in
+// kernel-serialized collection, names the launch's correlation id). Strings
+// are views into the adapter's (or the reader's) tables, which outlive the
+// samples.
+struct GpuPcSample {
+  uint32_t correlation_id = 0;  // of the kernel launch (0: unknown)
+  uint32_t device_id = 0;
+  uint64_t cubin_crc = 0;
+  uint64_t pc_offset = 0;
+  std::string_view function_name;  // the kernel (demangled)
+  std::string_view file;           // source file of the PC; empty without line information
+  uint32_t line = 0;
+  uint64_t samples = 0;                  // all samples at this PC
+  uint64_t stall[kStallSlots] = {};      // by StallSlot; sums to `samples`
+};
+
 }  // namespace collector

@@ -154,12 +154,14 @@ void GpuNodeMetrics::Merge(const GpuNodeMetrics& o) {
   gsync_ns += o.gsync_ns;
   for (int i = 0; i < 4; ++i) gsync_kind_ns[i] += o.gsync_kind_ns[i];
   gsync_count += o.gsync_count;
+  gins += o.gins;
+  for (int i = 0; i < kStallSlots; ++i) gins_stall[i] += o.gins_stall[i];
 }
 
 bool GpuNodeMetrics::empty() const {
   return gker_count == 0 && gker_ns == 0 && gxcopy_count == 0 && gxcopy_ns == 0 && gmset_count == 0 &&
          gmset_ns == 0 && gmem_count == 0 && gmem_free_count == 0 && gmem_ns == 0 && gsync_count == 0 &&
-         gsync_ns == 0;
+         gsync_ns == 0 && gins == 0;
 }
 
 int GmemSlot(GpuMemoryKind kind) {
@@ -183,6 +185,25 @@ int GmemSlot(GpuMemoryKind kind) {
 }
 
 // ------------------------------------------------------------ attribution
+
+CorrelationTable::CorrelationTable() : slots_(new std::atomic<uint64_t>[kSlots]) {
+  for (size_t i = 0; i < kSlots; ++i) slots_[i].store(0, std::memory_order_relaxed);
+}
+
+void CorrelationTable::Insert(uint32_t correlation_id, LaunchSite site) {
+  const uint64_t word = (uint64_t{correlation_id} << 32) | (uint64_t{static_cast<uint8_t>(site.kind)} << 28) |
+                        (site.node & kMaxSiteHandle);
+  slots_[correlation_id & (kSlots - 1)].store(word, std::memory_order_release);
+}
+
+bool CorrelationTable::Find(uint64_t correlation_id, LaunchSite* out) const {
+  if (correlation_id == 0 || correlation_id > UINT32_MAX) return false;
+  const uint64_t word = slots_[correlation_id & (kSlots - 1)].load(std::memory_order_acquire);
+  if ((word >> 32) != correlation_id) return false;
+  out->node = static_cast<uint32_t>(word) & kMaxSiteHandle;
+  out->kind = static_cast<cct::GpuOpKind>((word >> 28) & 0xf);
+  return true;
+}
 
 GpuAttributor::GpuAttributor(uint32_t unknown_node, KernelNodeFn kernel_node, int patience, size_t max_pending)
     : unknown_node_(unknown_node),
@@ -328,7 +349,7 @@ void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node) {
   }
 }
 
-void GpuAttributor::Add(const LaunchSites& sites, std::span<const GpuActivity> batch) {
+void GpuAttributor::Add(const LaunchSiteLookup& sites, std::span<const GpuActivity> batch) {
   for (const GpuActivity& a : batch) {
     switch (a.kind) {
       case GpuActivityKind::kDevice:
@@ -348,9 +369,9 @@ void GpuAttributor::Add(const LaunchSites& sites, std::span<const GpuActivity> b
       Attribute(a, unknown_node_);
       continue;
     }
-    auto it = sites.find(a.correlation_id);
-    if (it != sites.end()) {
-      Attribute(a, it->second.node);
+    LaunchSite site;
+    if (sites.Find(a.correlation_id, &site)) {
+      Attribute(a, site.node);
     } else if (pending_.size() < max_pending_) {
       pending_.push_back(Pending{a, generation_});
     } else {
@@ -361,15 +382,62 @@ void GpuAttributor::Add(const LaunchSites& sites, std::span<const GpuActivity> b
   }
 }
 
-void GpuAttributor::Flush(const LaunchSites& sites, bool give_up) {
+void GpuAttributor::AddPcSamples(const LaunchSiteLookup& sites, std::span<const GpuPcSample> samples) {
+  for (const GpuPcSample& p : samples) {
+    ++stats_.pc_samples;
+    LaunchSite site;
+    uint32_t node;
+    if (p.correlation_id != 0 && sites.Find(p.correlation_id, &site)) {
+      node = site.node;
+      if (kernel_node_ && !p.function_name.empty()) {
+        // The kernel child of the site, as its activity record names it.
+        const uint64_t key = (uint64_t{site.node} << 32) ^ cct::MixHash(std::hash<std::string_view>{}(p.function_name));
+        auto it = pc_kernel_nodes_.find(key);
+        if (it != pc_kernel_nodes_.end()) {
+          node = it->second;
+        } else {
+          try {
+            node = kernel_node_(site.node, p.function_name);
+          } catch (...) {
+            node = site.node;
+          }
+          pc_kernel_nodes_.emplace(key, node);
+        }
+      }
+    } else {
+      ++stats_.pc_samples_unknown;
+      node = unknown_node_;
+    }
+    if (line_node_ && p.line != 0) {
+      const uint64_t key = cct::MixHash((uint64_t{node} << 32) ^ p.line) ^ std::hash<std::string_view>{}(p.file);
+      auto it = line_nodes_.find(key);
+      if (it != line_nodes_.end()) {
+        node = it->second;
+      } else {
+        uint32_t line = node;
+        try {
+          line = line_node_(node, p.file, p.line);
+        } catch (...) {
+        }
+        line_nodes_.emplace(key, line);
+        node = line;
+      }
+    }
+    GpuNodeMetrics& m = At(node);
+    m.gins += p.samples;
+    for (int i = 0; i < kStallSlots; ++i) m.gins_stall[i] += p.stall[i];
+  }
+}
+
+void GpuAttributor::Flush(const LaunchSiteLookup& sites, bool give_up) {
   ++generation_;
   size_t keep = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     Pending& p = pending_[i];
-    auto it = sites.find(p.activity.correlation_id);
-    if (it != sites.end()) {
+    LaunchSite site;
+    if (sites.Find(p.activity.correlation_id, &site)) {
       ++stats_.late;
-      Attribute(p.activity, it->second.node);
+      Attribute(p.activity, site.node);
     } else if (give_up || generation_ - p.generation >= static_cast<uint64_t>(patience_)) {
       ++stats_.unknown;
       Attribute(p.activity, unknown_node_);
@@ -392,7 +460,8 @@ enum Slot : int {
   kGmset, kGmsetBytes, kGmsetCount,
   kGmem, kGmemDev, kGmemPin, kGmemPag, kGmemMan, kGmemAry, kGmemUnk, kGmemFreed, kGmemCount, kGmemFreeCount,
   kGsync, kGsyncEvt, kGsyncStre, kGsyncStr, kGsyncCtx, kGsyncCount,
-  kSlotCount,
+  kGins, kGinsAny, kGinsNone,  // then one slot per StallSlot after kNone
+  kSlotCount = kGinsNone + kStallSlots,
 };
 constexpr std::array<std::string_view, kSlotCount> kSlotNames = {
     "gker", "gker:count", "gker:blk_thr_acc", "gker:blks_acc", "gker:thr_reg_acc", "gker:stmem_acc",
@@ -402,7 +471,11 @@ constexpr std::array<std::string_view, kSlotCount> kSlotNames = {
     "gmem", "gmem:dev", "gmem:pin", "gmem:pag", "gmem:man", "gmem:ary", "gmem:unk", "gmem:freed", "gmem:count",
     "gmem:free:count",
     "gsync", "gsync:evt", "gsync:stre", "gsync:str", "gsync:ctx", "gsync:count",
+    "gins", "gins:stl_any", "gins:stl_none", "gins:stl_ifet", "gins:stl_idep", "gins:stl_gmem", "gins:stl_tmem",
+    "gins:stl_sync", "gins:stl_cmem", "gins:stl_pipe", "gins:stl_mthr", "gins:stl_nsel", "gins:stl_othr",
+    "gins:stl_slp",
 };
+static_assert(kGinsNone + static_cast<int>(StallSlot::kSlp) == kSlotCount - 1, "one slot per stall class");
 constexpr std::string_view kKernelAverages[] = {"gker:blk_thr", "gker:blks", "gker:thr_reg", "gker:stmem",
                                                 "gker:dymem",   "gker:lmem", "gker:occ"};
 
@@ -455,6 +528,9 @@ void GpuMetricWriter::Add(cct::NodeId node, const GpuNodeMetrics& m) {
   Put(kGsync, node, d(m.gsync_ns));
   for (int i = 0; i < 4; ++i) Put(kGsyncEvt + i, node, d(m.gsync_kind_ns[i]));
   Put(kGsyncCount, node, d(m.gsync_count));
+  Put(kGins, node, d(m.gins));
+  Put(kGinsAny, node, d(m.gins - m.gins_stall[static_cast<int>(StallSlot::kNone)]));
+  for (int i = 0; i < kStallSlots; ++i) Put(kGinsNone + i, node, d(m.gins_stall[i]));
 }
 
 void AddTo(cct::Tree& tree, cct::NodeId node, const GpuNodeMetrics& m) {

@@ -26,7 +26,9 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -114,7 +116,45 @@ struct LaunchSite {
   uint32_t node = 0;
   cct::GpuOpKind kind = cct::GpuOpKind::kKernel;
 };
-using LaunchSites = std::unordered_map<uint64_t, LaunchSite>;  // correlation id → site
+// Where the attributor looks launches up: correlation id → site. The
+// runtime's table is lock-free and bounded (CorrelationTable); tests and
+// replay use LaunchSites, a plain map.
+class LaunchSiteLookup {
+ public:
+  virtual bool Find(uint64_t correlation_id, LaunchSite* out) const = 0;
+
+ protected:
+  ~LaunchSiteLookup() = default;
+};
+class LaunchSites : public std::unordered_map<uint64_t, LaunchSite>, public LaunchSiteLookup {
+ public:
+  using std::unordered_map<uint64_t, LaunchSite>::unordered_map;
+  bool Find(uint64_t correlation_id, LaunchSite* out) const override {
+    auto it = find(correlation_id);
+    if (it == end()) return false;
+    *out = it->second;
+    return true;
+  }
+};
+
+// The runtime's correlation table: a direct-mapped ring indexed by the
+// correlation id (CUPTI's ids increase by one per API call), so a launch is
+// one relaxed store and a lookup one load, from any threads at once. An id
+// is forgotten when an id 2^20 higher lands in its slot: by then its records
+// have long arrived (a record older than that is attributed as unknown and
+// counted). Thread-safe; lock-free.
+class CorrelationTable final : public LaunchSiteLookup {
+ public:
+  static constexpr size_t kSlots = size_t{1} << 20;
+  CorrelationTable();
+  void Insert(uint32_t correlation_id, LaunchSite site);
+  bool Find(uint64_t correlation_id, LaunchSite* out) const override;
+
+ private:
+  // One 64-bit word per slot: correlation id (32) | kind (4) | node (28).
+  std::unique_ptr<std::atomic<uint64_t>[]> slots_;
+};
+inline constexpr uint32_t kMaxSiteHandle = (uint32_t{1} << 28) - 1;
 
 // The accumulated GPU metrics of one node. Sums over the activities
 // attributed to it; docs/metrics.md says which record field feeds each.
@@ -147,6 +187,9 @@ struct GpuNodeMetrics {
   uint64_t gsync_ns = 0;
   uint64_t gsync_kind_ns[4] = {};  // evt, stre, str, ctx (SyncKind - 1)
   uint64_t gsync_count = 0;
+  // PC samples (gins, gins:stl_*)
+  uint64_t gins = 0;
+  uint64_t gins_stall[kStallSlots] = {};  // by StallSlot; gins:stl_any = gins - gins_stall[kNone]
 
   void Merge(const GpuNodeMetrics& other);
   bool empty() const;
@@ -176,6 +219,8 @@ struct GpuAttributionStats {
   uint64_t kernels_without_device = 0;  // kernels whose occupancy could not be computed
   uint64_t devices = 0;             // device records seen
   uint64_t external_correlations = 0;
+  uint64_t pc_samples = 0;          // PC sample records attributed
+  uint64_t pc_samples_unknown = 0;  // of those, to the unknown handle
 };
 
 // Maps a kernel under its launch site to the node its metrics go to, e.g.
@@ -184,6 +229,10 @@ struct GpuAttributionStats {
 // (site, kernel name); the answer is cached by GpuActivity::kernel_name_id,
 // so one attributor takes the activities of one decoder.
 using KernelNodeFn = std::function<uint32_t(uint32_t site_node, std::string_view kernel_name)>;
+// Maps a kernel node and a source line of the kernel (PC sampling) to the
+// node the line's samples go to, e.g. a line child of the kernel node.
+// Called once per (kernel node, file, line); the answer is cached.
+using LineNodeFn = std::function<uint32_t(uint32_t kernel_node, std::string_view file, uint32_t line)>;
 
 class GpuAttributor {
  public:
@@ -198,13 +247,19 @@ class GpuAttributor {
   // Attributes a batch (any order of kinds; device and external-correlation
   // records are taken in as context). Activities whose correlation id is
   // not in `sites` wait for a Flush.
-  void Add(const LaunchSites& sites, std::span<const GpuActivity> batch);
+  void Add(const LaunchSiteLookup& sites, std::span<const GpuActivity> batch);
+  // PC samples: gins and gins:stl_* on the kernel node of each sample's
+  // launch (KernelNode of its site and function name) or, where the sample
+  // has a source line and a LineNodeFn is set, on that line's node. Samples
+  // whose launch is unknown go to the unknown handle (counted).
+  void AddPcSamples(const LaunchSiteLookup& sites, std::span<const GpuPcSample> samples);
+  void SetLineNode(LineNodeFn line_node) { line_node_ = std::move(line_node); }
   // Records CUPTI reported as dropped (counted; they carry no data).
   void AddDropped(uint64_t n) { stats_.dropped += n; }
   // Retries waiting activities against `sites`. Those still unknown after
   // `patience` flushes, or all of them with `give_up` (at exit), go to the
   // unknown handle and are counted.
-  void Flush(const LaunchSites& sites, bool give_up);
+  void Flush(const LaunchSiteLookup& sites, bool give_up);
 
   // A device's limits (also learned from kDevice activities).
   void SetDevice(uint32_t device_id, const GpuDeviceLimits& device);
@@ -232,6 +287,7 @@ class GpuAttributor {
 
   uint32_t unknown_node_;
   KernelNodeFn kernel_node_;
+  LineNodeFn line_node_;
   int patience_;
   size_t max_pending_;
   uint64_t generation_ = 0;
@@ -240,6 +296,8 @@ class GpuAttributor {
   cct::FlatIndex index_;  // node → position in entries_
   size_t last_ = SIZE_MAX;  // the entry of the previous activity
   std::unordered_map<uint64_t, uint32_t> kernel_nodes_;  // (site << 32 | name id) → node
+  std::unordered_map<uint64_t, uint32_t> pc_kernel_nodes_;  // (site, function name hash) → node
+  std::unordered_map<uint64_t, uint32_t> line_nodes_;       // (node, file, line) hash → node
   std::unordered_map<uint32_t, GpuArchLimits> devices_;   // device id → limits
   const GpuArchLimits* fallback_device_ = nullptr;        // the last device learned
   std::unordered_map<uint32_t, ExternalCorrelation> external_;

@@ -24,6 +24,22 @@ bool IsNvtxFunction(std::string_view function) {
   return function.starts_with("nvtx");
 }
 
+bool IsGpuRuntimeFunction(std::string_view f) {
+  if (f.starts_with("cuda") || f.starts_with("__cuda") || f.starts_with("cudart::") ||
+      f.starts_with("__device_stub_") || f.starts_with("libcudart_static_"))
+    return true;
+  // Driver API entry points: cuLaunchKernel, cuMemcpyHtoD_v2, ...
+  return f.size() > 2 && f[0] == 'c' && f[1] == 'u' && f[2] >= 'A' && f[2] <= 'Z';
+}
+
+bool IsGpuRuntimeModule(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  for (std::string_view prefix : {"libcuda.so", "libcudart.so", "libcupti.so", "libcct-cupti.so", "libnvidia-"})
+    if (base.starts_with(prefix)) return true;
+  return false;
+}
+
 cct::FrameId ProfileBuilder::FunctionFrame(const SymbolFrame& f) {
   std::string key = f.function;
   key.push_back('\x1f');
@@ -55,6 +71,11 @@ void ProfileBuilder::AddThread(std::string_view thread_name, const SampleTrie& t
 
 void ProfileBuilder::AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup) {
   Add(thread_name, ranges, lookup, Role::kRanges, nullptr);
+}
+
+void ProfileBuilder::AddLaunches(std::string_view thread_name, const SampleTrie& launches, const SymbolLookup& lookup,
+                                 std::vector<cct::NodeId>* nodes) {
+  Add(thread_name, launches, lookup, Role::kLaunches, nodes);
 }
 
 void ProfileBuilder::AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns,
@@ -119,11 +140,18 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
       has_address[i] = true;  // what follows is known not to start at a thread start
     } else if (IsRangeKey(key)) {
       node = tree_.InternChild(node, RangeFrame(key));
+    } else if (IsKernelKey(key)) {
+      std::string name = kernel_names_ ? kernel_names_(RangeNameId(key)) : "";
+      if (name.empty()) name = "<kernel " + std::to_string(RangeNameId(key)) + ">";
+      node = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kKernel, name));
+    } else if (IsGpuKey(key)) {
+      node = tree_.InternChild(
+          node, tree_.InternFrame(cct::FrameKind::kGpuOp, cct::GpuOpPlaceholder(static_cast<cct::GpuOpKind>(key & 0xff))));
     } else {
       // A frame that returns to its caller is looked up at its call
       // instruction; the leaf, at the sampled instruction. In the range trie
       // every address is a caller's.
-      frames = &lookup(key, has_child[i] || role == Role::kRanges);
+      frames = &lookup(key, has_child[i] || role != Role::kSamples);
       if (!has_address[p]) {
         // The outermost frame: a complete stack starts in thread-start code.
         const bool complete = !frames->empty() && Symbolizer::IsThreadStart(frames->front().function);
@@ -143,6 +171,10 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
       }
     }
     cct_of[i] = node;
+    if (role == Role::kLaunches) {
+      if (value_nodes) (*value_nodes)[i] = node;
+      continue;
+    }
 
     const uint32_t samples = trie.samples(i);
     if (samples == 0) continue;

@@ -38,6 +38,15 @@ struct BuildStats {
 // collector's, since the range node stands for it).
 bool IsNvtxFunction(std::string_view function);
 
+// Whether a frame belongs to the CUDA machinery between a program's CUDA call
+// and the collector's launch callback, trimmed from launch sites: the CUDA
+// runtime's functions (cuda*, __cuda*, cudart::*, also when linked
+// statically into the program), driver entry points (cu + capital letter),
+// nvcc's host launch stubs (__device_stub_*); and modules libcuda, libcudart,
+// libcupti, libnvidia-*, and the CUPTI adapter.
+bool IsGpuRuntimeFunction(std::string_view function);
+bool IsGpuRuntimeModule(std::string_view module_path);
+
 // Display names of NVTX range keys ("domain::message", or the bare message
 // in the default domain).
 using RangeNames = std::function<std::string(uint32_t name_id)>;
@@ -60,6 +69,14 @@ class ProfileBuilder {
   // duration, its samples the count) as nvtx:time / nvtx:count, and marks as
   // nvtx:marks. Paths align with AddThread's, so a range's node is the same.
   void AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup);
+  // Adds one thread's GPU launch sites (a trie written at each CUDA call
+  // that launches work: the caller's stack with its NVTX ranges, then a GPU
+  // placeholder key and, for kernels, a kernel key; see gpu_runtime.h).
+  // Adds no values; `nodes` receives the tree node of every trie node.
+  void AddLaunches(std::string_view thread_name, const SampleTrie& launches, const SymbolLookup& lookup,
+                   std::vector<cct::NodeId>* nodes);
+  // Names of kernel keys (the runtime's kernel-name ids).
+  void SetKernelNames(RangeNames kernel_names) { kernel_names_ = std::move(kernel_names); }
   // A start/end range (not nested): its own node under the thread.
   void AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns, uint64_t count);
 
@@ -70,7 +87,7 @@ class ProfileBuilder {
   cct::FrameId FunctionFrame(const SymbolFrame& f);
   cct::FrameId RangeFrame(uint64_t key);
   cct::NodeId ThreadNode(std::string_view thread_name);
-  enum class Role { kSamples, kRanges };
+  enum class Role { kSamples, kRanges, kLaunches };
   void Add(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup, Role role,
            std::vector<cct::NodeId>* value_nodes);
 
@@ -78,6 +95,7 @@ class ProfileBuilder {
   cct::MetricId time_ = 0, samples_ = 0;
   cct::MetricId nvtx_time_ = cct::kNoMetric, nvtx_count_ = cct::kNoMetric, nvtx_marks_ = cct::kNoMetric;
   RangeNames range_names_;
+  RangeNames kernel_names_;
   std::string own_module_;
   BuildStats stats_;
   // One frame per (function, module): where a function is declared comes

@@ -30,6 +30,7 @@
 
 #include "cctdb_config.h"
 #include "collector/config.h"
+#include "collector/gpu_runtime.h"
 #include "collector/profile_builder.h"
 #include "collector/run_info.h"
 #include "collector/sample_trie.h"
@@ -89,6 +90,9 @@ struct ThreadState {
   uintptr_t range_frames[kRangeFrames];
   SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
   std::string nvtx_name;   // from nvtxNameOsThread; under registry_mutex
+  // GPU launch sites (gpu_runtime.h): written by this thread at CUDA calls.
+  SampleTrie launch_trie;
+  std::unordered_map<uintptr_t, bool> gpu_runtime_frame;  // return address → trimmed at launches (owner only)
 };
 
 struct Runtime {
@@ -491,6 +495,11 @@ void WriteRun(store::RunState state) noexcept {
     }
     for (const auto& [key, totals] : ended)
       if (key.first < n) builder.AddStartEndRange(names[key.first], key.second, totals.time_ns, totals.count);
+    std::vector<LaunchTrieRef> launch_tries;
+    for (size_t i = 0; i < n; ++i) {
+      ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+      if (t && t->launch_trie.size() > 1) launch_tries.push_back({static_cast<uint32_t>(i), names[i], &t->launch_trie});
+    }
     store::RunMeta& m = rt->meta;
     m.state = state;
     m.sampling["source"] = rt->config.clock == SampleClock::kWall ? "posix-timer"
@@ -498,7 +507,6 @@ void WriteRun(store::RunState state) noexcept {
                                                                 : "posix-cpu-timer";
     m.duration_ns = duration_ns;
     m.updated_ns = Now(CLOCK_REALTIME);
-    m.node_count = tree.size();
     ++m.checkpoints;
     m.diagnostics["samples"] = static_cast<int64_t>(builder.stats().samples);
     m.diagnostics["partial_samples"] = static_cast<int64_t>(builder.stats().partial_samples);
@@ -506,6 +514,8 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
+    GpuAddToRun(tree, builder, lookup, launch_tries, m);
+    m.node_count = tree.size();
 
     auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
     cct::Status st = db.ok() ? cct::Status() : db.status();
@@ -595,6 +605,7 @@ void* FlusherMain(void*) {
     if (r < 0 && errno != EINTR) return nullptr;
     if (timeout_ms > 0 && Now(CLOCK_MONOTONIC) >= next) {
       next += int64_t{timeout_ms} * 1000000;
+      GpuFlush(/*final=*/false);  // before flush_mutex: see gpu_runtime.h
       std::lock_guard<std::mutex> lock(rt->flush_mutex);
       if (!rt->finished) WriteRun(store::RunState::kRecording);
     }
@@ -762,9 +773,12 @@ void ForkChild() {
   rt->nvtx_problems.clear();
   rt->iterations.clear();
   rt->iteration_depth = 0;
+  GpuForkChild();
   if (self) {
     self->trie.Reset();
     self->range_trie.Reset();
+    self->launch_trie.Reset();
+    self->gpu_runtime_frame.clear();
     self->alive.store(true);
     self->has_timer = false;
     self->lost.store(0);
@@ -782,6 +796,7 @@ void ForkChild() {
 
 void OnProcessExit(int status, void*) {
   if (!rt || rt->finished) return;
+  GpuFlush(/*final=*/true);
   StopSampling();
   Finish(store::RunState::kComplete, status, std::nullopt);
 }
@@ -877,6 +892,9 @@ void Start() {
     UnwindHere(buf, 64);
   }
 
+  // --gpu on must fail before anything is written; auto may attach now.
+  GpuAtStart(rt->config, getpid());
+
   FillMeta(rt->meta);
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
@@ -917,6 +935,7 @@ void Start() {
 
 void BeforeExec() {
   if (!rt || rt->finished) return;
+  GpuFlush(/*final=*/true);
   StopSampling();
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
@@ -987,6 +1006,7 @@ ExecEnv ExecEnvironment(const char* const* envp) {
 
 void BeforeExit(int status) {
   if (!rt || rt->finished) return;
+  GpuFlush(/*final=*/true);
   StopSampling();
   Finish(store::RunState::kComplete, status, std::nullopt);
 }
@@ -1016,7 +1036,7 @@ void BeforeUnload() {
       const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed) & kEpochMask;
       for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) {
         const uint64_t key = t->trie.key(j);
-        if (key == kPartialKey || IsRangeKey(key) || (key >> kEpochShift) != epoch) continue;
+        if (!IsAddressKey(key) || (key >> kEpochShift) != epoch) continue;
         const uint64_t lk = LookupKey(key, has_child[j]);
         if (!rt->frozen.count(lk)) rt->frozen.emplace(lk, LookupSymbols(key, has_child[j]));
       }
@@ -1294,5 +1314,81 @@ void NvtxNameThread(uint32_t tid, std::string_view name) {
 void NvtxCountProblem(const char* what) {
   if (rt) Problem(what);
 }
+
+// --- GPU launch sites ---------------------------------------------------------
+
+namespace {
+
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Whether a return address, met at the leaf end of a launch's stack, is part
+// of the CUDA machinery between the program and our callback (libcuda,
+// libcudart — static or shared —, libcupti, the adapter, nvcc's launch
+// stubs). Resolved once per address and thread.
+bool TrimmedAtLaunch(ThreadState* t, uintptr_t address) {
+  if (address >= own_text_lo && address < own_text_hi) return true;
+  auto it = t->gpu_runtime_frame.find(address);
+  if (it != t->gpu_runtime_frame.end()) return it->second;
+  bool trimmed = false;
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    try {
+      if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+      const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
+      if (!frames.empty()) {
+        trimmed = IsGpuRuntimeModule(frames.front().module) ||
+                  (!rt->config.gpu_adapter.empty() && BaseName(frames.front().module) == BaseName(rt->config.gpu_adapter));
+        // The outermost function at the address decides (an inlined
+        // cudaLaunchKernel<> template inside user code is the user's call).
+        if (!trimmed) trimmed = IsGpuRuntimeFunction(frames.front().function);
+      }
+    } catch (...) {
+    }
+  }
+  t->gpu_runtime_frame.emplace(address, trimmed);
+  return trimmed;
+}
+
+}  // namespace
+
+bool CaptureLaunch(uint64_t op_key, uint64_t kernel_key, uint32_t* thread_index, uint32_t* trie_node) {
+  if (!rt || !rt->active.load(std::memory_order_relaxed)) return false;
+  ThreadState* t = t_state;
+  if (!t) {
+    // A thread we have not met (started before us by raw clone, or a
+    // runtime's own thread): registered now, sampled from now on.
+    RegisterCurrentThread();
+    t = t_state;
+    if (!t) return false;
+  }
+  uintptr_t buf[kMaxDepth + 16];
+  const int n = UnwindHere(buf, kMaxDepth + 16);
+  int skip = 0;
+  while (skip < n && TrimmedAtLaunch(t, buf[skip])) ++skip;
+  int depth = n - skip;
+  if (depth > kMaxDepth) depth = kMaxDepth;
+  uintptr_t frames[kMaxDepth];
+  for (int i = 0; i < depth; ++i) frames[i] = buf[n - 1 - i];
+  uint64_t keys[kMaxDepth + kMaxRanges + 4];
+  int k = PathKeys(t, frames, depth, false, t->range_count.load(std::memory_order_relaxed),
+                   rt->epoch.load(std::memory_order_relaxed), keys);
+  keys[k++] = op_key;
+  if (kernel_key) keys[k++] = kernel_key;
+  const SampleTrie::NodeIndex leaf = t->launch_trie.AddSampleAt(keys, k, 0);
+  if (leaf == SampleTrie::kNoIndex) return false;
+  *thread_index = t->index;
+  *trie_node = leaf;
+  return true;
+}
+
+const std::string& CollectorModule() {
+  static const std::string empty;
+  return rt ? rt->own_module : empty;
+}
+
+void RuntimeWarn(const std::string& message) { Warn(message); }
 
 }  // namespace collector

@@ -63,10 +63,14 @@ SampleTrie::NodeIndex SampleTrie::FindOrAdd(NodeIndex parent_node, uint64_t k) {
 }
 
 bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delta) {
+  return AddSampleAt(keys, depth, time_ns_delta) != kNoIndex;
+}
+
+SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns_delta) {
   if (count_.load(std::memory_order_relaxed) == 0) {
     // Node 0 is the root; its chunk is mapped on the first sample.
     auto* chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
-    if (!chunk) return false;
+    if (!chunk) return kNoIndex;
     chunks_[0].store(chunk, std::memory_order_release);
     count_.store(1, std::memory_order_release);
   }
@@ -79,7 +83,7 @@ bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delt
     node = FindOrAdd(node, keys[i]);
     if (node == kNoIndex) {
       last_depth_ = 0;
-      return false;
+      return kNoIndex;
     }
     if (i < kCacheDepth) {
       last_keys_[i] = keys[i];
@@ -92,7 +96,7 @@ bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delt
   t.store(t.load(std::memory_order_relaxed) + time_ns_delta, std::memory_order_relaxed);
   std::atomic_ref<uint32_t> s(chunk->samples[node % kChunkNodes]);
   s.store(s.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  return true;
+  return node;
 }
 
 void SampleTrie::Reset() {

@@ -35,20 +35,35 @@ inline constexpr uint32_t kEpochMask = 0x7fff;
 inline uint64_t MakeKey(uintptr_t address, uint32_t epoch) {
   return (uint64_t{address} & kAddressMask) | (uint64_t{epoch & kEpochMask} << kEpochShift);
 }
+// Keys with the top bit set are not addresses: NVTX ranges and marks, and
+// (with kGpuKeyBit) the GPU operation placeholders and kernels of GPU launch
+// sites (the per-thread launch tries, see gpu_runtime.h).
 inline constexpr uint64_t kRangeKeyBit = uint64_t{1} << 63;
 inline constexpr uint64_t kMarkKeyBit = uint64_t{1} << 62;
+inline constexpr uint64_t kGpuKeyBit = uint64_t{1} << 61;
 // An NVTX push/pop range (or, with `mark`, an NVTX mark) named by `name_id`.
 inline uint64_t MakeRangeKey(uint32_t name_id, bool mark = false) {
   return kRangeKeyBit | (mark ? kMarkKeyBit : 0) | name_id;
 }
-inline bool IsRangeKey(uint64_t key) { return (key & kRangeKeyBit) != 0; }
-inline bool IsMarkKey(uint64_t key) { return (key & (kRangeKeyBit | kMarkKeyBit)) == (kRangeKeyBit | kMarkKeyBit); }
+inline bool IsRangeKey(uint64_t key) { return (key & (kRangeKeyBit | kGpuKeyBit)) == kRangeKeyBit; }
+inline bool IsMarkKey(uint64_t key) {
+  return (key & (kRangeKeyBit | kMarkKeyBit | kGpuKeyBit)) == (kRangeKeyBit | kMarkKeyBit);
+}
 inline uint32_t RangeNameId(uint64_t key) { return static_cast<uint32_t>(key); }
+// A GPU operation placeholder (`op` is a cct::GpuOpKind) and, below it, a
+// kernel named by the runtime's kernel-name id.
+inline uint64_t MakeGpuOpKey(uint8_t op) { return kRangeKeyBit | kGpuKeyBit | op; }
+inline uint64_t MakeKernelKey(uint32_t name_id) { return kRangeKeyBit | kGpuKeyBit | kMarkKeyBit | name_id; }
+inline bool IsGpuKey(uint64_t key) { return (key & (kRangeKeyBit | kGpuKeyBit)) == (kRangeKeyBit | kGpuKeyBit); }
+inline bool IsKernelKey(uint64_t key) {
+  return (key & (kRangeKeyBit | kGpuKeyBit | kMarkKeyBit)) == (kRangeKeyBit | kGpuKeyBit | kMarkKeyBit);
+}
 inline uintptr_t KeyAddress(uint64_t key) { return static_cast<uintptr_t>(key & kAddressMask); }
 // A path that starts with this key was not unwound to the thread's start:
 // the unwind was cut (too deep, unsafe moment); the builder shows it under
 // "<partial call path>".
 inline constexpr uint64_t kPartialKey = 1;
+inline bool IsAddressKey(uint64_t key) { return (key & kRangeKeyBit) == 0 && key != kPartialKey; }
 
 class SampleTrie {
  public:
@@ -56,6 +71,7 @@ class SampleTrie {
   static constexpr NodeIndex kRoot = 0;
   static constexpr size_t kChunkNodes = size_t{1} << 14;
   static constexpr size_t kMaxChunks = 1024;  // 16 Mi nodes per thread
+  static constexpr NodeIndex kNoIndex = UINT32_MAX;
 
   SampleTrie() = default;
   SampleTrie(const SampleTrie&) = delete;
@@ -66,6 +82,8 @@ class SampleTrie {
   // could not be mapped (the caller counts the sample as lost).
   // Async-signal-safe.
   bool AddSample(const uint64_t* keys, int depth, int64_t time_ns);
+  // The same, returning the leaf's index (kNoIndex on failure).
+  NodeIndex AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns);
 
   // Forgets everything (a forked child starts empty). Not signal-safe; the
   // caller makes sure no sample is being recorded.
@@ -97,7 +115,6 @@ class SampleTrie {
   bool GrowIndex();
   static uint64_t Hash(NodeIndex parent, uint64_t key);
 
-  static constexpr NodeIndex kNoIndex = UINT32_MAX;
   static constexpr int kCacheDepth = 512;
 
   std::atomic<NodeChunk*> chunks_[kMaxChunks] = {};

@@ -927,7 +927,7 @@ TEST_CASE("gpu attribution: out-of-order records wait for their launch") {
   CHECK(At(attr, 99).gker_count == 1);
   // A full pending queue sends new strays to unknown at once.
   GpuAttributor small(99, nullptr, 2, /*max_pending=*/1);
-  small.Add({}, std::vector<GpuActivity>{KernelActivity(1, 64, 1, 8, 10), KernelActivity(2, 64, 1, 8, 10)});
+  small.Add(LaunchSites{}, std::vector<GpuActivity>{KernelActivity(1, 64, 1, 8, 10), KernelActivity(2, 64, 1, 8, 10)});
   CHECK(small.pending() == 1);
   CHECK(small.stats().pending_overflow == 1);
   CHECK(At(small, 99).gker_count == 1);
@@ -1073,7 +1073,7 @@ TEST_CASE("gpu cupti: tracing fails cleanly without a driver or GPU") {
   int launches = 0, deliveries = 0;
   GpuHooks hooks;
   hooks.on_launch = [&](uint64_t, GpuOpKind, const char*) { ++launches; };
-  hooks.on_activity = [&](std::vector<GpuActivity>&&, uint64_t) { ++deliveries; };
+  hooks.on_activity = [&](std::vector<GpuActivity>&&, uint64_t, const uint8_t*, size_t) { ++deliveries; };
 
   // Off: nothing starts, and that is not an error.
   CHECK(StartGpuTracing(GpuMode::kOff, hooks).ok());

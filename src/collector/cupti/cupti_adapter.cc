@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -19,6 +20,7 @@
 
 #include "collector/cupti/cupti_api_kinds.h"
 #include "collector/cupti/cupti_decode.h"
+#include "collector/gpu_probe.h"
 #include "collector/symbolizer.h"  // Demangle
 
 namespace collector {
@@ -74,39 +76,6 @@ class SymbolNames {
   std::unordered_map<const char*, Entry> by_pointer_;
 };
 
-// Nested-call correlation ids → the outer call's id. Two generations of at
-// most kAliasGeneration entries each: bounded memory, and an alias lives
-// long enough for its records to arrive.
-class Aliases {
- public:
-  static constexpr size_t kAliasGeneration = size_t{1} << 16;
-  void Add(uint32_t nested, uint32_t outer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (current_.size() >= kAliasGeneration) {
-      previous_.swap(current_);
-      current_.clear();
-    }
-    current_[nested] = outer;
-    any_.store(true, std::memory_order_release);
-  }
-  void Rename(std::vector<GpuActivity>& activities) {
-    if (!any_.load(std::memory_order_acquire)) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (GpuActivity& a : activities) {
-      if (auto it = current_.find(a.correlation_id); it != current_.end()) {
-        a.correlation_id = it->second;
-      } else if (auto p = previous_.find(a.correlation_id); p != previous_.end()) {
-        a.correlation_id = p->second;
-      }
-    }
-  }
-
- private:
-  std::mutex mu_;
-  std::atomic<bool> any_{false};
-  std::unordered_map<uint32_t, uint32_t> current_, previous_;
-};
-
 // The bounded buffer pool. Buffers are allocated on first use and reused;
 // never freed (CUPTI may complete a buffer late, even at exit).
 class BufferPool {
@@ -150,7 +119,6 @@ struct State {
   std::vector<GpuActivity> api_activities;
 
   BufferPool pool;
-  Aliases aliases;
   SymbolNames symbols;
   Counters counters;
   std::atomic<uint32_t> epoch{1};  // bumped at start/stop: resets threads' call depth
@@ -204,8 +172,8 @@ void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
       // A call inside a tracked call (cudaMalloc → cuMemAlloc): part of the
       // outer launch. Its records must find the outer id.
       if (cb->correlationId != t_api.outer && cb->correlationId != 0) {
-        s.aliases.Add(cb->correlationId, t_api.outer);
         s.counters.aliases.fetch_add(1, std::memory_order_relaxed);
+        CallHook(s.hooks.on_alias, cb->correlationId, t_api.outer);
       }
       return;
     }
@@ -249,7 +217,7 @@ void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_reco
   if (*buffer == nullptr) s.counters.declined.fetch_add(1, std::memory_order_relaxed);
 }
 
-void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   State& s = S();
   try {
     std::lock_guard<std::mutex> lock(s.decode_mu);
@@ -261,10 +229,8 @@ void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, si
       CUpti_Activity* record = nullptr;
       while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) s.decoder.Decode(record, out);
     }
-    if (buffer != nullptr) s.pool.Give(buffer);
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
-    s.aliases.Rename(out);
+    if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;
     {
       std::lock_guard<std::mutex> api_lock(s.api_mu);
       out.insert(out.end(), s.api_activities.begin(), s.api_activities.end());
@@ -276,12 +242,14 @@ void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, si
     s.counters.skipped.fetch_add(after.skipped - before.skipped, std::memory_order_relaxed);
     s.counters.activities.fetch_add(out.size(), std::memory_order_relaxed);
     s.counters.dropped.fetch_add(dropped, std::memory_order_relaxed);
-    if (!out.empty() || dropped > 0) CallHook(s.hooks.on_activity, std::move(out), uint64_t{dropped});
+    if (!out.empty() || dropped > 0)
+      CallHook(s.hooks.on_activity, std::move(out), uint64_t{dropped}, static_cast<const uint8_t*>(buffer), valid);
     out.clear();  // moved from or not, empty again
   } catch (...) {
     // Out of memory while decoding: this buffer's records are lost.
     s.counters.hook_exceptions.fetch_add(1, std::memory_order_relaxed);
   }
+  if (buffer != nullptr) s.pool.Give(buffer);
 }
 
 // Undoes a partial start. Called with s.mu held.
@@ -310,30 +278,9 @@ cct::Status EnableCallbacks(State& s, CUpti_CallbackDomain domain, CUpti_Callbac
 
 namespace gpu_internal {
 
-cct::Status ProbeGpu(bool need_device) {
-  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-  if (cuda == nullptr) cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (cuda == nullptr)
-    return cct::Status(cct::ErrorCode::kUnavailable, "no CUDA driver (libcuda.so.1 cannot be loaded)");
-  // Stays loaded: CUPTI uses it.
-  if (!need_device) return cct::Status::Ok();
-  bool device = false;
-  if (DIR* dir = opendir("/proc/driver/nvidia/gpus")) {
-    while (const dirent* e = readdir(dir))
-      if (e->d_name[0] != '.') device = true;
-    closedir(dir);
-  }
-  for (int i = 0; i < 64 && !device; ++i) {
-    const std::string node = "/dev/nvidia" + std::to_string(i);
-    device = access(node.c_str(), F_OK) == 0;
-  }
-  if (!device)
-    return cct::Status(cct::ErrorCode::kUnavailable,
-                       "no GPU (no /dev/nvidiaN device and nothing under /proc/driver/nvidia/gpus)");
-  return cct::Status::Ok();
-}
+cct::Status ProbeGpu(bool need_device) { return collector::ProbeGpu(need_device); }
 
-cct::Status StartCupti(GpuHooks hooks) {
+cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
   State& s = S();
   try {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -381,11 +328,11 @@ cct::Status StartCupti(GpuHooks hooks) {
 
 }  // namespace gpu_internal
 
-cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks) {
+cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks, GpuStartOptions options) {
   if (mode == GpuMode::kOff) return cct::Status::Ok();
   if (GpuTracingActive()) return cct::Status::Ok();
   CCT_RETURN_IF_ERROR(gpu_internal::ProbeGpu(/*need_device=*/mode == GpuMode::kAuto));
-  return gpu_internal::StartCupti(std::move(hooks));
+  return gpu_internal::StartCupti(std::move(hooks), options);
 }
 
 bool GpuTracingActive() { return S().started.load(); }
@@ -413,7 +360,7 @@ void StopGpuTracing() {
   if (!rest.empty()) {
     std::lock_guard<std::mutex> decode_lock(s.decode_mu);
     s.counters.activities.fetch_add(rest.size(), std::memory_order_relaxed);
-    CallHook(s.hooks.on_activity, std::move(rest), uint64_t{0});
+    CallHook(s.hooks.on_activity, std::move(rest), uint64_t{0}, static_cast<const uint8_t*>(nullptr), size_t{0});
   }
 }
 
@@ -432,4 +379,111 @@ GpuTracingStats GetGpuTracingStats() {
   return out;
 }
 
+// ------------------------------------------------------------ the module's ABI
+
+namespace {
+
+// What the runtime learns about the GPUs for the run's metadata, read from
+// the driver the program loaded (never loads one).
+std::string DescribeGpus() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  std::string driver, model;
+  int count = 0;
+  if (cuda != nullptr) {
+    using VersionFn = int (*)(int*);
+    using CountFn = int (*)(int*);
+    using GetFn = int (*)(int*, int);
+    using NameFn = int (*)(char*, int, int);
+    auto version = reinterpret_cast<VersionFn>(dlsym(cuda, "cuDriverGetVersion"));
+    auto get_count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
+    auto get = reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet"));
+    auto name = reinterpret_cast<NameFn>(dlsym(cuda, "cuDeviceGetName"));
+    int v = 0;
+    if (version && version(&v) == 0 && v > 0) driver = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    if (get_count && get && name && get_count(&count) == 0) {
+      for (int i = 0; i < count; ++i) {
+        int dev = 0;
+        char buf[256] = {};
+        if (get(&dev, i) != 0 || name(buf, sizeof buf - 1, dev) != 0) continue;
+        if (!model.empty()) model += ", ";
+        model += buf;
+      }
+    }
+    dlclose(cuda);
+  }
+  std::string runtime;
+  using RtVersionFn = int (*)(int*);
+  if (auto rt = reinterpret_cast<RtVersionFn>(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion"))) {
+    int v = 0;
+    if (rt(&v) == 0 && v > 0) runtime = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  }
+  uint32_t cupti = 0;
+  (void)cuptiGetVersion(&cupti);
+  auto quote = [](const std::string& x) {
+    std::string out = "\"";
+    for (char c : x)
+      if (c == '"' || c == '\\') out += '\\', out += c;
+      else if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    return out + "\"";
+  };
+  return "{\"gpu_model\":" + quote(model) + ",\"driver_version\":" + quote(driver) +
+         ",\"cuda_version\":" + quote(runtime) + ",\"devices\":" + std::to_string(count) +
+         ",\"cupti_api\":" + std::to_string(cupti) + "}";
+}
+
+int AbiStart(const GpuAdapterOptions* options, const GpuAdapterCallbacks* callbacks, char* error, size_t error_size) {
+  try {
+    const GpuAdapterCallbacks cb = *callbacks;
+    GpuHooks hooks;
+    if (cb.on_launch)
+      hooks.on_launch = [cb](uint64_t id, cct::GpuOpKind kind, const char* name) {
+        cb.on_launch(cb.context, static_cast<uint32_t>(id), static_cast<uint8_t>(kind), name);
+      };
+    if (cb.on_alias) hooks.on_alias = [cb](uint32_t nested, uint32_t outer) { cb.on_alias(cb.context, nested, outer); };
+    if (cb.on_activity)
+      hooks.on_activity = [cb](std::vector<GpuActivity>&& a, uint64_t dropped, const uint8_t* raw, size_t raw_bytes) {
+        cb.on_activity(cb.context, a.data(), a.size(), dropped, raw, raw_bytes);
+      };
+    if (cb.on_pc_samples)
+      hooks.on_pc_samples = [cb](std::vector<GpuPcSample>&& p) { cb.on_pc_samples(cb.context, p.data(), p.size()); };
+    GpuStartOptions start;
+    start.pc_sampling = options->pc_sampling;
+    start.pc_sampling_period = options->pc_sampling_period;
+    const cct::Status st = StartGpuTracing(options->mode == 1 ? GpuMode::kOn : GpuMode::kAuto, std::move(hooks), start);
+    if (st.ok()) return 0;
+    std::snprintf(error, error_size, "%s", st.message().c_str());
+  } catch (...) {
+    std::snprintf(error, error_size, "CUPTI: could not start GPU tracing (out of memory)");
+  }
+  return 1;
+}
+
+void AbiStats(GpuTracingStats* out) { *out = GetGpuTracingStats(); }
+
+const char* AbiDescribe() {
+  static std::string text;
+  try {
+    text = DescribeGpus();
+  } catch (...) {
+    text.clear();
+  }
+  return text.c_str();
+}
+
+}  // namespace
+
 }  // namespace collector
+
+extern "C" __attribute__((visibility("default"))) const collector::GpuAdapter* cctdb_gpu_adapter_v1() {
+  static const collector::GpuAdapter adapter = [] {
+    collector::GpuAdapter a;
+    a.name = "cupti";
+    a.start = collector::AbiStart;
+    a.flush = collector::FlushGpuActivity;
+    a.stop = collector::StopGpuTracing;
+    a.stats = collector::AbiStats;
+    a.describe = collector::AbiDescribe;
+    return a;
+  }();
+  return &adapter;
+}

@@ -14,12 +14,14 @@
 //
 // Correlation: an activity record carries the correlation id of the API call
 // that launched it. Only the outermost tracked call on a thread is reported
-// (cudaMemcpy calls cuMemcpy* inside; one launch, one stack). Should a
-// nested call's id differ from the outer one's, records with the nested id
-// are renamed to the outer id before on_activity, so every record names an
-// id on_launch reported. Allocation and free calls are also timed (API entry
-// to exit, CUPTI's clock) and reported as kMemoryApi activities: the `gmem`
-// time.
+// through on_launch (cudaMemcpy calls cuMemcpy* inside; one launch, one
+// stack); a nested call with its own id is reported through on_alias, so the
+// runtime maps both ids to the one launch. Allocation and free calls are also
+// timed (API entry to exit, CUPTI's clock) and reported as kMemoryApi
+// activities: the `gmem` time.
+//
+// PC sampling (options.pc_sampling): cupti_pc_sampling.h, enabled on each
+// context as it is created; samples go to on_pc_samples.
 //
 // Threads: on_launch runs on the application thread making the CUDA call,
 // at API entry, in normal context (never a signal handler), possibly on many
@@ -36,6 +38,7 @@
 #include "cct/frame.h"
 #include "cct/status.h"
 #include "collector/gpu_activity.h"
+#include "collector/gpu_adapter_abi.h"
 
 namespace collector {
 
@@ -47,9 +50,21 @@ struct GpuHooks {
   // graph launches and for other kinds). The pointer stays valid for the
   // life of the process.
   std::function<void(uint64_t correlation_id, cct::GpuOpKind kind, const char* kernel_name)> on_launch;
-  // Decoded activity, on CUPTI's thread (normal context). `dropped`: records
-  // CUPTI reported dropped since the previous call (no buffer space).
-  std::function<void(std::vector<GpuActivity>&&, uint64_t dropped)> on_activity;
+  // A tracked call inside another, with its own correlation id: its records
+  // belong to the outer launch.
+  std::function<void(uint32_t nested, uint32_t outer)> on_alias;
+  // Decoded activity, on CUPTI's thread (normal context): one buffer's
+  // records (its bytes in raw/raw_bytes; null when none) followed by the
+  // adapter's kMemoryApi timings. `dropped`: records CUPTI reported dropped
+  // since the previous call (no buffer space).
+  std::function<void(std::vector<GpuActivity>&&, uint64_t dropped, const uint8_t* raw, size_t raw_bytes)> on_activity;
+  // PC samples (--gpu-pc-sampling).
+  std::function<void(std::vector<GpuPcSample>&&)> on_pc_samples;
+};
+
+struct GpuStartOptions {
+  bool pc_sampling = false;
+  uint32_t pc_sampling_period = 0;  // 0: CUPTI's default
 };
 
 enum class GpuMode {
@@ -64,7 +79,7 @@ enum class GpuMode {
 // Call it where CUDA is about to be used (the CUDA injection entry point,
 // InitializeInjection, runs inside cuInit) so programs that never touch
 // CUDA pay nothing.
-cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks);
+cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks, GpuStartOptions options = {});
 // Delivers the completed activity buffers now (cuptiActivityFlushAll(0)): at
 // checkpoints. Returns once on_activity has seen them.
 void FlushGpuActivity();
@@ -73,18 +88,7 @@ void FlushGpuActivity();
 void StopGpuTracing();
 bool GpuTracingActive();
 
-// Process-wide counters, for the run's diagnostics.
-struct GpuTracingStats {
-  uint64_t launches = 0;          // on_launch calls
-  uint64_t buffers = 0;           // buffers CUPTI completed
-  uint64_t records = 0;           // records in them
-  uint64_t activities = 0;        // GpuActivity values delivered
-  uint64_t skipped_records = 0;   // records of kinds not decoded
-  uint64_t dropped_records = 0;   // records CUPTI dropped
-  uint64_t declined_buffers = 0;  // buffer requests refused: the pool was exhausted
-  uint64_t aliases = 0;           // nested calls with their own correlation id
-  uint64_t hook_exceptions = 0;   // exceptions thrown by a hook (caught)
-};
+// Process-wide counters (gpu_adapter_abi.h), for the run's diagnostics.
 GpuTracingStats GetGpuTracingStats();
 
 inline constexpr int kActivityBuffers = 8;
@@ -96,7 +100,7 @@ namespace gpu_internal {
 cct::Status ProbeGpu(bool need_device);
 // StartGpuTracing without the probe: the CUPTI calls alone. Tests call it
 // on machines without a GPU to check that CUPTI's failure is clean.
-cct::Status StartCupti(GpuHooks hooks);
+cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options = {});
 }  // namespace gpu_internal
 
 }  // namespace collector

@@ -1,0 +1,30 @@
+#include "collector/gpu_nodes.h"
+
+namespace collector {
+
+cct::NodeId GpuKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view kernel) {
+  return tree.InternChild(site, tree.InternFrame(cct::FrameKind::kKernel, kernel));
+}
+
+std::string GpuLineName(std::string_view file, uint32_t line) {
+  const size_t slash = file.rfind('/');
+  std::string name(slash == std::string_view::npos ? file : file.substr(slash + 1));
+  name += ':';
+  name += std::to_string(line);
+  return name;
+}
+
+cct::NodeId GpuLineNode(cct::Tree& tree, cct::NodeId kernel_node, std::string_view file, uint32_t line) {
+  return tree.InternChild(kernel_node,
+                          tree.InternFrame(cct::FrameKind::kLine, GpuLineName(file, line), /*module=*/{}, file, line));
+}
+
+cct::NodeId GpuUnknownNode(cct::Tree& tree) {
+  return tree.InternChild(cct::kRootNode, tree.InternFrame(cct::FrameKind::kGpuOp, kGpuUnknownName));
+}
+
+cct::NodeId GpuPlaceholderNode(cct::Tree& tree, cct::NodeId parent, cct::GpuOpKind kind) {
+  return tree.InternChild(parent, tree.InternFrame(cct::FrameKind::kGpuOp, cct::GpuOpPlaceholder(kind)));
+}
+
+}  // namespace collector

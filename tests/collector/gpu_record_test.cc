@@ -1,0 +1,271 @@
+// End-to-end tests of GPU tracing in the collector without a GPU: the
+// cct-test-gpu-fake-app program calls the fake CUDA of
+// tests/collector/programs/fake_gpu.cc, which cct-record loads as its GPU
+// adapter (CCT_GPU_ADAPTER). Launches are reported on the program's threads
+// and records are built from CUPTI's structs, so everything after CUPTI —
+// injection, launch-site capture, frame trimming, NVTX placement,
+// correlation, aliases, attribution, graph kernels, PC samples, diagnostics,
+// raw dumps and their replay — runs as it would on a GPU. Expected values
+// come from the program's construction (see gpu_fake_app.cc).
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "cct/node_values.h"
+#include "store/database.h"
+#include "tests/test_util.h"
+
+using testutil::Run;
+using testutil::TempDir;
+using testutil::Tool;
+
+namespace {
+
+std::string App() { return testutil::BuildDir() + "/tests/collector/cct-test-gpu-fake-app"; }
+std::string FakeAdapter() { return testutil::BuildDir() + "/tests/collector/libcct-test-fakegpu.so"; }
+
+struct Recorded {
+  testutil::RunResult result;
+  store::RunMeta meta;
+  cct::Tree tree;
+};
+
+Recorded Load(const std::string& db, size_t index = 0) {
+  Recorded out;
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto runs = (*d)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() > index);
+  out.meta = (*runs)[index];
+  auto t = (*d)->ReadTree(out.meta.id);
+  REQUIRE(t.ok());
+  out.tree = std::move(*t);
+  return out;
+}
+
+Recorded Record(const std::string& db, const std::vector<std::string>& opts,
+                std::map<std::string, std::string> env = {}) {
+  std::vector<std::string> argv{Tool("cct-record"), "-o", db};
+  argv.insert(argv.end(), opts.begin(), opts.end());
+  argv.push_back("--");
+  argv.push_back(App());
+  env.emplace("CCT_GPU_ADAPTER", FakeAdapter());
+  auto r = Run(argv, env);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  Recorded out = Load(db);
+  out.result = r;
+  return out;
+}
+
+// "kind:name" from the root's child down to `n`.
+std::vector<std::string> PathOf(const cct::Tree& t, cct::NodeId n) {
+  std::vector<std::string> path;
+  for (; n != cct::kRootNode; n = t.parent(n))
+    path.push_back(std::string(cct::FrameKindName(t.kind(n))) + ":" + std::string(t.name(n)));
+  return {path.rbegin(), path.rend()};
+}
+
+// Nodes whose path ends with `suffix`.
+std::vector<cct::NodeId> Find(const cct::Tree& t, const std::vector<std::string>& suffix) {
+  std::vector<cct::NodeId> out;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    const auto p = PathOf(t, n);
+    if (p.size() >= suffix.size() && std::equal(suffix.begin(), suffix.end(), p.end() - suffix.size())) out.push_back(n);
+  }
+  return out;
+}
+
+double Value(const cct::Tree& t, cct::NodeId n, const std::string& metric) {
+  const cct::MetricId m = t.metrics().Find(metric);
+  return m == cct::kNoMetric ? 0 : t.Value(n, m);
+}
+
+double Total(const cct::Tree& t, const std::string& metric) {
+  const cct::MetricId m = t.metrics().Find(metric);
+  if (m == cct::kNoMetric) return 0;
+  double sum = 0;
+  for (cct::NodeId n = 0; n < t.size(); ++n) sum += t.Value(n, m);
+  return sum;
+}
+
+// The one node at a path suffix.
+cct::NodeId One(const cct::Tree& t, const std::vector<std::string>& suffix) {
+  const auto nodes = Find(t, suffix);
+  std::string want;
+  for (const auto& s : suffix) want += " / " + s;
+  INFO("looking for" << want);
+  REQUIRE(nodes.size() == 1);
+  return nodes.front();
+}
+
+bool Available() {
+  if (access(App().c_str(), X_OK) == 0 && access(FakeAdapter().c_str(), R_OK) == 0) return true;
+  MESSAGE("skipped: the fake GPU program was not built (needs the CUDA toolkit's CUPTI and NVTX headers)");
+  return false;
+}
+
+const std::string kScale = "kernel:scale_kernel(float*, int, float)";
+const std::string kAdd = "kernel:add_kernel(float const*, float const*, float*, int)";
+
+}  // namespace
+
+TEST_CASE("gpu record: every operation lands under the CPU and NVTX context that launched it, with its metrics") {
+  if (!Available()) return;
+  TempDir dir;
+  const Recorded r = Record(dir / "gpu.db", {}, {{"FAKEGPU_DROPPED", "5"}});
+  const cct::Tree& t = r.tree;
+
+  // Copies, memset and allocation in upload() inside [upload].
+  const cct::NodeId in = One(t, {"function:upload()", "nvtx:upload", "gpu-op:<gpu copyin>"});
+  CHECK(Value(t, in, "gxcopy:h2d") == (3 << 20) + 4096);
+  CHECK(Value(t, in, "gxcopy:count") == 1);
+  CHECK(Value(t, in, "gxcopy") == 2000000);  // ns
+  const cct::NodeId set = One(t, {"function:upload()", "nvtx:upload", "gpu-op:<gpu memset>"});
+  CHECK(Value(t, set, "gmset:bytes") == 65536);
+  CHECK(Value(t, set, "gmset") == 250000);
+  const cct::NodeId alloc = One(t, {"function:upload()", "nvtx:upload", "gpu-op:<gpu alloc>"});
+  CHECK(Value(t, alloc, "gmem:dev") == 1 << 20);
+  CHECK(Value(t, alloc, "gmem:count") == 1);
+  CHECK(Value(t, alloc, "gmem") == 30000);
+  const cct::NodeId out = One(t, {"function:download()", "nvtx:download", "gpu-op:<gpu copyout>"});
+  CHECK(Value(t, out, "gxcopy:d2h") == 1 << 20);
+  CHECK(Value(t, out, "gxcopy") == 1500000);
+
+  // Kernels in compute() inside [compute]: one placeholder, a node per kernel.
+  const cct::NodeId scale = One(t, {"function:compute()", "nvtx:compute", "gpu-op:<gpu kernel>", kScale});
+  CHECK(Value(t, scale, "gker:count") == 20);
+  CHECK(Value(t, scale, "gker") == 20 * 1000000);
+  CHECK(Value(t, scale, "gker:blks_acc") == 20 * 256);     // grid size in blocks, not threads per block
+  CHECK(Value(t, scale, "gker:blk_thr_acc") == 20 * 128);
+  CHECK(Value(t, scale, "gker:thr_reg_acc") == 20 * 32);
+  CHECK(Value(t, scale, "gker:occ_acc") > 0);              // the device record gave the limits
+  const cct::NodeId add = One(t, {"function:compute()", "nvtx:compute", "gpu-op:<gpu kernel>", kAdd});
+  CHECK(Value(t, add, "gker:count") == 7);
+  CHECK(Value(t, add, "gker") == 7 * 500000);
+
+  // A CUDA graph's kernels: under the graph launch's site.
+  for (const char* k : {"kernel:kernel_a()", "kernel:kernel_b()"}) {
+    const cct::NodeId n = One(t, {"function:graph()", "gpu-op:<gpu kernel>", k});
+    CHECK(Value(t, n, "gker:count") == 1);
+    CHECK(Value(t, n, "gker") == 300000);
+  }
+  // The synchronization.
+  const cct::NodeId sync = One(t, {"function:finish()", "gpu-op:<gpu sync>"});
+  CHECK(Value(t, sync, "gsync") == 4000000);
+  CHECK(Value(t, sync, "gsync:ctx") == 4000000);
+  CHECK(Value(t, sync, "gsync:count") == 1);
+
+  // Totals over the whole tree: nothing lost, nothing counted twice, nothing unknown.
+  CHECK(Total(t, "gker") == 20 * 1000000 + 7 * 500000 + 2 * 300000 + 2000000);
+  CHECK(Total(t, "gker:count") == 20 + 7 + 2 + 1);
+  CHECK(Total(t, "gxcopy:count") == 2);
+  CHECK(Find(t, {"gpu-op:<gpu unknown>"}).empty());
+  // Placeholders sit directly under the program's functions (or their NVTX
+  // ranges): the fake CUDA's frames, the adapter's and ours are trimmed, and
+  // every launch path starts at main.
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (t.kind(n) != cct::FrameKind::kGpuOp) continue;
+    const auto p = PathOf(t, n);
+    std::string path;
+    for (const auto& s : p) path += " / " + s;
+    INFO(path);
+    CHECK(p[p.size() - 2].starts_with("function:") + p[p.size() - 2].starts_with("nvtx:") == 1);
+    CHECK(path.find("fakecuda") == std::string::npos);
+    CHECK(path.find("cctdb collector") == std::string::npos);
+    CHECK(path.find("Launch") == std::string::npos);
+    CHECK(std::find(p.begin(), p.end(), "function:main") != p.end());
+    CHECK(std::find(p.begin(), p.end(), "unknown:<partial call path>") == p.end());
+  }
+  // No PC samples unless asked for.
+  CHECK(t.metrics().Find("gins") == cct::kNoMetric);
+
+  // Run facts and diagnostics; dropped records are shown, never silent.
+  CHECK(r.meta.gpu_model == "cctdb fake GPU");
+  CHECK(r.meta.extra["gpu"]["tracing"] == "on");
+  CHECK(r.meta.diagnostics.at("gpu_dropped_records") == 5);
+  // kernels, graph, two copies, memset, malloc, sampled kernel, sync
+  CHECK(r.meta.diagnostics.at("gpu_launches") == 20 + 7 + 1 + 2 + 1 + 1 + 1 + 1);
+  CHECK(r.meta.diagnostics.at("gpu_unknown_activities") == 0);
+  CHECK(r.meta.diagnostics.at("gpu_lost_launch_sites") == 0);
+  auto show = Run({Tool("cct-query"), "-d", dir / "gpu.db", "show", "latest"});
+  REQUIRE(show.exit_code == 0);
+  CHECK(show.out.find("gpu_dropped_records") != std::string::npos);
+  CHECK(show.out.find("cctdb fake GPU") != std::string::npos);
+  // The CPU side is still recorded.
+  CHECK(Total(t, "cputime") > 0.02e9);
+}
+
+TEST_CASE("gpu record: --gpu on attaches before main, PC samples give gins per kernel source line") {
+  if (!Available()) return;
+  TempDir dir;
+  const Recorded r = Record(dir / "pc.db", {"--gpu", "on", "--gpu-pc-sampling"});
+  const cct::Tree& t = r.tree;
+  const cct::NodeId k = One(t, {"function:sampled()", "gpu-op:<gpu kernel>", kScale});
+  CHECK(Value(t, k, "gker:count") == 1);
+  const auto lines = Find(t, {"function:sampled()", "gpu-op:<gpu kernel>", kScale, "line:scale.cu:12"});
+  REQUIRE(lines.size() == 1);
+  CHECK(Value(t, lines[0], "gins") == 40);
+  CHECK(Value(t, lines[0], "gins:stl_gmem") == 30);
+  CHECK(Value(t, lines[0], "gins:stl_none") == 10);
+  CHECK(Value(t, lines[0], "gins:stl_any") == 30);
+  const auto line13 = Find(t, {kScale, "line:scale.cu:13"});
+  REQUIRE(line13.size() == 1);
+  CHECK(Value(t, line13[0], "gins") == 8);
+  CHECK(Value(t, line13[0], "gins:stl_idep") == 6);
+  CHECK(Value(t, line13[0], "gins:stl_any") == 6);
+  CHECK(Total(t, "gins") == 48);
+  CHECK(r.meta.extra["gpu"]["pc_sampling"] == true);
+}
+
+TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 with --gpu on") {
+  if (!Available()) return;
+  TempDir dir;
+  {
+    const Recorded r = Record(dir / "off.db", {"--gpu", "off"});
+    for (cct::NodeId n = 1; n < r.tree.size(); ++n) CHECK(r.tree.kind(n) != cct::FrameKind::kGpuOp);
+    CHECK(r.meta.extra["gpu"]["tracing"] == "off (--gpu off)");
+  }
+  {
+    // auto: the adapter cannot start; one line, and the CPU/NVTX run goes on.
+    auto res = Run({Tool("cct-record"), "-o", dir / "auto.db", "--", App()},
+                   {{"CCT_GPU_ADAPTER", FakeAdapter()}, {"FAKEGPU_FAIL", "no device in this test"}});
+    INFO(res.err);
+    CHECK(res.exit_code == 0);
+    CHECK(res.err.find("cctdb: GPU tracing off: no device in this test\n") != std::string::npos);
+    const Recorded r = Load(dir / "auto.db");
+    CHECK(r.meta.state == store::RunState::kComplete);
+    CHECK(Total(r.tree, "cputime") > 0.02e9);
+    CHECK(r.meta.extra["gpu"]["tracing"] == "off: no device in this test");
+  }
+  {
+    // on: required; the program never runs.
+    auto res = Run({Tool("cct-record"), "-o", dir / "on.db", "--gpu", "on", "--", App()},
+                   {{"CCT_GPU_ADAPTER", FakeAdapter()}, {"FAKEGPU_FAIL", "no device in this test"}});
+    CHECK(res.exit_code == 125);
+    CHECK(res.err.find("GPU tracing cannot start: no device in this test") != std::string::npos);
+  }
+  // The real adapter on this machine: without a driver, auto says so once
+  // and records; on fails with 125 before running the program.
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_LOCAL); cuda == nullptr &&
+                                                                                  dlopen("libcuda.so.1", RTLD_LAZY) == nullptr) {
+    // The fake program without the fake adapter: its calls are no-ops.
+    auto a = Run({Tool("cct-record"), "-o", dir / "real.db", "--", App()});
+    CHECK(a.exit_code == 0);
+    CHECK(a.err.find("cct-record: GPU tracing off: no CUDA driver (libcuda.so.1 cannot be loaded)\n") != std::string::npos);
+    auto o = Run({Tool("cct-record"), "-o", dir / "real.db", "--gpu", "on", "--", App()});
+    CHECK(o.exit_code == 125);
+    CHECK(testutil::LineCount(o.err) == 1);
+    CHECK(o.err.find("GPU tracing cannot start: no CUDA driver") != std::string::npos);
+  } else {
+    MESSAGE("a CUDA driver is loadable here: the no-driver checks are skipped");
+  }
+  auto bad = Run({Tool("cct-record"), "-o", dir / "x.db", "--gpu", "maybe", "--", App()});
+  CHECK(bad.exit_code == 125);
+  CHECK(testutil::LineCount(bad.err) == 1);
+}

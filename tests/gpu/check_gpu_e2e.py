@@ -1,0 +1,627 @@
+#!/usr/bin/env python3
+"""End-to-end check of cct-record's GPU tracing on a real GPU.
+
+    python3 tests/gpu/check_gpu_e2e.py [--build build] [--save-fixtures [--fixtures tests/data/gpu]]
+
+Needs a machine with an NVIDIA GPU, its driver, and nvcc (CUDA toolkit); on a
+machine without a GPU it prints "SKIP: no GPU" and exits 0. Standard library
+only.
+
+What it does:
+  1. builds tests/gpu/gpu_e2e.cu with nvcc into a temporary directory;
+  2. runs it bare once (its JSON line: what it did and measured);
+  3. runs it under `cct-record --gpu on -o DB --name gpu_e2e`, then again with
+     `--gpu-raw DIR --name gpu_e2e_raw`, into the same DB;
+  4. for each recorded run reads `cct-query tree RUN --format json` with every
+     metric of the run (`-m` for each name `cct-query metrics RUN` lists), and
+     `cct-query show RUN --format json` (state, diagnostics, metadata);
+  5. compares, printing every number (measured, expected, ratio):
+       FAIL-able (the contract):
+         - gxcopy:h2d summed over the NVTX "upload" subtree == the program's
+           H2D bytes (exact), all of it on <gpu copyin> nodes whose launching
+           CPU function is upload(...);
+         - gxcopy:d2h over "download" == the D2H bytes (exact), on
+           <gpu copyout> nodes launched by download(...);
+         - under "compute": kernel nodes (kind "kernel") under a <gpu kernel>
+           node launched by compute(...): gker:count per kernel == the launch
+           counts (20 and 7, exact), gker per kernel within --tolerance (10%)
+           of the CUDA-event time the same run measured;
+         - gmset:bytes == the memset bytes (exact) on <gpu memset> nodes
+           launched by clear(...), and the run's total gmset:bytes likewise;
+         - the run is complete with exit status 0; the raw run's DIR holds a
+           non-empty dump; when cct-import knows `--from cupti-raw`, each dump
+           replays to the same exact byte and launch totals; the diagnostic
+           gpu_dropped_records is 0;
+       WARN (reported; --strict makes them fail): run totals of the copy
+         bytes and launches (nothing outside the ranges), copy counts, kernel
+         names exactly as c++filt prints them, launch configuration
+         (gker:blk_thr, gker:blks, gker:thr_reg) against the program's,
+         gmem:dev / gmem:count under "alloc", gsync under "finish", frees
+         under "release", frames between the NVTX range and the placeholder,
+         other non-zero gpu_* diagnostics (gpu_unknown_activities,
+         gpu_lost_launch_sites, ...), GPU model / driver / CUDA version unset.
+  6. with --save-fixtures, copies the DB, the raw dump and a manifest (the
+     program's JSON, versions, the commands) into --fixtures.
+
+Exit status: 0 all checks passed (or SKIP), 1 a check failed, 2 a setup error
+(tools missing, build failed, a command failed).
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SOURCE = os.path.join(HERE, "gpu_e2e.cu")
+
+# sm_80 and sm_90 code, plus sm_90 PTX for anything newer (JIT-compiled).
+DEFAULT_GENCODE = ["-gencode", "arch=compute_80,code=sm_80",
+                   "-gencode", "arch=compute_90,code=sm_90",
+                   "-gencode", "arch=compute_90,code=compute_90"]
+
+
+# ------------------------------------------------------------------ setup
+
+def have_gpu():
+    """(True, description) when an NVIDIA GPU is usable, else (False, why)."""
+    if not os.path.exists("/dev/nvidia0"):
+        return False, "no /dev/nvidia0"
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False, "nvidia-smi not found"
+    try:
+        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"nvidia-smi failed: {e}"
+    if r.returncode != 0 or "GPU" not in r.stdout:
+        return False, f"nvidia-smi -L failed ({r.returncode}): {(r.stderr or r.stdout).strip()[:200]}"
+    return True, r.stdout.strip().splitlines()[0]
+
+
+def find_nvcc(explicit=None):
+    for c in (explicit, os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def find_ncu(explicit=None):
+    for c in (explicit, os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def tool_versions(nvcc):
+    out = {}
+    try:
+        out["nvcc"] = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    except (OSError, IndexError):
+        pass
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=60)
+        out["gpu"] = r.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return out
+
+
+def die(msg, code=2):
+    print(f"ERROR: {msg}", flush=True)
+    sys.exit(code)
+
+
+def run(argv, timeout=600, env=None, check=True, quiet=False):
+    """Runs argv, prints it, returns the CompletedProcess (text)."""
+    if not quiet:
+        print("$ " + " ".join(argv), flush=True)
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        die(f"timed out after {timeout} s: {' '.join(argv)}")
+    except OSError as e:
+        die(f"cannot run {argv[0]}: {e}")
+    if check and r.returncode != 0:
+        sys.stdout.write(r.stdout[-4000:])
+        sys.stdout.write(r.stderr[-4000:])
+        die(f"exit status {r.returncode}: {' '.join(argv)}")
+    return r
+
+
+def build_cuda(nvcc, source, out, gencode=None, extra=()):
+    argv = [nvcc, "-O2", "-g", "-lineinfo", *(gencode or DEFAULT_GENCODE), *extra, "-o", out, source, "-ldl"]
+    run(argv)
+    return out
+
+
+def tools(build):
+    b = os.path.abspath(build)
+    t = {n: os.path.join(b, "tools", n) for n in ("cct-record", "cct-query", "cct-import")}
+    for n in ("cct-record", "cct-query"):
+        if not os.access(t[n], os.X_OK):
+            die(f"{t[n]} not found: build first (meson setup {build} && ninja -C {build}) or pass --build DIR")
+    return t
+
+
+def program_json(stdout):
+    """The program's JSON line: the last stdout line that parses as an object."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    die("the program printed no JSON line:\n" + stdout[-2000:])
+
+
+def query_json(query, db, *args):
+    r = run([query, "-d", db, *args, "--format", "json"], quiet=True)
+    try:
+        return json.loads(r.stdout)
+    except ValueError as e:
+        die(f"cct-query {' '.join(args)}: not JSON ({e}): {r.stdout[:300]}")
+
+
+def run_metrics(query, db, sel):
+    return query_json(query, db, "metrics", sel)
+
+
+def run_tree(query, db, sel, metric_names):
+    args = ["tree", sel]
+    for m in metric_names:
+        args += ["-m", m]
+    return query_json(query, db, *args)
+
+
+def run_show(query, db, sel):
+    return query_json(query, db, "show", sel)
+
+
+# ------------------------------------------------------------ tree helpers
+
+def walk(node, ancestors=()):
+    """Preorder (node, ancestors root..parent)."""
+    stack = [(node, tuple(ancestors))]
+    while stack:
+        n, anc = stack.pop()
+        yield n, anc
+        for c in reversed(n.get("children", [])):
+            stack.append((c, anc + (n,)))
+
+
+def val(node, metric, which="exclusive"):
+    v = (node.get(which) or {}).get(metric)
+    return 0 if v is None else v
+
+
+def nvtx_matches(node, name):
+    n = node.get("name", "")
+    return node.get("kind") == "nvtx" and (n == name or n.endswith("::" + name))
+
+
+def outermost(root, pred):
+    """Nodes matching pred, not counting those inside another match, with ancestors."""
+    out = []
+    for n, anc in walk(root):
+        if pred(n) and not any(pred(a) for a in anc):
+            out.append((n, anc))
+    return out
+
+
+def base_name(name):
+    """scale_kernel(float*, int, float) -> scale_kernel; void ns::k<int>(x) -> ns::k."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:]
+    depth, cut = 0, len(s)
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            cut = i
+            break
+    s = s[:cut]
+    s = re.sub(r"<.*>$", "", s)
+    return s.strip()
+
+
+RUNTIME_FRAME = re.compile(r"^(cuda[A-Z_]|cu[A-Z]|__cuda|__device_stub__|libcuda|libcudart)")
+
+
+def launcher(ancestors, kernel_bases=()):
+    """The CPU function that made the call: the nearest function ancestor,
+    skipping NVTX ranges, CUDA runtime/driver frames, nvcc's __device_stub__
+    frames and the host wrapper nvcc generates with the kernel's own name.
+    Returns (function node or None, [names of the skipped frames])."""
+    skipped = []
+    for a in reversed(ancestors):
+        k = a.get("kind")
+        name = a.get("name", "")
+        if k == "nvtx":
+            continue
+        if k == "function":
+            if RUNTIME_FRAME.match(name) or base_name(name) in kernel_bases:
+                skipped.append(name)
+                continue
+            return a, skipped
+        skipped.append(f"[{k}] {name}")
+    return None, skipped
+
+
+def between(ancestors, nvtx_node):
+    """Names of the frames strictly between nvtx_node and the end of ancestors."""
+    names, seen = [], False
+    for a in ancestors:
+        if a is nvtx_node:
+            seen = True
+            continue
+        if seen:
+            names.append(f"[{a.get('kind')}] {a.get('name')}")
+    return names
+
+
+# ---------------------------------------------------------------- checking
+
+class Checks:
+    def __init__(self, label):
+        self.label = label
+        self.rows = []  # (status, what, measured, expected, ratio, note)
+
+    def add(self, status, what, measured=None, expected=None, note=""):
+        ratio = None
+        if isinstance(measured, (int, float)) and isinstance(expected, (int, float)) and expected:
+            ratio = measured / expected
+        self.rows.append((status, what, measured, expected, ratio, note))
+        m = "-" if measured is None else (f"{measured:.9g}" if isinstance(measured, float) else str(measured))
+        e = "-" if expected is None else (f"{expected:.9g}" if isinstance(expected, float) else str(expected))
+        r = "" if ratio is None else f"  ratio {ratio:.6f}"
+        print(f"  {status:<4} {what}: measured {m}  expected {e}{r}{('  ' + note) if note else ''}", flush=True)
+
+    def exact(self, what, measured, expected, hard=True, note=""):
+        ok = measured == expected
+        self.add("PASS" if ok else ("FAIL" if hard else "WARN"), what, measured, expected, note)
+        return ok
+
+    def within(self, what, measured, expected, tol, hard=True, note=""):
+        ok = expected > 0 and abs(measured / expected - 1) <= tol
+        self.add("PASS" if ok else ("FAIL" if hard else "WARN"), what, measured, expected,
+                 (note + "  " if note else "") + f"tolerance {tol:.0%}")
+        return ok
+
+    def true(self, what, cond, hard=True, note=""):
+        self.add("PASS" if cond else ("FAIL" if hard else "WARN"), what, note=note)
+        return cond
+
+    def info(self, what, measured=None, expected=None, note=""):
+        self.add("INFO", what, measured, expected, note)
+
+    def failed(self):
+        return [r for r in self.rows if r[0] == "FAIL"]
+
+    def warned(self):
+        return [r for r in self.rows if r[0] == "WARN"]
+
+
+def check_copies(c, root, prog, range_name, placeholder, metric, expected, func, other_metrics):
+    """Bytes of one direction under an NVTX range, on their placeholders."""
+    ranges = outermost(root, lambda n: nvtx_matches(n, range_name))
+    if not c.true(f"NVTX range '{range_name}' is in the tree", bool(ranges), note=f"{len(ranges)} node(s)"):
+        return
+    c.exact(f"{metric} over the '{range_name}' subtree", sum(val(n, metric, "inclusive") for n, _ in ranges), expected)
+    ops = [(n, anc) for r, ranc in ranges for n, anc in walk(r, ranc)
+           if n.get("kind") == "gpu-op" and n.get("name") == placeholder]
+    c.exact(f"{metric} on {placeholder} nodes in '{range_name}'", sum(val(n, metric) for n, _ in ops), expected,
+            note=f"{len(ops)} node(s)")
+    for n, anc in ops:
+        if val(n, metric) == 0:
+            continue
+        f, skipped = launcher(anc)
+        fname = f.get("name", "") if f else None
+        c.true(f"{placeholder} launched by {func}(...)", bool(fname) and fname.startswith(func + "("),
+               note=f"launcher {fname!r}" + (f", skipped {skipped}" if skipped else ""))
+        extra = [x for x in between(anc, next((a for a in anc if nvtx_matches(a, range_name)), None))
+                 if not x.startswith("[nvtx]")]
+        c.true(f"{placeholder} directly under the range/{func}", not extra, hard=False,
+               note=f"frames in between: {extra}" if extra else "")
+    c.exact(f"run total {metric}", val(root, metric, "inclusive"), expected, hard=False,
+            note="nothing of this direction outside the range")
+    for m, exp in other_metrics:
+        c.exact(f"{m} on {placeholder} nodes in '{range_name}'", sum(val(n, m) for n, _ in ops), exp, hard=False)
+
+
+def check_kernels(c, root, prog, tol):
+    kernels = prog["kernels"]
+    bases = {base_name(k["name"]) for k in kernels.values()}
+    ranges = outermost(root, lambda n: nvtx_matches(n, "compute"))
+    if not c.true("NVTX range 'compute' is in the tree", bool(ranges), note=f"{len(ranges)} node(s)"):
+        return
+    knodes = [(n, anc) for r, ranc in ranges for n, anc in walk(r, ranc) if n.get("kind") == "kernel"]
+    c.info("kernel nodes under 'compute'", len(knodes),
+           note=", ".join(sorted({n.get("name", "") for n, _ in knodes})))
+    for key, k in kernels.items():
+        mine = [(n, anc) for n, anc in knodes if base_name(n.get("name", "")) == key]
+        if not c.true(f"{key}: kernel node under 'compute'", bool(mine), note=f"{len(mine)} node(s)"):
+            continue
+        names = sorted({n.get("name", "") for n, _ in mine})
+        c.exact(f"{key}: kernel name", names[0] if len(names) == 1 else names, k["name"], hard=False)
+        c.exact(f"{key}: gker:count", sum(val(n, "gker:count") for n, _ in mine), k["launches"])
+        gker = sum(val(n, "gker") for n, _ in mine)
+        c.within(f"{key}: gker (s) vs the CUDA events' time", gker, k["event_ms"] / 1000.0, tol,
+                 note=f"events min/max per launch {k['event_ms_min']:.4f}/{k['event_ms_max']:.4f} ms")
+        count = sum(val(n, "gker:count") for n, _ in mine)
+        if count:
+            c.info(f"{key}: gker per launch (ms)", gker * 1000 / count, k["event_ms"] / k["launches"])
+        for n, anc in mine:
+            parent = anc[-1] if anc else {}
+            c.true(f"{key}: parent is <gpu kernel>",
+                   parent.get("kind") == "gpu-op" and parent.get("name") == "<gpu kernel>",
+                   note=f"parent [{parent.get('kind')}] {parent.get('name')!r}")
+            f, skipped = launcher(anc[:-1], bases)
+            fname = f.get("name", "") if f else None
+            c.true(f"{key}: <gpu kernel> launched by compute(...)", bool(fname) and fname.startswith("compute("),
+                   note=f"launcher {fname!r}" + (f", skipped {skipped}" if skipped else ""))
+            extra = [x for x in between(anc[:-1], next((a for a in anc if nvtx_matches(a, "compute")), None))
+                     if not x.startswith("[nvtx]")]
+            c.true(f"{key}: <gpu kernel> directly under the range/compute", not extra, hard=False,
+                   note=f"frames in between: {extra}" if extra else "")
+        # Launch configuration (derived metrics are per-launch averages).
+        for metric, expected in (("gker:blk_thr", k["block"]), ("gker:blks", k["grid"]),
+                                 ("gker:thr_reg", k["registers"])):
+            vals = [n["exclusive"][metric] for n, _ in mine
+                    if (n.get("exclusive") or {}).get(metric) is not None]
+            if vals:
+                c.exact(f"{key}: {metric}", vals[0] if len(vals) == 1 else vals, expected, hard=False)
+            else:
+                c.add("WARN", f"{key}: {metric}", None, expected, "metric absent")
+    total = sum(val(n, "gker:count") for n, _ in walk(root) if n.get("kind") == "kernel")
+    c.exact("run total gker:count on kernel nodes", total, prog["kernel_launches"], hard=False,
+            note="no other kernels anywhere")
+    c.exact("run total gker:count (inclusive at the root)", val(root, "gker:count", "inclusive"),
+            prog["kernel_launches"], hard=False, note="kernel metrics only on kernel nodes")
+
+
+def check_memset(c, root, prog):
+    ranges = outermost(root, lambda n: nvtx_matches(n, "clear"))
+    ops = [(n, anc) for r, ranc in ranges for n, anc in walk(r, ranc)
+           if n.get("kind") == "gpu-op" and n.get("name") == "<gpu memset>"]
+    c.exact("gmset:bytes on <gpu memset> nodes in 'clear'", sum(val(n, "gmset:bytes") for n, _ in ops),
+            prog["memset_bytes"], note=f"{len(ops)} node(s)")
+    c.exact("run total gmset:bytes", val(root, "gmset:bytes", "inclusive"), prog["memset_bytes"])
+    for n, anc in ops:
+        f, skipped = launcher(anc)
+        fname = f.get("name", "") if f else None
+        c.true("<gpu memset> launched by clear(...)", bool(fname) and fname.startswith("clear("),
+               note=f"launcher {fname!r}" + (f", skipped {skipped}" if skipped else ""))
+    c.exact("gmset:count on <gpu memset> nodes in 'clear'", sum(val(n, "gmset:count") for n, _ in ops),
+            prog["memset_count"], hard=False)
+    gmset = sum(val(n, "gmset") for n, _ in ops)
+    c.true("gmset (time) > 0 in 'clear'", gmset > 0, hard=False, note=f"{gmset:.9g} s")
+
+
+def soft_op_sums(c, root, range_name, placeholder, pairs):
+    ranges = outermost(root, lambda n: nvtx_matches(n, range_name))
+    ops = [(n, anc) for r, ranc in ranges for n, anc in walk(r, ranc)
+           if n.get("kind") == "gpu-op" and n.get("name") == placeholder]
+    if not ops:
+        c.add("WARN", f"{placeholder} under '{range_name}'", 0, None, "no such node")
+        return
+    for metric, expected in pairs:
+        got = sum(val(n, metric) for n, _ in ops)
+        if expected is None:
+            c.true(f"{metric} on {placeholder} in '{range_name}' > 0", got > 0, hard=False, note=f"{got:.9g}")
+        else:
+            c.exact(f"{metric} on {placeholder} in '{range_name}'", got, expected, hard=False)
+
+
+def check_run(query, db, sel, prog, tol):
+    """All checks of one recorded run. Returns (Checks, tree, show)."""
+    c = Checks(sel)
+    print(f"\n== run {sel}", flush=True)
+    show = run_show(query, db, sel)
+    rec = (show.get("runs") or [{}])[0]
+    c.exact("state", rec.get("state"), "complete")
+    c.exact("exit status", rec.get("exit_code"), 0)
+    diags = rec.get("diagnostics") or {}
+    print("  diagnostics: " + (json.dumps(diags, sort_keys=True) if diags else "none"))
+    # Dropped records would make every exact comparison below moot: say so first.
+    if "gpu_dropped_records" in diags:
+        c.exact("diagnostic gpu_dropped_records", diags["gpu_dropped_records"], 0)
+    else:
+        c.add("WARN", "diagnostic gpu_dropped_records", None, 0, "absent (docs: always present when tracing was on)")
+    for k, v in sorted(diags.items()):
+        if k.startswith("gpu") and k != "gpu_dropped_records" and v:
+            c.add("WARN", f"diagnostic {k}", v, 0)
+    for k in ("gpu_model", "driver_version", "cuda_version"):
+        c.true(f"metadata {k} set", bool(rec.get(k)), hard=False, note=repr(rec.get(k)))
+    meta = {k: v for k, v in rec.items() if k not in ("env", "diagnostics", "storage_bytes")}
+    print("  metadata: " + json.dumps(meta, sort_keys=True)[:3000])
+    print("  totals: " + json.dumps(show.get("totals", {}), sort_keys=True))
+
+    metrics = run_metrics(query, db, sel)
+    names = [m["name"] for m in metrics]
+    print("  metrics: " + " ".join(names))
+    for m in ("gker", "gker:count", "gxcopy", "gxcopy:h2d", "gxcopy:d2h", "gmset", "gmset:bytes"):
+        c.true(f"metric {m} present", m in names)
+    tree = run_tree(query, db, sel, names)
+
+    check_copies(c, tree, prog, "upload", "<gpu copyin>", "gxcopy:h2d", prog["h2d_bytes"], "upload",
+                 [("gxcopy:count", len(prog["h2d_copies"]))])
+    check_copies(c, tree, prog, "download", "<gpu copyout>", "gxcopy:d2h", prog["d2h_bytes"], "download",
+                 [("gxcopy:count", len(prog["d2h_copies"]))])
+    check_kernels(c, tree, prog, tol)
+    check_memset(c, tree, prog)
+    soft_op_sums(c, tree, "alloc", "<gpu alloc>",
+                 [("gmem:dev", prog["device_alloc_bytes"]), ("gmem:count", prog["device_alloc_count"]
+                                                             + prog["pinned_alloc_count"])])
+    soft_op_sums(c, tree, "finish", "<gpu sync>", [("gsync:count", prog["sync"]["device"]), ("gsync", None)])
+    soft_op_sums(c, tree, "release", "<gpu free>", [("gmem:free:count", prog["device_free_count"] + 1)])
+    for m in ("gxcopy", "gker", "gsync"):
+        c.info(f"run total {m} (s)", val(tree, m, "inclusive"))
+    return c, tree, show
+
+
+def replay_raw(tools_, tmp, raw_dir, query, db, sel, prog):
+    """Replays each raw dump with cct-import (when it knows cupti-raw) and
+    compares the exact totals with the recorded run."""
+    c = Checks(f"replay of {raw_dir}")
+    print(f"\n== raw dump {raw_dir}", flush=True)
+    files = sorted(f for f in glob.glob(os.path.join(raw_dir, "**"), recursive=True) if os.path.isfile(f))
+    for f in files:
+        print(f"  {os.path.relpath(f, raw_dir)}  {os.path.getsize(f)} bytes")
+    if not c.true("raw dump written", any(os.path.getsize(f) > 0 for f in files), note=f"{len(files)} file(s)"):
+        return c
+    imp = tools_["cct-import"]
+    helptext = ""
+    if os.access(imp, os.X_OK):
+        r = subprocess.run([imp, "--help"], capture_output=True, text=True)
+        helptext = r.stdout + r.stderr
+    if "cupti-raw" not in helptext:
+        c.add("INFO", "replay", note="cct-import has no --from cupti-raw here: not replayed")
+        return c
+    rdb = os.path.join(tmp, "replay.db")
+    rec_tree = run_tree(query, db, sel, [m["name"] for m in run_metrics(query, db, sel)])
+    for i, f in enumerate(files):
+        if os.path.getsize(f) == 0:
+            continue
+        name = f"replay{i}"
+        run([imp, "-d", rdb, "--from", "cupti-raw", "--name", name, f])
+        names = [m["name"] for m in run_metrics(query, rdb, name)]
+        t = run_tree(query, rdb, name, names)
+        for m in ("gxcopy:h2d", "gxcopy:d2h", "gmset:bytes", "gker:count", "gxcopy:count", "gker", "gxcopy"):
+            c.exact(f"replay {os.path.basename(f)}: run total {m} == recorded run's", val(t, m, "inclusive"),
+                    val(rec_tree, m, "inclusive"))
+    return c
+
+
+def save_fixtures(dest, db, raw_dir, manifest):
+    os.makedirs(dest, exist_ok=True)
+    shutil.copy2(db, os.path.join(dest, "gpu_e2e.db"))
+    raw_dest = os.path.join(dest, "raw")
+    if os.path.isdir(raw_dest):
+        shutil.rmtree(raw_dest)
+    shutil.copytree(raw_dir, raw_dest)
+    with open(os.path.join(dest, "gpu_e2e.manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"\nfixtures written to {dest}: gpu_e2e.db, raw/, gpu_e2e.manifest.json")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build", help="meson build directory with tools/cct-record (default build)")
+    ap.add_argument("--nvcc", help="nvcc to use (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
+    ap.add_argument("--gencode", action="append",
+                    help="nvcc -gencode value, repeatable (default: sm_80, sm_90 and compute_90 PTX)")
+    ap.add_argument("--nvcc-flag", action="append", default=[],
+                    help="extra nvcc flag, repeatable (e.g. -DSCALE_ITERS=131072, -cudart=shared)")
+    ap.add_argument("--tolerance", type=float, default=0.10, help="relative tolerance of gker vs events (0.10)")
+    ap.add_argument("--strict", action="store_true", help="warnings fail too")
+    ap.add_argument("--save-fixtures", action="store_true", help="copy the DB and raw dump into --fixtures")
+    ap.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "data", "gpu"))
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    a = ap.parse_args()
+
+    ok, why = have_gpu()
+    if not ok:
+        print(f"SKIP: no GPU ({why})")
+        return 0
+    print(f"GPU: {why}")
+    nvcc = find_nvcc(a.nvcc)
+    if not nvcc:
+        print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
+        return 0
+    t = tools(a.build)
+    tmp = tempfile.mkdtemp(prefix="cct-gpu-e2e-")
+    try:
+        gencode = None
+        if a.gencode:
+            gencode = [x for g in a.gencode for x in ("-gencode", g)]
+        exe = build_cuda(nvcc, SOURCE, os.path.join(tmp, "gpu_e2e"), gencode, a.nvcc_flag)
+
+        bare = program_json(run([exe]).stdout)
+        print("bare run: " + json.dumps(bare))
+
+        db = os.path.join(tmp, "gpu_e2e.db")
+        raw_dir = os.path.join(tmp, "raw")
+        commands = {
+            "build": " ".join([nvcc, "-O2", "-g", "-lineinfo", *(gencode or DEFAULT_GENCODE), *a.nvcc_flag,
+                               "-o", "gpu_e2e", "tests/gpu/gpu_e2e.cu", "-ldl"]),
+        }
+        rec_argv = [t["cct-record"], "--gpu", "on", "-o", db, "--name", "gpu_e2e", "--", exe]
+        r1 = run(rec_argv, check=False)
+        sys.stdout.write(r1.stderr[-2000:])
+        if r1.returncode != 0:
+            die(f"cct-record exited {r1.returncode}")
+        prog1 = program_json(r1.stdout)
+        print("recorded run: " + json.dumps(prog1))
+        raw_argv = [t["cct-record"], "--gpu", "on", "--gpu-raw", raw_dir, "-o", db, "--name", "gpu_e2e_raw", "--",
+                    exe]
+        r2 = run(raw_argv, check=False)
+        sys.stdout.write(r2.stderr[-2000:])
+        if r2.returncode != 0:
+            die(f"cct-record --gpu-raw exited {r2.returncode}")
+        prog2 = program_json(r2.stdout)
+        print("recorded run with --gpu-raw: " + json.dumps(prog2))
+        commands["record"] = "cct-record --gpu on -o gpu_e2e.db --name gpu_e2e -- ./gpu_e2e"
+        commands["record_raw"] = "cct-record --gpu on --gpu-raw raw -o gpu_e2e.db --name gpu_e2e_raw -- ./gpu_e2e"
+
+        # Tracing's cost on the kernels themselves, as the events saw it.
+        for key, k in bare["kernels"].items():
+            rk = prog1["kernels"][key]
+            print(f"  {key}: events {k['event_ms']:.4f} ms bare, {rk['event_ms']:.4f} ms recorded "
+                  f"(ratio {rk['event_ms'] / k['event_ms']:.4f}); {k['launches']} launches, grid {k['grid']}, "
+                  f"block {k['block']}, {k['registers']} registers")
+        print(f"  wall: {bare['wall_s']:.3f} s bare, {prog1['wall_s']:.3f} s recorded, "
+              f"{prog2['wall_s']:.3f} s recorded with --gpu-raw")
+
+        all_checks = []
+        c1, tree1, _ = check_run(t["cct-query"], db, "gpu_e2e", prog1, a.tolerance)
+        c2, _, _ = check_run(t["cct-query"], db, "gpu_e2e_raw", prog2, a.tolerance)
+        c3 = replay_raw(t, tmp, raw_dir, t["cct-query"], db, "gpu_e2e_raw", prog2)
+        all_checks += [c1, c2, c3]
+
+        fails = [(c.label, r) for c in all_checks for r in c.failed()]
+        warns = [(c.label, r) for c in all_checks for r in c.warned()]
+        n = sum(len(c.rows) for c in all_checks)
+        print(f"\ngpu_e2e: {n} rows, {len(fails)} failed, {len(warns)} warnings")
+        for label, r in fails:
+            print(f"  FAIL [{label}] {r[1]}: measured {r[2]} expected {r[3]} {r[5]}")
+        for label, r in warns:
+            print(f"  WARN [{label}] {r[1]}: measured {r[2]} expected {r[3]} {r[5]}")
+
+        if a.save_fixtures:
+            manifest = {
+                "what": "tests/gpu/check_gpu_e2e.py fixtures: gpu_e2e recorded by cct-record on a real GPU",
+                "runs": {"gpu_e2e": prog1, "gpu_e2e_raw": prog2}, "bare": bare,
+                "versions": tool_versions(nvcc), "commands": commands,
+                "raw_files": sorted(os.path.relpath(f, raw_dir) for f in
+                                    glob.glob(os.path.join(raw_dir, "**"), recursive=True) if os.path.isfile(f)),
+                "checks": {"failed": len(fails), "warnings": len(warns)},
+                "tree_gpu_e2e": tree1,
+            }
+            save_fixtures(os.path.abspath(a.fixtures), db, raw_dir, manifest)
+
+        if fails or (a.strict and warns):
+            print("RESULT: FAIL")
+            return 1
+        print("RESULT: PASS" + (f" ({len(warns)} warnings)" if warns else ""))
+        return 0
+    finally:
+        if a.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

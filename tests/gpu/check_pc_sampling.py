@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""PC sampling: cctdb's gins against Nsight Compute's executed instructions.
+
+    python3 tests/gpu/check_pc_sampling.py [--build build] [--ncu ncu]
+
+Builds tests/gpu/gpu_e2e.cu (as check_gpu_e2e.py does) and runs it
+  1. under `cct-record --gpu on --gpu-pc-sampling -o DB --name pcs`: gins and
+     gins:stl_* of the scale_kernel and add_kernel nodes (inclusive, so samples
+     on source-line or inlined children count), from
+     `cct-query tree pcs -m gins -m gins:stl_... --format json`;
+  2. under `ncu --csv --page raw --metrics METRIC --kernel-name regex:KERNEL
+     --log-file F` (METRIC: --ncu-metric, default smsp__inst_executed.sum,
+     the warp-level instructions executed that nvprof called inst_executed),
+     summed over the kernel's launches.
+Prints, per kernel, gins, the ratio gins / executed instructions, and the
+stall-reason shares. PC sampling is statistical (one sample per warp
+scheduler every 2^N cycles), so the ratio is reported, not asserted; the
+check fails (exit 1) only when scale_kernel has no sample (gins == 0) or the
+run did not complete. Without ncu (or when ncu cannot read the counters,
+e.g. ERR_NVGPUCTRPERM) the ratio is skipped with a message. SKIP (exit 0)
+without a GPU; exit 2 on a setup error.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check_gpu_e2e import (SOURCE, base_name, build_cuda, die, find_ncu, find_nvcc, have_gpu, program_json,  # noqa: E402
+                           run, run_metrics, run_show, run_tree, tools, val, walk)
+
+KERNELS = ("scale_kernel", "add_kernel")
+
+
+def ncu_counts(ncu, exe, metric, kernel, tmp):
+    """(sum of metric over the kernel's launches, launches, message)."""
+    log = os.path.join(tmp, f"ncu-{kernel}.csv")
+    argv = [ncu, "--csv", "--page", "raw", "--metrics", metric, "--kernel-name", f"regex:^{kernel}$",
+            "--log-file", log, exe]
+    r = run(argv, check=False, timeout=600)
+    text = open(log).read() if os.path.exists(log) else ""
+    if r.returncode != 0 or "ERR_NVGPUCTRPERM" in text + r.stdout + r.stderr:
+        tail = (text + r.stdout + r.stderr).strip().splitlines()[-3:]
+        return None, 0, f"ncu failed ({r.returncode}): {' | '.join(tail)}"
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if not rows:
+        return None, 0, "ncu printed no CSV rows: " + " | ".join(text.strip().splitlines()[-3:])
+    header = rows[0]
+    if metric not in header:
+        return None, 0, f"ncu's CSV has no column {metric}: {header[:20]}"
+    col = header.index(metric)
+    name_col = header.index("Kernel Name") if "Kernel Name" in header else None
+    total, launches = 0.0, 0
+    for row in rows[1:]:
+        if len(row) <= col or (row[0] == "" and (name_col is None or row[name_col] == "")):
+            continue  # the units row
+        v = row[col].replace(",", "").strip()
+        try:
+            total += float(v)
+        except ValueError:
+            continue
+        launches += 1
+    return total, launches, ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--nvcc")
+    ap.add_argument("--ncu", help="ncu to use (default: $NCU, ncu on PATH, /usr/local/cuda/bin/ncu)")
+    ap.add_argument("--ncu-metric", default="smsp__inst_executed.sum")
+    ap.add_argument("--nvcc-flag", action="append", default=[])
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+
+    ok, why = have_gpu()
+    if not ok:
+        print(f"SKIP: no GPU ({why})")
+        return 0
+    nvcc = find_nvcc(a.nvcc)
+    if not nvcc:
+        print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
+        return 0
+    t = tools(a.build)
+    tmp = tempfile.mkdtemp(prefix="cct-pcs-")
+    try:
+        exe = build_cuda(nvcc, SOURCE, os.path.join(tmp, "gpu_e2e"), None, a.nvcc_flag)
+        db = os.path.join(tmp, "pcs.db")
+        r = run([t["cct-record"], "--gpu", "on", "--gpu-pc-sampling", "-o", db, "--name", "pcs", "--", exe],
+                check=False)
+        sys.stdout.write(r.stderr[-2000:])
+        if r.returncode != 0:
+            die(f"cct-record --gpu-pc-sampling exited {r.returncode}")
+        prog = program_json(r.stdout)
+        print("recorded run: " + json.dumps(prog))
+        show = run_show(t["cct-query"], db, "pcs")
+        rec = (show.get("runs") or [{}])[0]
+        print("state " + str(rec.get("state")) + ", diagnostics " + json.dumps(rec.get("diagnostics") or {}))
+        names = [m["name"] for m in run_metrics(t["cct-query"], db, "pcs")]
+        gins_metrics = [m for m in names if m == "gins" or m.startswith("gins:")]
+        print("metrics: " + " ".join(gins_metrics))
+        failed = rec.get("state") != "complete"
+        if "gins" not in names:
+            print("FAIL: the run has no gins metric")
+            return 1
+        tree = run_tree(t["cct-query"], db, "pcs", gins_metrics)
+        total = val(tree, "gins", "inclusive")
+        print(f"run total gins {total}")
+        ncu = find_ncu(a.ncu)
+        if not ncu:
+            print("ncu not found: the ratio to executed instructions is skipped")
+        for key in KERNELS:
+            nodes = [n for n, _ in walk(tree) if n.get("kind") == "kernel" and base_name(n.get("name", "")) == key]
+            gins = sum(val(n, "gins", "inclusive") for n in nodes)
+            stalls = {}
+            for n in nodes:
+                for m in gins_metrics:
+                    if m.startswith("gins:stl_"):
+                        stalls[m] = stalls.get(m, 0) + val(n, m, "inclusive")
+            share = ", ".join(f"{m[9:]} {v / gins:.1%}" for m, v in sorted(stalls.items(), key=lambda kv: -kv[1])
+                              if v and gins)
+            print(f"\n{key}: {len(nodes)} node(s), gins {gins} ({gins / total:.1%} of the run's samples)"
+                  if total else f"\n{key}: {len(nodes)} node(s), gins {gins}")
+            if share:
+                print(f"  stall shares: {share}")
+            if key == "scale_kernel" and gins <= 0:
+                print("  FAIL: no PC samples on scale_kernel")
+                failed = True
+            if ncu:
+                inst, launches, msg = ncu_counts(ncu, exe, a.ncu_metric, key, tmp)
+                if inst is None:
+                    print(f"  ncu: {msg}")
+                else:
+                    print(f"  ncu {a.ncu_metric}: {inst:.0f} over {launches} launches "
+                          f"(program: {prog['kernels'][key]['launches']})")
+                    if inst > 0:
+                        print(f"  ratio gins / {a.ncu_metric} = {gins / inst:.3e} "
+                              f"(one sample per {inst / gins:.0f} warp instructions)" if gins else
+                              f"  ratio gins / {a.ncu_metric} = 0")
+        print("\nRESULT: " + ("FAIL" if failed else "PASS"))
+        return 1 if failed else 0
+    finally:
+        if a.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
