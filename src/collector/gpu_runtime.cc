@@ -431,9 +431,9 @@ void GpuAtStart(const CollectorConfig& config, pid_t pid) {
 
 void GpuFlush(bool final) {
   if (!g || !g->tracing.load() || getpid() != g->pid) return;
-  if (!g->described && g->adapter->describe) {
-    // Once, after CUDA is up (the driver answers only then), and outside
-    // flush_mutex (it calls the driver).
+  if ((!g->described || final) && g->adapter->describe) {
+    // After CUDA is up (the driver answers only then), and again at the end
+    // (errors met since); outside flush_mutex (it calls the driver).
     const char* d = g->adapter->describe();
     std::lock_guard<std::mutex> lock(g->handles_mu);
     g->described = true;

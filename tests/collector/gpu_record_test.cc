@@ -269,3 +269,48 @@ TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 wit
   CHECK(bad.exit_code == 125);
   CHECK(testutil::LineCount(bad.err) == 1);
 }
+
+TEST_CASE("gpu record: a raw dump replays into the same run") {
+  if (!Available()) return;
+  TempDir dir;
+  const Recorded r = Record(dir / "raw.db", {"--gpu-pc-sampling", "--gpu-raw", dir / "raw"},
+                            {{"FAKEGPU_DROPPED", "3"}});
+  const std::string dump = dir / ("raw/gpu-" + std::to_string(r.meta.pid) + ".cctraw");
+  REQUIRE(std::filesystem::exists(dump));
+  CHECK(r.meta.extra["gpu"]["raw_dump"] == dump);
+  auto imp = Run({Tool("cct-import"), "-d", dir / "raw.db", "--from", "cupti-raw", "--name", "replayed", dump});
+  INFO(imp.err);
+  REQUIRE(imp.exit_code == 0);
+  const Recorded back = Load(dir / "raw.db", 1);
+  CHECK(back.meta.name == "replayed");
+  // Every node of either tree, by path, has the same value of every metric
+  // in the other; GPU metrics included.
+  auto values = [](const cct::Tree& t) {
+    std::map<std::string, double> out;
+    for (cct::NodeId n = 1; n < t.size(); ++n) {
+      std::string path;
+      for (const auto& s : PathOf(t, n)) path += "/" + s;
+      for (cct::MetricId m = 0; m < t.metrics().size(); ++m) {
+        const double v = t.Value(n, m);
+        if (v != 0) out[path + " " + t.metrics().Get(m).name] += v;
+      }
+    }
+    return out;
+  };
+  const auto live = values(r.tree), replayed = values(back.tree);
+  CHECK(live.size() == replayed.size());
+  size_t gpu_values = 0;
+  for (const auto& [key, v] : live) {
+    INFO(key);
+    auto it = replayed.find(key);
+    REQUIRE(it != replayed.end());
+    CHECK(it->second == v);
+    if (key.find(" gker") != std::string::npos || key.find(" gxcopy") != std::string::npos ||
+        key.find(" gins") != std::string::npos)
+      ++gpu_values;
+  }
+  CHECK(gpu_values > 20);
+  CHECK(Total(back.tree, "gins") == 48);
+  CHECK(Total(back.tree, "gker:count") == 30);
+  CHECK(back.meta.diagnostics.at("gpu_dropped_records") == 3);
+}

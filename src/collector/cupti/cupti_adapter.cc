@@ -20,6 +20,7 @@
 
 #include "collector/cupti/cupti_api_kinds.h"
 #include "collector/cupti/cupti_decode.h"
+#include "collector/cupti/cupti_pc_sampling.h"
 #include "collector/gpu_probe.h"
 #include "collector/symbolizer.h"  // Demangle
 
@@ -122,6 +123,7 @@ struct State {
   SymbolNames symbols;
   Counters counters;
   std::atomic<uint32_t> epoch{1};  // bumped at start/stop: resets threads' call depth
+  bool pc_sampling = false;        // set before the callbacks are enabled
 };
 
 // Never destroyed: CUPTI may call back during or after static destruction.
@@ -157,6 +159,10 @@ void CallHook(const F& hook, Args&&... args) {
 }
 
 void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (S().pc_sampling) cupti::PcOnResource(cbid, data);
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (cb == nullptr) return;
@@ -191,6 +197,9 @@ void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   // CUPTI_API_EXIT
   if (t_api.depth == 0) return;  // entered before tracing started
   if (--t_api.depth > 0) return;
+  // Kernel-serialized PC sampling: the kernel's samples are fetched when
+  // its launch (or a synchronization) returns.
+  if (s.pc_sampling) cupti::PcOnApiExit(domain, cbid, cb);
   if (timed && cb->correlationData != nullptr && *cb->correlationData != 0) {
     uint64_t now = 0;
     if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) return;
@@ -286,6 +295,12 @@ cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.started.load()) return cct::Status::Ok();
     s.hooks = std::move(hooks);
+    s.pc_sampling = options.pc_sampling;
+    if (s.pc_sampling) {
+      CCT_RETURN_IF_ERROR(cupti::PcSamplingInit(options.pc_sampling_period, [](std::vector<GpuPcSample>&& samples) {
+        CallHook(S().hooks.on_pc_samples, std::move(samples));
+      }));
+    }
     CUptiResult r = cuptiSubscribe(&s.subscriber, OnApi, nullptr);
     if (r != CUPTI_SUCCESS) {
       s.subscriber = nullptr;
@@ -294,6 +309,16 @@ cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
     }
     cct::Status st = EnableCallbacks(s, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
     if (st.ok()) st = EnableCallbacks(s, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    if (st.ok() && s.pc_sampling) {
+      for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                                    CUPTI_CBID_RESOURCE_MODULE_LOADED}) {
+        const CUptiResult rr = cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+        if (rr != CUPTI_SUCCESS) {
+          st = CuptiError("cuptiEnableCallback (resource domain, for PC sampling)", rr);
+          break;
+        }
+      }
+    }
     if (!st.ok()) {
       Teardown(s);
       return st;
@@ -341,6 +366,7 @@ void FlushGpuActivity() {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.started.load()) return;
+  if (s.pc_sampling) cupti::PcFlush();
   (void)cuptiActivityFlushAll(0);
 }
 
@@ -348,6 +374,7 @@ void StopGpuTracing() {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.started.load()) return;
+  if (s.pc_sampling) cupti::PcStop();
   (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Teardown(s);
   s.started.store(false);
@@ -376,6 +403,10 @@ GpuTracingStats GetGpuTracingStats() {
   out.declined_buffers = c.declined.load();
   out.aliases = c.aliases.load();
   out.hook_exceptions = c.hook_exceptions.load();
+  if (S().pc_sampling) {
+    out.pc_samples = cupti::GetPcSamplingStats().samples;
+    out.pc_dropped = cupti::PcDroppedSamples();
+  }
   return out;
 }
 
@@ -426,9 +457,14 @@ std::string DescribeGpus() {
       else if (static_cast<unsigned char>(c) >= 0x20) out += c;
     return out + "\"";
   };
+  std::string pc_error;
+  if (S().pc_sampling) {
+    const cct::Status st = cupti::PcLastError();
+    if (!st.ok()) pc_error = ",\"pc_sampling_error\":" + quote(st.message());
+  }
   return "{\"gpu_model\":" + quote(model) + ",\"driver_version\":" + quote(driver) +
          ",\"cuda_version\":" + quote(runtime) + ",\"devices\":" + std::to_string(count) +
-         ",\"cupti_api\":" + std::to_string(cupti) + "}";
+         ",\"cupti_api\":" + std::to_string(cupti) + pc_error + "}";
 }
 
 int AbiStart(const GpuAdapterOptions* options, const GpuAdapterCallbacks* callbacks, char* error, size_t error_size) {
