@@ -354,16 +354,21 @@ void AttachOrReport() {
   RuntimeWarn("GPU tracing " + reason);  // "GPU tracing off: <reason>"
 }
 
-// Fills `tree` with the node of every handle. Caller holds handles_mu.
+// The tree node of every handle (`handles`: a copy of the table).
 class HandleNodes {
  public:
-  HandleNodes(cct::Tree& tree, const std::vector<std::vector<cct::NodeId>>& launch_nodes)
-      : tree_(tree), launch_nodes_(launch_nodes), nodes_(g->handles.size(), cct::kNoNode) {}
+  HandleNodes(cct::Tree& tree, const std::vector<std::vector<cct::NodeId>>& launch_nodes,
+              const std::vector<Handle>& handles, const std::vector<std::string>& kernel_names)
+      : tree_(tree),
+        launch_nodes_(launch_nodes),
+        handles_(handles),
+        kernel_names_(kernel_names),
+        nodes_(handles.size(), cct::kNoNode) {}
 
   cct::NodeId Node(uint32_t h) {
     if (h >= nodes_.size()) return Unknown();
     if (nodes_[h] != cct::kNoNode) return nodes_[h];
-    const Handle& x = g->handles[h];
+    const Handle& x = handles_[h];
     cct::NodeId n = cct::kNoNode;
     switch (x.role) {
       case HandleRole::kUnknown:
@@ -378,10 +383,10 @@ class HandleNodes {
         // Under the site's placeholder: the site is the placeholder, or the
         // kernel the launch named (then its parent is the placeholder).
         cct::NodeId parent = Node(x.parent);
-        if (x.parent < g->handles.size() && g->handles[x.parent].role == HandleRole::kSite &&
-            g->handles[x.parent].kernel_name != 0 && parent != unknown_)
+        if (x.parent < handles_.size() && handles_[x.parent].role == HandleRole::kSite &&
+            handles_[x.parent].kernel_name != 0 && parent != unknown_)
           parent = tree_.parent(parent);
-        n = GpuKernelNode(tree_, parent, g->kernel_names[x.kernel_name]);
+        n = GpuKernelNode(tree_, parent, x.kernel_name < kernel_names_.size() ? kernel_names_[x.kernel_name] : "");
         break;
       }
       case HandleRole::kLine:
@@ -399,6 +404,8 @@ class HandleNodes {
   }
   cct::Tree& tree_;
   const std::vector<std::vector<cct::NodeId>>& launch_nodes_;
+  const std::vector<Handle>& handles_;
+  const std::vector<std::string>& kernel_names_;
   std::vector<cct::NodeId> nodes_;
   cct::NodeId unknown_ = cct::kNoNode;
 };
@@ -478,21 +485,31 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
       entries = g->attributor->metrics();
       astats = g->attributor->stats();
     }
-    std::lock_guard<std::mutex> lock(g->handles_mu);
-    builder.SetKernelNames([](uint32_t id) { return id < g->kernel_names.size() ? g->kernel_names[id] : ""; });
+    // A copy of the handle table, so launches meeting a new site are not
+    // held up while the tree is built and symbolized.
+    std::vector<Handle> handles;
+    std::vector<std::string> kernel_names;
+    std::string describe;
+    {
+      std::lock_guard<std::mutex> lock(g->handles_mu);
+      handles = g->handles;
+      kernel_names = g->kernel_names;
+      describe = g->describe;
+    }
+    builder.SetKernelNames([&](uint32_t id) { return id < kernel_names.size() ? kernel_names[id] : std::string(); });
     std::vector<std::vector<cct::NodeId>> launch_nodes;
     for (const LaunchTrieRef& t : threads) {
       if (t.thread_index >= launch_nodes.size()) launch_nodes.resize(t.thread_index + 1);
       builder.AddLaunches(t.thread_name, *t.launches, lookup, &launch_nodes[t.thread_index]);
     }
-    HandleNodes nodes(tree, launch_nodes);
-    for (uint32_t h = 1; h < g->handles.size(); ++h) nodes.Node(h);
+    HandleNodes nodes(tree, launch_nodes, handles, kernel_names);
+    for (uint32_t h = 1; h < handles.size(); ++h) nodes.Node(h);
     for (const GpuNodeEntry& e : entries) nodes.Node(e.node);
 
     nlohmann::json gpu = {{"tracing", g->status}};
     if (!g->adapter_path.empty()) gpu["adapter"] = g->adapter_path;
-    if (!g->describe.empty()) {
-      const auto facts = nlohmann::json::parse(g->describe, nullptr, false);
+    if (!describe.empty()) {
+      const auto facts = nlohmann::json::parse(describe, nullptr, false);
       if (facts.is_object()) {
         meta.gpu_model = facts.value("gpu_model", "");
         meta.driver_version = facts.value("driver_version", "");
@@ -530,8 +547,8 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
         // The tree before GPU metrics, with every site's node: replaying
         // the dump onto it gives this run (gpu_raw_dump.h).
         std::vector<RawSiteNode> sites;
-        for (uint32_t h = 1; h < g->handles.size(); ++h)
-          if (g->handles[h].role == HandleRole::kSite) sites.push_back({h, nodes.Node(h)});
+        for (uint32_t h = 1; h < handles.size(); ++h)
+          if (handles[h].role == HandleRole::kSite) sites.push_back({h, nodes.Node(h)});
         meta.node_count = tree.size();
         g->raw->Snapshot(tree, meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), sites);
         if (!g->raw->status().ok() && !g->raw_warned) {
