@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("from", po::value<std::string>(), "input format: folded|hatchet|hpctoolkit|ncu-csv|cupti-raw")
+      ("from", po::value<std::string>(), "input format: folded, hatchet, hpctoolkit, ncu-csv or cupti-raw")
       ("run", po::value<std::string>(), "ncu-csv: the run whose kernel nodes get the metrics (a RUN selector)")
       ("name", po::value<std::string>(), "run name (default: the file's name; cupti-raw: the recorded run's name, "
                                          "else the file's)")

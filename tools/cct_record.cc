@@ -327,6 +327,13 @@ int main(int argc, char** argv) {
   // Another GPU adapter (tests, CCT_GPU_ADAPTER): it decides for itself
   // whether there is something to trace.
   if (const char* adapter = getenv("CCT_GPU_ADAPTER"); adapter && *adapter) config.gpu_adapter = AbsolutePath(adapter);
+  const std::string lib = CollectorLibrary();
+  if (lib.empty())
+    cli::Fail(kTool, "cannot find libcct-collector.so next to cct-record (set CCT_COLLECTOR_LIB)", kExitOwnError);
+  {
+    auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite);
+    if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
+  }
   if (config.gpu != collector::GpuTracing::kOff && config.gpu_adapter.empty()) {
     // One line here rather than one per process: is there a driver and a GPU?
     const cct::Status probe = collector::ProbeGpu(/*need_device=*/true);
@@ -338,13 +345,6 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::string lib = CollectorLibrary();
-  if (lib.empty())
-    cli::Fail(kTool, "cannot find libcct-collector.so next to cct-record (set CCT_COLLECTOR_LIB)", kExitOwnError);
-  {
-    auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite);
-    if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
-  }
 
   struct sigaction sa {};
   sa.sa_sigaction = Forward;

@@ -416,7 +416,7 @@ void CheckSampleReplay(const RawReplay& r) {
   CHECK(r.batches == 3);
   CHECK(r.records == 4 + 10);
   CHECK(r.activities == 14);
-  CHECK(r.pc_samples == 7);
+  CHECK(r.pc_samples == 4 + 6 + 5 + 3 + 7 + 2 + 1);
   CHECK(r.dropped == 5);
   CHECK(r.unknown == 1);
   CHECK(r.snapshots == 2);
@@ -545,7 +545,7 @@ TEST_CASE("gpu raw dump: replay rebuilds the run, metric by metric") {
   CHECK(d["gpu_skipped_records"] == 1);
   CHECK(d["gpu_dropped_records"] == 5);
   CHECK(d["gpu_unknown_activities"] == 1);
-  CHECK(d["gpu_pc_samples"] == 7);
+  CHECK(d["gpu_pc_samples"] == 28);
   CHECK(d["gpu_pc_samples_unknown"] == 1);
   CHECK(d["gpu_raw_sites_without_node"] == 1);
   CHECK_FALSE(d.contains("gpu_raw_unnamed_kernels"));

@@ -70,7 +70,8 @@ DEFAULT_GENCODE = ["-gencode", "arch=compute_80,code=sm_80",
 
 def have_gpu():
     """(True, description) when an NVIDIA GPU is usable, else (False, why)."""
-    if not os.path.exists("/dev/nvidia0"):
+    # /dev/nvidia0 usually; a container given one GPU may have only /dev/nvidiaN.
+    if not glob.glob("/dev/nvidia[0-9]*"):
         return False, "no /dev/nvidia0"
     smi = shutil.which("nvidia-smi")
     if not smi:
@@ -101,8 +102,9 @@ def find_ncu(explicit=None):
 def tool_versions(nvcc):
     out = {}
     try:
-        out["nvcc"] = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    except (OSError, IndexError):
+        out["nvcc"] = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                                     timeout=60).stdout.strip().splitlines()[-1]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
         pass
     try:
         r = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
@@ -516,7 +518,8 @@ def save_fixtures(dest, db, raw_dir, manifest):
     with open(os.path.join(dest, "gpu_e2e.manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
-    print(f"\nfixtures written to {dest}: gpu_e2e.db, raw/, gpu_e2e.manifest.json")
+    print(f"\nfixtures written to {dest}: gpu_e2e.db, raw/, gpu_e2e.manifest.json "
+          "(.gitignore ignores *.db: commit it with git add -f)")
 
 
 def main():
