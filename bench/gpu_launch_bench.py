@@ -17,6 +17,7 @@ the whole-process wall time and peak RSS (bench_util.run_rss). Target (GPU
 issue): <= 3 µs per launch. SKIP (exit 0) without a GPU or nvcc.
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -34,7 +35,8 @@ TARGET_US = 3.0
 
 
 def have_gpu():
-    if not os.path.exists("/dev/nvidia0"):
+    # /dev/nvidia0 usually; a container given one GPU may have only /dev/nvidiaN.
+    if not glob.glob("/dev/nvidia[0-9]*"):
         return False, "no /dev/nvidia0"
     smi = shutil.which("nvidia-smi")
     if not smi:
