@@ -50,7 +50,7 @@ struct GpuAdapterCallbacks {
 struct GpuAdapterOptions {
   int mode = 0;              // 0 auto (needs a driver and a device), 1 on (a driver)
   bool pc_sampling = false;  // collect PC samples with stall reasons
-  uint32_t pc_sampling_period = 0;  // CUPTI's samplingPeriod exponent (2^(5+n) cycles); 0 = CUPTI's default
+  uint32_t pc_sampling_period = 0;  // CUPTI's samplingPeriod: one sample every 2^n cycles (5..31); 0 = CUPTI's default
 };
 
 // Process-wide counters, for the run's diagnostics.
