@@ -12,11 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <new>
 #include <string>
-#include <unordered_map>
 
 #include "collector/cupti/cupti_api_kinds.h"
 #include "collector/cupti/cupti_decode.h"
@@ -43,38 +41,19 @@ struct Counters {
       declined{0}, aliases{0}, hook_exceptions{0};
 };
 
-// Kernel symbols as the launch callbacks see them, demangled once.
+// Kernel symbols as the launch callbacks see them, demangled once; the
+// returned pointers live as long as the process.
 class SymbolNames {
  public:
   const char* Get(const char* mangled) {
     if (mangled == nullptr || *mangled == '\0') return nullptr;
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_pointer_.find(mangled);
-    if (it != by_pointer_.end() && std::strcmp(it->second.mangled->c_str(), mangled) == 0)
-      return it->second.demangled->c_str();
-    auto m = by_text_.find(mangled);
-    Entry e;
-    if (m != by_text_.end()) {
-      e = m->second;
-    } else {
-      mangled_.emplace_back(mangled);
-      demangled_.push_back(Demangle(mangled));
-      e = Entry{&mangled_.back(), &demangled_.back()};
-      by_text_.emplace(mangled_.back(), e);
-    }
-    by_pointer_[mangled] = e;
-    return e.demangled->c_str();
+    return names_.Name(names_.Intern(mangled)).c_str();
   }
 
  private:
-  struct Entry {
-    const std::string* mangled = nullptr;
-    const std::string* demangled = nullptr;
-  };
   std::mutex mu_;
-  std::deque<std::string> mangled_, demangled_;  // stable addresses
-  std::unordered_map<std::string, Entry> by_text_;
-  std::unordered_map<const char*, Entry> by_pointer_;
+  cupti::DemangledNames names_;
 };
 
 // The bounded buffer pool. Buffers are allocated on first use and reused;

@@ -74,12 +74,14 @@ uint32_t NonNegative(int32_t v) { return v > 0 ? static_cast<uint32_t>(v) : 0; }
 
 }  // namespace
 
-ActivityDecoder::ActivityDecoder() {
+ActivityDecoder::ActivityDecoder() = default;
+
+DemangledNames::DemangledNames() {
   names_.emplace_back();
   mangled_.emplace_back();
 }
 
-uint32_t ActivityDecoder::InternKernelName(const char* mangled) {
+uint32_t DemangledNames::Intern(const char* mangled) {
   if (mangled == nullptr || *mangled == '\0') return 0;
   // CUPTI gives every record of a kernel the same string; check the text
   // too, since a string of an unloaded module may be reused for another.
@@ -126,8 +128,8 @@ void ActivityDecoder::DecodeKernel(const CUpti_ActivityKernel10& r, GpuActivity&
   a.dynamic_shared_bytes = NonNegative(r.dynamicSharedMemory);
   a.local_bytes_per_thread = r.localMemoryPerThread;
   a.shared_config_bytes = r.sharedMemoryExecuted;
-  a.kernel_name_id = InternKernelName(r.name);
-  a.kernel_name = names_[a.kernel_name_id];
+  a.kernel_name_id = names_.Intern(r.name);
+  a.kernel_name = names_.Name(a.kernel_name_id);
 }
 
 void ActivityDecoder::Decode(const CUpti_Activity* record, std::vector<GpuActivity>& out) {

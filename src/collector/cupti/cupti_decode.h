@@ -42,6 +42,27 @@
 
 namespace collector::cupti {
 
+// Names as CUPTI hands them over (mangled, one shared string per kernel or
+// function), demangled once and interned: id 0 is the empty name; views
+// and c_str() of a name stay valid as long as the table (deques never move
+// their strings). Used by the activity decoder, the PC-sample decoder and
+// the adapter's launch callbacks. Not thread-safe.
+class DemangledNames {
+ public:
+  DemangledNames();
+  uint32_t Intern(const char* mangled);  // 0 for null or ""
+  const std::string& Name(uint32_t id) const { return names_[id]; }        // demangled
+  const std::string& Mangled(uint32_t id) const { return mangled_[id]; }  // as given
+  size_t size() const { return names_.size() - 1; }
+
+ private:
+  std::deque<std::string> names_, mangled_;                    // by id
+  std::unordered_map<std::string_view, uint32_t> by_mangled_;  // views into mangled_
+  std::unordered_map<const char*, uint32_t> by_pointer_;
+  const char* last_pointer_ = nullptr;
+  uint32_t last_id_ = 0;
+};
+
 struct DecodeStats {
   uint64_t records = 0;         // records looked at
   uint64_t decoded = 0;         // records that became a GpuActivity
@@ -67,20 +88,14 @@ class ActivityDecoder {
 
   const DecodeStats& stats() const { return stats_; }
   // The interned kernel names (demangled); id 0 is the empty name.
-  std::string_view KernelName(uint32_t id) const { return names_[id]; }
-  size_t kernel_name_count() const { return names_.size() - 1; }
+  std::string_view KernelName(uint32_t id) const { return names_.Name(id); }
+  size_t kernel_name_count() const { return names_.size(); }
 
  private:
-  uint32_t InternKernelName(const char* mangled);
   void DecodeKernel(const CUpti_ActivityKernel10& r, GpuActivity& a);
 
   DecodeStats stats_;
-  std::deque<std::string> names_;    // by id; a deque, so views stay valid as it grows
-  std::deque<std::string> mangled_;  // by id, the names as CUPTI gave them
-  std::unordered_map<std::string_view, uint32_t> by_mangled_;  // views into mangled_
-  std::unordered_map<const char*, uint32_t> by_pointer_;       // CUPTI shares one string per kernel
-  const char* last_pointer_ = nullptr;
-  uint32_t last_id_ = 0;
+  DemangledNames names_;
 };
 
 }  // namespace collector::cupti

@@ -3,52 +3,16 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collector/symbolizer.h"
+#include "cct/flat_index.h"
 
 namespace collector::cupti {
 
-namespace {
-
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-}  // namespace
-
 size_t PcSampleDecoder::PcKeyHash::operator()(const PcKey& k) const {
-  return static_cast<size_t>(Mix(k.crc ^ Mix(k.pc ^ Mix((uint64_t{k.function} << 32) | k.correlation))));
+  return static_cast<size_t>(cct::MixHash(k.crc ^ cct::MixHash(k.pc ^ cct::MixHash((uint64_t{k.function} << 32) | k.correlation))));
 }
 
 PcSampleDecoder::PcSampleDecoder(SourceLineFn source_line) : source_line_(std::move(source_line)) {
-  names_.emplace_back();
-  mangled_.emplace_back();
   files_.emplace_back();
-}
-
-uint32_t PcSampleDecoder::InternFunction(const char* mangled) {
-  if (mangled == nullptr || *mangled == '\0') return 0;
-  // CUPTI gives every record of a function the same string; check the text
-  // too, since freed memory may be reused for another name.
-  auto p = by_pointer_.find(mangled);
-  if (p != by_pointer_.end() && std::strcmp(mangled_[p->second].c_str(), mangled) == 0) return p->second;
-  const std::string_view text(mangled);
-  uint32_t id;
-  auto m = by_mangled_.find(text);
-  if (m != by_mangled_.end()) {
-    id = m->second;
-  } else {
-    id = static_cast<uint32_t>(names_.size());
-    mangled_.emplace_back(text);
-    names_.push_back(Demangle(mangled));
-    by_mangled_.emplace(mangled_.back(), id);
-  }
-  by_pointer_[mangled] = id;
-  return id;
 }
 
 uint32_t PcSampleDecoder::InternFile(const std::string& file) {
@@ -72,7 +36,7 @@ PcSampleDecoder::Line PcSampleDecoder::LineOf(uint64_t crc, uint64_t pc, uint32_
     uint32_t line = 0;
     bool found = false;
     try {
-      found = source_line_(crc, pc, mangled_[function], &file, &line);
+      found = source_line_(crc, pc, names_.Mangled(function), &file, &line);
     } catch (...) {
       found = false;
     }
@@ -132,7 +96,7 @@ void PcSampleDecoder::Decode(const CUpti_PCSamplingData& data, const StallSlotTa
     if (counted == 0) continue;
     stats_.samples += counted;
 
-    const uint32_t function = InternFunction(r.functionName);
+    const uint32_t function = names_.Intern(r.functionName);
     const Line line = LineOf(crc, pc, function);
     if (line.line != 0) ++stats_.pcs_with_line;
 
@@ -144,7 +108,7 @@ void PcSampleDecoder::Decode(const CUpti_PCSamplingData& data, const StallSlotTa
       s.device_id = device_id;
       s.cubin_crc = crc;
       s.pc_offset = pc;
-      s.function_name = names_[function];
+      s.function_name = names_.Name(function);
       s.file = files_[line.file];
       s.line = line.line;
       out.push_back(s);

@@ -48,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collector/cupti/cupti_decode.h"
 #include "collector/gpu_activity.h"
 #include "collector/gpu_pc_sampling.h"
 
@@ -89,8 +90,8 @@ class PcSampleDecoder {
 
   const PcDecodeStats& stats() const { return stats_; }
   // The interned function names (demangled); id 0 is the empty name.
-  std::string_view FunctionName(uint32_t id) const { return names_[id]; }
-  size_t function_count() const { return names_.size() - 1; }
+  std::string_view FunctionName(uint32_t id) const { return names_.Name(id); }
+  size_t function_count() const { return names_.size(); }
 
  private:
   struct Line {
@@ -106,16 +107,12 @@ class PcSampleDecoder {
     size_t operator()(const PcKey& k) const;
   };
 
-  uint32_t InternFunction(const char* mangled);
   uint32_t InternFile(const std::string& file);
   Line LineOf(uint64_t crc, uint64_t pc, uint32_t function);
 
   SourceLineFn source_line_;
   PcDecodeStats stats_;
-  std::deque<std::string> names_;    // by id, demangled
-  std::deque<std::string> mangled_;  // by id, as CUPTI gave them
-  std::unordered_map<std::string_view, uint32_t> by_mangled_;  // views into mangled_
-  std::unordered_map<const char*, uint32_t> by_pointer_;       // CUPTI shares one string per function
+  DemangledNames names_;                                       // function names
   std::deque<std::string> files_;                              // by index; 0 is ""
   std::unordered_map<std::string_view, uint32_t> by_file_;     // views into files_
   std::unordered_map<PcKey, Line, PcKeyHash> lines_;           // correlation 0 in the key

@@ -25,7 +25,6 @@
 #include "cct/frame.h"
 #include "collector/cupti/cupti_decode.h"
 #include "collector/gpu_adapter_abi.h"
-#include "collector/symbolizer.h"
 
 using namespace collector;
 
@@ -43,7 +42,7 @@ struct Fake {
   uint64_t clock = 1000000000;
   uint64_t dropped_once = 0;
   cupti::ActivityDecoder decoder;
-  std::vector<std::string> names;  // demangled launch names (stable: reserved)
+  cupti::DemangledNames names;  // launch names, as the adapter demangles them
   GpuTracingStats stats;
 };
 Fake& F() {
@@ -63,12 +62,7 @@ void Append(const T& record) {  // caller holds mu
 const char* Demangled(const char* mangled) {
   Fake& f = F();
   std::lock_guard<std::mutex> lock(f.mu);
-  const std::string d = Demangle(mangled);
-  for (const std::string& n : f.names)
-    if (n == d) return n.c_str();
-  if (f.names.size() == f.names.capacity()) return "<too many kernels>";
-  f.names.push_back(d);
-  return f.names.back().c_str();
+  return f.names.Name(f.names.Intern(mangled)).c_str();
 }
 
 // The launch: on_launch on this thread, with this frame on the stack.
@@ -128,7 +122,6 @@ int Start(const GpuAdapterOptions* options, const GpuAdapterCallbacks* callbacks
   }
   std::lock_guard<std::mutex> lock(f.mu);
   if (f.started) return 0;
-  f.names.reserve(256);
   f.cb = *callbacks;
   f.options = *options;
   if (const char* d = getenv("FAKEGPU_DROPPED")) f.dropped_once = std::strtoull(d, nullptr, 10);
