@@ -6,6 +6,14 @@ cct::NodeId GpuKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view ke
   return tree.InternChild(site, tree.InternFrame(cct::FrameKind::kKernel, kernel));
 }
 
+cct::NodeId GpuSiteKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view kernel) {
+  if (site != cct::kRootNode && tree.kind(site) == cct::FrameKind::kKernel) {
+    if (tree.name(site) == kernel) return site;
+    return GpuKernelNode(tree, tree.parent(site), kernel);
+  }
+  return GpuKernelNode(tree, site, kernel);
+}
+
 std::string GpuLineName(std::string_view file, uint32_t line) {
   const size_t slash = file.rfind('/');
   std::string name(slash == std::string_view::npos ? file : file.substr(slash + 1));

@@ -25,6 +25,13 @@ inline constexpr std::string_view kGpuUnknownName = "<gpu unknown>";
 
 // The kernel child (kind kKernel, named by the demangled kernel) of `site`.
 cct::NodeId GpuKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view kernel);
+// Where a kernel's metrics go given its launch site's node: the site itself
+// when it is a kernel node of that name (a launch that named its kernel),
+// a kernel child of the site's parent when it is a kernel node of another
+// name (the launch's placeholder), else a kernel child of the site (a
+// placeholder: graph launches, `<gpu unknown>`, ...). The rule of the
+// runtime's kernel handles (gpu_runtime.cc), used by the raw-dump replay.
+cct::NodeId GpuSiteKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view kernel);
 // The source-line child (kind kLine) of a kernel node: named "BASENAME:LINE"
 // like the collector's CPU line nodes (profile_builder.cc), with the full
 // `file` and `line` in the frame; no module.

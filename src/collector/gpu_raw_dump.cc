@@ -218,8 +218,17 @@ void RawDumpWriter::Fail(const cct::Status& s) {
   if (status_.ok()) status_ = s;
 }
 
+void RawDumpWriter::OutOfMemory() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    broken_ = true;  // before the message, which allocates
+    Fail(cct::IoError("raw GPU dump: out of memory"));
+  } catch (...) {
+  }
+}
+
 void RawDumpWriter::Write(uint8_t type, const std::string& payload) {
-  if (!status_.ok() || fd_ < 0) return;
+  if (!status_.ok() || broken_ || fd_ < 0) return;
   if (payload.size() > kRawMaxPayload) {
     Fail(cct::IoError("raw GPU dump: a record of " + std::to_string(payload.size()) + " bytes is too large"));
     return;
@@ -248,7 +257,7 @@ void RawDumpWriter::Write(uint8_t type, const std::string& payload) {
 void RawDumpWriter::Correlations(std::span<const RawCorrelation> records) {
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!status_.ok() || records.empty()) return;
+    if (!status_.ok() || broken_ || records.empty()) return;
     std::string payload;
     payload.reserve(4 + records.size() * 9);
     PutU32(payload, static_cast<uint32_t>(records.size()));
@@ -259,40 +268,33 @@ void RawDumpWriter::Correlations(std::span<const RawCorrelation> records) {
     }
     Write(static_cast<uint8_t>(RawRecordType::kCorrelations), payload);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Fail(cct::IoError("raw GPU dump: out of memory"));
+    OutOfMemory();
   }
 }
 
 uint32_t RawDumpWriter::NameId(std::string_view name, std::vector<std::string_view>& fresh) {
   if (name.empty()) return 0;
-  if (name.data() == last_name_ && name.size() == last_size_) return last_id_;
-  uint32_t id;
+  // Launches repeat a few kernels: the previous name first, without hashing.
+  if (last_name_ != nullptr && *last_name_ == name) return last_id_;
   auto it = names_.find(std::string(name));
-  if (it != names_.end()) {
-    id = it->second;
-  } else {
-    id = static_cast<uint32_t>(names_.size() + 1);
-    names_.emplace(std::string(name), id);
+  if (it == names_.end()) {
+    it = names_.emplace(std::string(name), static_cast<uint32_t>(names_.size() + 1)).first;
     fresh.push_back(name);
   }
-  // The adapter's names are views into its decoder's table, stable for the
-  // process: the same view is the same name.
-  last_name_ = name.data();
-  last_size_ = name.size();
-  last_id_ = id;
-  return id;
+  last_name_ = &it->first;  // map keys do not move
+  last_id_ = it->second;
+  return last_id_;
 }
 
-void RawDumpWriter::Batch(const uint8_t* raw, size_t raw_bytes, std::span<const GpuActivity> api, uint64_t dropped) {
+void RawDumpWriter::Batch(const uint8_t* raw, size_t raw_bytes, std::span<const GpuActivity> delivered, uint64_t dropped) {
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!status_.ok()) return;
+    if (!status_.ok() || broken_) return;
     if (raw == nullptr) raw_bytes = 0;
     std::vector<std::string_view> fresh;
     std::vector<uint32_t> kernels;
     size_t api_count = 0;
-    for (const GpuActivity& a : api) {
+    for (const GpuActivity& a : delivered) {
       if (a.kind == GpuActivityKind::kKernel) kernels.push_back(NameId(a.kernel_name, fresh));
       if (a.kind == GpuActivityKind::kMemoryApi) ++api_count;
     }
@@ -307,19 +309,18 @@ void RawDumpWriter::Batch(const uint8_t* raw, size_t raw_bytes, std::span<const 
     if (raw_bytes > 0) payload.append(reinterpret_cast<const char*>(raw), raw_bytes);
     PutU32(payload, static_cast<uint32_t>(api_count));
     PutU32(payload, static_cast<uint32_t>(kRawActivitySize));
-    for (const GpuActivity& a : api)
+    for (const GpuActivity& a : delivered)
       if (a.kind == GpuActivityKind::kMemoryApi) AppendRawActivity(payload, a, 0);
     Write(static_cast<uint8_t>(RawRecordType::kBatch), payload);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Fail(cct::IoError("raw GPU dump: out of memory"));
+    OutOfMemory();
   }
 }
 
 void RawDumpWriter::PcSamples(std::span<const GpuPcSample> samples) {
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!status_.ok() || samples.empty()) return;
+    if (!status_.ok() || broken_ || samples.empty()) return;
     std::string payload;
     PutU32(payload, static_cast<uint32_t>(samples.size()));
     for (const GpuPcSample& s : samples) {
@@ -335,8 +336,7 @@ void RawDumpWriter::PcSamples(std::span<const GpuPcSample> samples) {
     }
     Write(static_cast<uint8_t>(RawRecordType::kPcSamples), payload);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Fail(cct::IoError("raw GPU dump: out of memory"));
+    OutOfMemory();
   }
 }
 
@@ -345,7 +345,7 @@ void RawDumpWriter::Snapshot(const cct::Tree& tree, const std::string& meta_json
   try {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!status_.ok()) return;
+      if (!status_.ok() || broken_) return;
     }
     // Encoding a large tree takes a while: outside the lock.
     std::vector<cct::NodeId> stored;
@@ -366,13 +366,13 @@ void RawDumpWriter::Snapshot(const cct::Tree& tree, const std::string& meta_json
     std::lock_guard<std::mutex> lock(mu_);
     Write(static_cast<uint8_t>(RawRecordType::kSnapshot), payload);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Fail(cct::IoError("raw GPU dump: out of memory"));
+    OutOfMemory();
   }
 }
 
 cct::Status RawDumpWriter::status() const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (broken_ && status_.ok()) return cct::IoError("raw GPU dump: out of memory");
   return status_;
 }
 

@@ -69,7 +69,10 @@ struct RawCorrelation {
 
 struct RawSiteNode {
   uint32_t handle = 0;
-  cct::NodeId node = 0;  // in the snapshot's tree
+  // Writing: a node id of the tree given to Snapshot (the writer stores its
+  // preorder id, the id it has once decoded); out of range = none.
+  // Reading (RawSnapshot): the stored id, 0xFFFFFFFF for none.
+  cct::NodeId node = 0;
 };
 
 class RawDumpWriter {
@@ -80,10 +83,8 @@ class RawDumpWriter {
   ~RawDumpWriter();
 
   void Correlations(std::span<const RawCorrelation> records);
-  // `raw` may be null (a batch of adapter timings only); `api` holds the
-  // kMemoryApi activities of the batch (the others come from `raw`).
-  //
-  // Pass the WHOLE delivery here (on_activity's activities, decoded from
+  // `raw` may be null (a batch of adapter timings only). Pass the WHOLE
+  // delivery as `delivered` (on_activity's activities, decoded from
   // `raw` and followed by the kMemoryApi ones): the writer stores only the
   // kMemoryApi activities, plus the names of the kKernel activities in
   // order. CUPTI's kernel records hold a pointer to their name, which means
@@ -92,7 +93,7 @@ class RawDumpWriter {
   // record). Given only the kMemoryApi activities, a dump's kernels replay
   // without names (their metrics land on the launch site's node and
   // gpu_raw_unnamed_kernels counts them).
-  void Batch(const uint8_t* raw, size_t raw_bytes, std::span<const GpuActivity> api, uint64_t dropped);
+  void Batch(const uint8_t* raw, size_t raw_bytes, std::span<const GpuActivity> delivered, uint64_t dropped);
   void PcSamples(std::span<const GpuPcSample> samples);
   // The tree before GPU metrics, with the node of every launch-site handle.
   void Snapshot(const cct::Tree& tree, const std::string& meta_json, std::span<const RawSiteNode> sites);
@@ -105,15 +106,16 @@ class RawDumpWriter {
   RawDumpWriter() = default;
   void Write(uint8_t type, const std::string& payload);  // caller holds mu_
   void Fail(const cct::Status& s);                        // caller holds mu_
+  void OutOfMemory() noexcept;                            // takes mu_
   uint32_t NameId(std::string_view name, std::vector<std::string_view>& fresh);  // caller holds mu_
   mutable std::mutex mu_;
   int fd_ = -1;
   cct::Status status_;
+  bool broken_ = false;  // out of memory (status_ may not have been set)
   uint64_t bytes_ = 0;
   // Kernel names defined so far → their ids (1, 2, ... in order of definition).
   std::unordered_map<std::string, uint32_t> names_;
-  const char* last_name_ = nullptr;  // the previous kernel name's view, and its id
-  size_t last_size_ = 0;
+  const std::string* last_name_ = nullptr;  // the previous kernel name (a key of names_), and its id
   uint32_t last_id_ = 0;
 };
 
@@ -217,7 +219,8 @@ struct RawReplay {
   cct::Tree tree;
   std::string meta_json;
   // batches: batch records; records: CUPTI records walked in their buffers;
-  // activities: operations attributed; pc_samples: GpuPcSample records.
+  // activities: operations attributed; pc_samples: PC samples (the sum of
+  // GpuPcSample::samples, as the adapter counts them).
   uint64_t batches = 0, records = 0, activities = 0, pc_samples = 0;
   uint64_t dropped = 0;    // records CUPTI reported dropped (sum of the batches')
   uint64_t unknown = 0;    // activities attributed to `<gpu unknown>`

@@ -208,10 +208,9 @@ void OnActivity(void*, const GpuActivity* activities, size_t count, uint64_t dro
     const std::span<const GpuActivity> batch(activities, count);
     if (g->raw) {
       RawFlushCorrelations();
-      std::vector<GpuActivity> api;
-      for (const GpuActivity& a : batch)
-        if (a.kind == GpuActivityKind::kMemoryApi) api.push_back(a);
-      g->raw->Batch(raw, raw_bytes, api, dropped);
+      // The whole delivery: the writer takes the kernels' names from it (the
+      // raw records' name pointers mean nothing in another process).
+      g->raw->Batch(raw, raw_bytes, batch, dropped);
     }
     ++g->batches;
     g->attributor->Add(*g->table, batch);
@@ -380,13 +379,9 @@ class HandleNodes {
         if (n == cct::kNoNode) n = Unknown();
         break;
       case HandleRole::kKernel: {
-        // Under the site's placeholder: the site is the placeholder, or the
-        // kernel the launch named (then its parent is the placeholder).
-        cct::NodeId parent = Node(x.parent);
-        if (x.parent < handles_.size() && handles_[x.parent].role == HandleRole::kSite &&
-            handles_[x.parent].kernel_name != 0 && parent != unknown_)
-          parent = tree_.parent(parent);
-        n = GpuKernelNode(tree_, parent, x.kernel_name < kernel_names_.size() ? kernel_names_[x.kernel_name] : "");
+        // The replay's rule (gpu_nodes.h): under the site's placeholder.
+        n = GpuSiteKernelNode(tree_, Node(x.parent),
+                              x.kernel_name < kernel_names_.size() ? kernel_names_[x.kernel_name] : "");
         break;
       }
       case HandleRole::kLine:

@@ -8,6 +8,8 @@
 // version) and `cct-import --from cupti-raw`.
 #include <cupti.h>
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <cstddef>
@@ -15,6 +17,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -465,10 +468,17 @@ TEST_CASE("gpu raw dump: gpu_nodes places kernels, lines and unknown activity") 
   CHECK(t.frames().Get(t.frame_id(l)).line == 7);
   CHECK(t.str(t.frames().Get(t.frame_id(l)).file) == "/a/b/kern.cu");
   CHECK(GpuLineName("plain.cu", 3) == "plain.cu:3");
+  // A site that is the launch's own kernel node.
+  CHECK(GpuSiteKernelNode(t, k, "k(int)") == k);
+  const NodeId other = GpuSiteKernelNode(t, k, "j(float)");
+  CHECK(t.parent(other) == site);
+  CHECK(t.name(other) == "j(float)");
+  CHECK(GpuSiteKernelNode(t, site, "k(int)") == k);
   const NodeId u = GpuUnknownNode(t);
   CHECK(t.parent(u) == cct::kRootNode);
   CHECK(t.name(u) == "<gpu unknown>");
   CHECK(GpuUnknownNode(t) == u);
+  CHECK(t.parent(GpuSiteKernelNode(t, u, "k(int)")) == u);
 }
 
 TEST_CASE("gpu raw dump: activities round-trip through the fixed layout") {
@@ -706,6 +716,71 @@ TEST_CASE("gpu raw dump: the writer reports errors once and skips the rest") {
     auto full = RawDumpWriter::Create("/dev/full", 1, "{}");
     CHECK_FALSE(full.ok());  // the header cannot be written
   }
+
+  // A file-size limit: the batch that crosses it is written in part (a
+  // short write, then EFBIG), the error is kept, and nothing more is
+  // written; what is on disk reads as a dump with a torn tail.
+  TempDir dir;
+  const std::string path = dir / "limited.cctraw";
+  rlimit old{};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  uint64_t written = 0;
+  cct::Status status;
+  {
+    auto lw = RawDumpWriter::Create(path, 1, "{}");
+    if (lw.ok()) {
+      const RawCorrelation c[] = {{1, 1, 0}};
+      (*lw)->Correlations(c);
+      const std::vector<uint8_t> big(8192, 0x5a);
+      (*lw)->Batch(big.data(), big.size(), {}, 0);
+      status = (*lw)->status();
+      written = (*lw)->bytes_written();
+      (*lw)->Correlations(c);  // skipped
+      CHECK((*lw)->bytes_written() == written);
+    }
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  signal(SIGXFSZ, old_handler);
+  CHECK_FALSE(status.ok());
+  CHECK(status.message().find("write failed") != std::string::npos);
+  CHECK(written == 4096);
+  CHECK(std::filesystem::file_size(path) == 4096);
+  auto r = ReplayRawDump(path);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(r->truncated);
+  CHECK(r->batches == 0);
+}
+
+TEST_CASE("gpu raw dump: records written from several threads at once stay whole") {
+  TempDir dir;
+  const std::string path = dir / "threads.cctraw";
+  {
+    auto w = RawDumpWriter::Create(path, 1, "{}");
+    REQUIRE(w.ok());
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        for (uint32_t i = 0; i < 200; ++i) {
+          const RawCorrelation c[] = {{t * 1000 + i + 1, t, 0}};
+          (*w)->Correlations(c);
+          const GpuActivity api[] = {MemoryApi(t * 1000 + i + 1, 0, 1 + t)};
+          (*w)->Batch(nullptr, 0, api, 0);
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    CHECK((*w)->status().ok());
+  }
+  const auto records = Records(path);
+  CHECK(records.size() == 4 * 200 * 2);
+  auto r = ReplayRawDump(path);
+  REQUIRE(r.ok());
+  CHECK(r->batches == 800);
+  CHECK(r->unknown == 0);  // every batch's correlation was written before it
+  CHECK(Total(r->tree, "gmem") == 200 * (1 + 2 + 3 + 4));  // no snapshot: all under <gpu unknown>
 }
 
 TEST_CASE("gpu raw dump: cct-import --from cupti-raw") {

@@ -164,12 +164,7 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     // itself when the launch named this kernel (the site is then the kernel
     // node), else a kernel child of the site's placeholder.
     KernelNodeFn kernel_node = [&](uint32_t site, std::string_view kernel) -> uint32_t {
-      const cct::NodeId s = node_of(site);
-      if (s != cct::kRootNode && tree.kind(s) == cct::FrameKind::kKernel) {
-        if (tree.name(s) == kernel) return s;
-        return GpuKernelNode(tree, tree.parent(s), kernel);
-      }
-      return GpuKernelNode(tree, s, kernel);
+      return GpuSiteKernelNode(tree, node_of(site), kernel);
     };
     GpuAttributor attributor(kUnknownHandle, kernel_node);
     attributor.SetLineNode([&](uint32_t kernel, std::string_view file, uint32_t line) -> uint32_t {
@@ -204,7 +199,7 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
         if (cct::Status s = ParseRawPcSamples(pc_records[e.index], &samples); !s.ok())
           return cct::Corrupt(path + ": damaged raw GPU dump: " + s.message());
         attributor.AddPcSamples(sites, samples);
-        out.pc_samples += samples.size();
+        for (const GpuPcSample& p : samples) out.pc_samples += p.samples;
       }
     }
     attributor.Flush(sites, /*give_up=*/true);
