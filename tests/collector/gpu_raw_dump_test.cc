@@ -28,6 +28,7 @@
 #include "collector/symbolizer.h"
 #include "store/database.h"
 #include "tests/test_util.h"
+#include "tests/collector/cupti_records.h"
 
 using namespace collector;
 using cct::FrameKind;
@@ -37,126 +38,9 @@ using testutil::ReadFileOrDie;
 using testutil::TempDir;
 using testutil::WriteFileOrDie;
 
+using namespace cupti_records;
+
 namespace {
-
-// A CUPTI activity buffer (as in gpu_test.cc), remembering where its kernel
-// records are so their name pointers can be scrambled.
-class RecordBuffer {
- public:
-  template <class T>
-  void Add(const T& record) {
-    static_assert(sizeof(T) % 8 == 0, "CUPTI records are 8-byte multiples");
-    if constexpr (std::is_same_v<T, CUpti_ActivityKernel10>) kernels_.push_back(bytes_);
-    const size_t at = bytes_;
-    bytes_ += sizeof(T);
-    words_.resize((bytes_ + 7) / 8);
-    std::memcpy(reinterpret_cast<uint8_t*>(words_.data()) + at, &record, sizeof(T));
-  }
-  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words_.data()); }
-  size_t size() const { return bytes_; }
-  // The bytes as another process sees them: every kernel's name pointer
-  // points nowhere (replay must never follow it).
-  std::vector<uint8_t> Scrambled() const {
-    std::vector<uint8_t> out(data(), data() + size());
-    for (size_t at : kernels_) {
-      const char* bogus = reinterpret_cast<const char*>(uintptr_t{0xdead0000});
-      std::memcpy(out.data() + at + offsetof(CUpti_ActivityKernel10, name), &bogus, sizeof bogus);
-    }
-    return out;
-  }
-
- private:
-  std::vector<uint64_t> words_;
-  std::vector<size_t> kernels_;
-  size_t bytes_ = 0;
-};
-
-CUpti_ActivityKernel10 Kernel(uint32_t corr, const char* name, uint64_t start, uint64_t end, int gx, int gy,
-                              int bx, uint16_t regs) {
-  CUpti_ActivityKernel10 k;
-  std::memset(&k, 0, sizeof k);
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.correlationId = corr;
-  k.name = name;
-  k.start = start;
-  k.end = end;
-  k.gridX = gx, k.gridY = gy, k.gridZ = 1;
-  k.blockX = bx, k.blockY = 1, k.blockZ = 1;
-  k.registersPerThread = regs;
-  k.streamId = 7;
-  return k;
-}
-
-CUpti_ActivityMemcpy6 Memcpy(uint32_t corr, CUpti_ActivityMemcpyKind kind, uint64_t bytes, uint64_t start,
-                             uint64_t end) {
-  CUpti_ActivityMemcpy6 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m.copyKind = static_cast<uint8_t>(kind);
-  m.bytes = bytes;
-  m.start = start;
-  m.end = end;
-  m.correlationId = corr;
-  return m;
-}
-
-CUpti_ActivityMemset4 Memset(uint32_t corr, uint64_t bytes, uint64_t start, uint64_t end) {
-  CUpti_ActivityMemset4 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  m.bytes = bytes;
-  m.start = start;
-  m.end = end;
-  m.correlationId = corr;
-  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  return m;
-}
-
-CUpti_ActivityMemory4 Alloc(uint32_t corr, uint64_t bytes, uint64_t timestamp) {
-  CUpti_ActivityMemory4 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
-  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  m.correlationId = corr;
-  m.bytes = bytes;
-  m.timestamp = timestamp;
-  return m;
-}
-
-CUpti_ActivitySynchronization2 StreamSync(uint32_t corr, uint64_t start, uint64_t end) {
-  CUpti_ActivitySynchronization2 s;
-  std::memset(&s, 0, sizeof s);
-  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
-  s.start = start;
-  s.end = end;
-  s.correlationId = corr;
-  return s;
-}
-
-CUpti_ActivityDevice5 H100() {
-  CUpti_ActivityDevice5 d;
-  std::memset(&d, 0, sizeof d);
-  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
-  d.computeCapabilityMajor = 9;
-  d.numMultiprocessors = 132;
-  d.maxWarpsPerMultiprocessor = 64;
-  d.maxBlocksPerMultiprocessor = 32;
-  d.maxRegistersPerMultiprocessor = 65536;
-  d.maxSharedMemoryPerMultiprocessor = 228 * 1024;
-  d.maxSharedMemoryPerBlock = 48 * 1024;
-  d.maxThreadsPerBlock = 1024;
-  return d;
-}
-
-CUpti_ActivityAPI RuntimeApi(uint32_t corr) {  // a kind the decoder skips
-  CUpti_ActivityAPI a;
-  std::memset(&a, 0, sizeof a);
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.correlationId = corr;
-  return a;
-}
 
 GpuActivity MemoryApi(uint32_t corr, uint64_t start, uint64_t end) {
   GpuActivity a;
@@ -279,9 +163,9 @@ void WriteSampleDump(const std::string& path) {
   const RawCorrelation first[] = {{1, 101, kernel}, {2, 101, kernel}, {5, 102, uint8_t(GpuOpKind::kCopyIn)}};
   w.Correlations(first);
   RecordBuffer b1;
-  b1.Add(H100());
-  b1.Add(Kernel(1, kMangledSaxpy, 1000, 4000, 120, 1, 256, 32));
-  b1.Add(Kernel(2, kMangledSaxpy, 5000, 5500, 60, 1, 128, 32));
+  b1.Add(Device(0, 9, 0));
+  b1.Add(Kernel(1, kMangledSaxpy, 1000, 4000, 120, 1, 1, 256, 1, 1, 32));
+  b1.Add(Kernel(2, kMangledSaxpy, 5000, 5500, 60, 1, 1, 128, 1, 1, 32));
   b1.Add(Memcpy(5, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1 << 20, 6000, 8000));
   deliver(&b1, {}, 0);
 
@@ -306,14 +190,14 @@ void WriteSampleDump(const std::string& path) {
                                    {10, 999, kernel}};  // a handle without a node in the snapshot
   w.Correlations(second);
   RecordBuffer b2;
-  b2.Add(Kernel(3, kMangledGemm, 10000, 10900, 64, 64, 128, 64));  // two kernels of one graph launch
-  b2.Add(Kernel(3, kMangledSaxpy, 11000, 11200, 10, 1, 256, 32));
-  b2.Add(Kernel(4, kMangledGemm, 12000, 14000, 32, 32, 128, 64));
+  b2.Add(Kernel(3, kMangledGemm, 10000, 10900, 64, 64, 1, 128, 1, 1, 64));  // two kernels of one graph launch
+  b2.Add(Kernel(3, kMangledSaxpy, 11000, 11200, 10, 1, 1, 256, 1, 1, 32));
+  b2.Add(Kernel(4, kMangledGemm, 12000, 14000, 32, 32, 1, 128, 1, 1, 64));
   b2.Add(Memcpy(6, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 4096, 15000, 15300));
   b2.Add(Memset(7, 65536, 16000, 16100));
-  b2.Add(StreamSync(8, 17000, 17700));
-  b2.Add(Alloc(9, 1 << 20, 18000));
-  b2.Add(Kernel(10, kMangledSaxpy, 19000, 19111, 1, 1, 32, 16));
+  b2.Add(Sync(8, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 17000, 17700));
+  b2.Add(Memory(9, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, 18000));
+  b2.Add(Kernel(10, kMangledSaxpy, 19000, 19111, 1, 1, 1, 32, 1, 1, 16));
   b2.Add(Memcpy(77, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 10, 20000, 20040));  // never launched
   b2.Add(RuntimeApi(11));
   deliver(&b2, {MemoryApi(9, 17750, 18000)}, 3);
@@ -578,7 +462,7 @@ TEST_CASE("gpu raw dump: a batch written with the kMemoryApi activities only rep
     const RawCorrelation c[] = {{1, 7, static_cast<uint8_t>(GpuOpKind::kKernel)}};
     (*w)->Correlations(c);
     RecordBuffer b;
-    b.Add(Kernel(1, kMangledSaxpy, 0, 100, 1, 1, 32, 8));
+    b.Add(Kernel(1, kMangledSaxpy, 0, 100, 1, 1, 1, 32, 1, 1, 8));
     const GpuActivity api[] = {MemoryApi(1, 0, 10)};
     const auto bytes = b.Scrambled();
     (*w)->Batch(bytes.data(), bytes.size(), api, 0);

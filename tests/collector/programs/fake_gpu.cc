@@ -25,8 +25,10 @@
 #include "cct/frame.h"
 #include "collector/cupti/cupti_decode.h"
 #include "collector/gpu_adapter_abi.h"
+#include "tests/collector/cupti_records.h"
 
 using namespace collector;
+using namespace cupti_records;
 
 namespace {
 
@@ -35,8 +37,7 @@ struct Fake {
   bool started = false;
   GpuAdapterCallbacks cb;
   GpuAdapterOptions options;
-  std::vector<uint64_t> words;  // pending records, 8-byte aligned
-  size_t bytes = 0;
+  RecordBuffer pending;  // records not yet delivered
   std::vector<GpuActivity> api;  // kMemoryApi timings
   uint32_t next_corr = 100;
   uint64_t clock = 1000000000;
@@ -52,11 +53,7 @@ Fake& F() {
 
 template <class T>
 void Append(const T& record) {  // caller holds mu
-  Fake& f = F();
-  const size_t at = f.bytes;
-  f.bytes += sizeof(T);
-  f.words.resize((f.bytes + 7) / 8);
-  std::memcpy(reinterpret_cast<uint8_t*>(f.words.data()) + at, &record, sizeof(T));
+  F().pending.Add(record);
 }
 
 const char* Demangled(const char* mangled) {
@@ -87,21 +84,19 @@ uint64_t Tick(uint64_t duration) {  // caller holds mu: the record's start
 
 void Deliver(bool final) {
   Fake& f = F();
-  std::vector<uint64_t> words;
-  size_t bytes;
+  RecordBuffer records;
   std::vector<GpuActivity> api;
   uint64_t dropped;
   std::vector<GpuActivity> out;
   {
     std::lock_guard<std::mutex> lock(f.mu);
-    words.swap(f.words);
-    bytes = f.bytes;
-    f.bytes = 0;
+    records = f.pending;
+    f.pending.Clear();
     api.swap(f.api);
     dropped = f.dropped_once;
     f.dropped_once = 0;
-    if (bytes == 0 && api.empty() && dropped == 0) return;
-    f.decoder.DecodeBuffer(reinterpret_cast<const uint8_t*>(words.data()), bytes, out);
+    if (records.empty() && api.empty() && dropped == 0) return;
+    f.decoder.DecodeBuffer(records.data(), records.size(), out);
     ++f.stats.buffers;
     f.stats.records = f.decoder.stats().records;
     f.stats.dropped_records += dropped;
@@ -110,7 +105,7 @@ void Deliver(bool final) {
   f.stats.activities += out.size();
   if (f.cb.on_activity)
     f.cb.on_activity(f.cb.context, out.data(), out.size(), dropped,
-                     bytes ? reinterpret_cast<const uint8_t*>(words.data()) : nullptr, bytes);
+                     records.empty() ? nullptr : records.data(), records.size());
   (void)final;
 }
 
@@ -125,21 +120,7 @@ int Start(const GpuAdapterOptions* options, const GpuAdapterCallbacks* callbacks
   f.cb = *callbacks;
   f.options = *options;
   if (const char* d = getenv("FAKEGPU_DROPPED")) f.dropped_once = std::strtoull(d, nullptr, 10);
-  // The device, as CUPTI reports it (an H100: sm_90, 132 SMs).
-  CUpti_ActivityDevice5 dev;
-  std::memset(&dev, 0, sizeof dev);
-  dev.kind = CUPTI_ACTIVITY_KIND_DEVICE;
-  dev.computeCapabilityMajor = 9;
-  dev.computeCapabilityMinor = 0;
-  dev.numMultiprocessors = 132;
-  dev.maxWarpsPerMultiprocessor = 64;
-  dev.maxBlocksPerMultiprocessor = 32;
-  dev.maxRegistersPerMultiprocessor = 65536;
-  dev.maxSharedMemoryPerMultiprocessor = 228 * 1024;
-  dev.maxSharedMemoryPerBlock = 48 * 1024;
-  dev.maxThreadsPerBlock = 1024;
-  dev.numThreadsPerWarp = 32;
-  Append(dev);
+  Append(Device(0, 9, 0));  // an H100, as CUPTI reports it
   f.started = true;
   return 0;
 }
@@ -194,18 +175,8 @@ __attribute__((visibility("default"), noinline)) void fakecuda_launch(const char
   const uint32_t corr = Launch(cct::GpuOpKind::kKernel, Demangled(mangled));
   Fake& f = F();
   std::lock_guard<std::mutex> lock(f.mu);
-  CUpti_ActivityKernel10 k;
-  std::memset(&k, 0, sizeof k);
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.correlationId = corr;
-  k.name = mangled;
-  k.start = Tick(duration_ns);
-  k.end = k.start + duration_ns;
-  k.gridX = grid, k.gridY = 1, k.gridZ = 1;
-  k.blockX = block, k.blockY = 1, k.blockZ = 1;
-  k.registersPerThread = regs;
-  k.streamId = 7;
-  Append(k);
+  const uint64_t start = Tick(duration_ns);
+  Append(Kernel(corr, mangled, start, start + duration_ns, grid, 1, 1, block, 1, 1, regs));
 }
 
 // A CUDA graph of `count` kernels: one launch, records carrying its id.
@@ -215,16 +186,8 @@ __attribute__((visibility("default"), noinline)) void fakecuda_graph_launch(cons
   Fake& f = F();
   std::lock_guard<std::mutex> lock(f.mu);
   for (int i = 0; i < count; ++i) {
-    CUpti_ActivityKernel10 k;
-    std::memset(&k, 0, sizeof k);
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.correlationId = corr;
-    k.name = mangled[i];
-    k.start = Tick(duration_ns);
-    k.end = k.start + duration_ns;
-    k.gridX = 64, k.gridY = 1, k.gridZ = 1;
-    k.blockX = 256, k.blockY = 1, k.blockZ = 1;
-    k.registersPerThread = 32;
+    const uint64_t start = Tick(duration_ns);
+    CUpti_ActivityKernel10 k = Kernel(corr, mangled[i], start, start + duration_ns, 64, 1, 1, 256, 1, 1, 32);
     k.graphId = 5;
     Append(k);
   }
@@ -247,31 +210,16 @@ __attribute__((visibility("default"), noinline)) void fakecuda_memcpy(int direct
   }
   if (f.started && f.cb.on_alias) f.cb.on_alias(f.cb.context, nested, outer);
   std::lock_guard<std::mutex> lock(f.mu);
-  CUpti_ActivityMemcpy6 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m.copyKind = static_cast<uint8_t>(direction);
-  m.bytes = bytes;
-  m.start = Tick(duration_ns);
-  m.end = m.start + duration_ns;
-  m.correlationId = nested;
-  m.streamId = 7;
-  Append(m);
+  const uint64_t start = Tick(duration_ns);
+  Append(Memcpy(nested, static_cast<CUpti_ActivityMemcpyKind>(direction), bytes, start, start + duration_ns));
 }
 
 __attribute__((visibility("default"), noinline)) void fakecuda_memset(uint64_t bytes, uint64_t duration_ns) {
   const uint32_t corr = Launch(cct::GpuOpKind::kMemset, nullptr);
   Fake& f = F();
   std::lock_guard<std::mutex> lock(f.mu);
-  CUpti_ActivityMemset4 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  m.bytes = bytes;
-  m.start = Tick(duration_ns);
-  m.end = m.start + duration_ns;
-  m.correlationId = corr;
-  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  Append(m);
+  const uint64_t start = Tick(duration_ns);
+  Append(Memset(corr, bytes, start, start + duration_ns));
 }
 
 // cudaMalloc: the allocation record and the adapter's timing of the call.
@@ -279,15 +227,8 @@ __attribute__((visibility("default"), noinline)) void fakecuda_malloc(uint64_t b
   const uint32_t corr = Launch(cct::GpuOpKind::kAlloc, nullptr);
   Fake& f = F();
   std::lock_guard<std::mutex> lock(f.mu);
-  CUpti_ActivityMemory4 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
-  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  m.correlationId = corr;
-  m.bytes = bytes;
-  m.timestamp = Tick(0);
-  Append(m);
+  Append(Memory(corr, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, bytes,
+                Tick(0)));
   GpuActivity a;
   a.kind = GpuActivityKind::kMemoryApi;
   a.memory_op = MemoryOp::kAlloc;
@@ -301,14 +242,8 @@ __attribute__((visibility("default"), noinline)) void fakecuda_sync(uint64_t dur
   const uint32_t corr = Launch(cct::GpuOpKind::kSync, nullptr);
   Fake& f = F();
   std::lock_guard<std::mutex> lock(f.mu);
-  CUpti_ActivitySynchronization2 s;
-  std::memset(&s, 0, sizeof s);
-  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
-  s.start = Tick(duration_ns);
-  s.end = s.start + duration_ns;
-  s.correlationId = corr;
-  Append(s);
+  const uint64_t start = Tick(duration_ns);
+  Append(Sync(corr, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, start, start + duration_ns));
 }
 
 // A kernel launch with PC samples at two source lines of the kernel.
@@ -319,17 +254,8 @@ __attribute__((visibility("default"), noinline)) void fakecuda_launch_sampled(co
   Fake& f = F();
   {
     std::lock_guard<std::mutex> lock(f.mu);
-    CUpti_ActivityKernel10 k;
-    std::memset(&k, 0, sizeof k);
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.correlationId = corr;
-    k.name = mangled;
-    k.start = Tick(duration_ns);
-    k.end = k.start + duration_ns;
-    k.gridX = 128, k.gridY = 1, k.gridZ = 1;
-    k.blockX = 128, k.blockY = 1, k.blockZ = 1;
-    k.registersPerThread = 40;
-    Append(k);
+    const uint64_t start = Tick(duration_ns);
+    Append(Kernel(corr, mangled, start, start + duration_ns, 128, 1, 1, 128, 1, 1, 40));
   }
   if (!f.started || !f.options.pc_sampling || !f.cb.on_pc_samples) return;
   GpuPcSample s[2];
