@@ -161,7 +161,7 @@ void RawCorrelate(uint32_t correlation_id, uint32_t handle, uint8_t kind) {
 }
 
 void OnLaunch(void*, uint32_t correlation_id, uint8_t kind, const char* kernel_name) {
-  if (!g || getpid() != g->pid) return;
+  if (!g || getpid() != g->pid || !g->tracing.load(std::memory_order_relaxed)) return;
   try {
     uint32_t handle = 0;
     const uint32_t name_id = kernel_name && *kernel_name ? KernelNameId(kernel_name) : 0;
@@ -178,7 +178,7 @@ void OnLaunch(void*, uint32_t correlation_id, uint8_t kind, const char* kernel_n
 }
 
 void OnAlias(void*, uint32_t nested, uint32_t outer) {
-  if (!g || getpid() != g->pid) return;
+  if (!g || getpid() != g->pid || !g->tracing.load(std::memory_order_relaxed)) return;
   LaunchSite site;
   if (!g->table->Find(outer, &site)) return;
   g->table->Insert(nested, site);
@@ -202,7 +202,8 @@ void RawFlushCorrelations() {
 
 void OnActivity(void*, const GpuActivity* activities, size_t count, uint64_t dropped, const uint8_t* raw,
                 size_t raw_bytes) {
-  if (!g || getpid() != g->pid) return;
+  // Deliveries also come after tracing stopped (the final flush).
+  if (!g || getpid() != g->pid || !g->attributor) return;
   try {
     std::lock_guard<std::mutex> lock(g->attr_mu);
     const std::span<const GpuActivity> batch(activities, count);
@@ -221,7 +222,8 @@ void OnActivity(void*, const GpuActivity* activities, size_t count, uint64_t dro
 }
 
 void OnPcSamples(void*, const GpuPcSample* samples, size_t count) {
-  if (!g || getpid() != g->pid) return;
+  // Deliveries also come after tracing stopped (the final flush).
+  if (!g || getpid() != g->pid || !g->attributor) return;
   try {
     std::lock_guard<std::mutex> lock(g->attr_mu);
     const std::span<const GpuPcSample> batch(samples, count);
@@ -329,15 +331,18 @@ std::string Attach() {
   options.mode = g->config.gpu == GpuTracing::kOn ? 1 : 0;
   options.pc_sampling = g->config.gpu_pc_sampling;
   char error[512] = {};
-  if (adapter->start(&options, &g->callbacks, error, sizeof error) != 0) {
-    // The module stays loaded: a library that started threads is not safe to unload.
-    return g->status = std::string("off: ") + (error[0] ? error : "the adapter could not start");
-  }
   g->module = module;
   g->adapter = adapter;
   g->adapter_path = path;
-  g->status = "on";
+  // Before start: callbacks may come at once, from other threads too.
   g->tracing.store(true);
+  if (adapter->start(&options, &g->callbacks, error, sizeof error) != 0) {
+    g->tracing.store(false);
+    g->adapter = nullptr;
+    // The module stays loaded: a library that started threads is not safe to unload.
+    return g->status = std::string("off: ") + (error[0] ? error : "the adapter could not start");
+  }
+  g->status = "on";
   return "";
 }
 
@@ -422,7 +427,9 @@ void GpuAtStart(const CollectorConfig& config, pid_t pid) {
   }
   const char* injection = getenv("CUDA_INJECTION64_PATH");
   const bool injected = injection && !CollectorModule().empty() && CollectorModule() == injection;
-  if (config.gpu == GpuTracing::kOn) {
+  if (config.gpu == GpuTracing::kOn && (config.parent_run == 0 || !injected)) {
+    // The program cct-record started (its children, which may never use
+    // CUDA — a shell, a launcher —, attach through the injection as usual).
     AttachOrReport();
   } else if (!injected) {
     // Preloaded by hand, without the driver's injection: attach now, before
@@ -454,19 +461,23 @@ void GpuFlush(bool final) {
 
 void GpuForkChild() {
   if (!g) return;
-  // The parent's CUDA state is unusable in the child; its tracing is the
-  // parent's. The child records CPU and NVTX only.
   new (&g->start_mu) std::mutex;
   new (&g->handles_mu) std::mutex;
   new (&g->attr_mu) std::mutex;
   new (&g->raw_mu) std::mutex;
-  g->tracing.store(false);
-  g->attempted = true;
-  g->status = "off: a forked child (CUDA does not survive fork)";
   g->pid = getpid();
+  generation.fetch_add(1);
+  if (!g->attempted) return;  // the parent never used CUDA: the child may, and then attaches itself
+  // The parent's CUDA state is unusable here; its tracing is the parent's.
+  g->tracing.store(false);
+  g->status = "off: a forked child of a process using CUDA (CUDA does not survive fork)";
   g->adapter = nullptr;
   g->raw.release();  // the parent's file: leave it to the parent
-  generation.fetch_add(1);
+  // The parent's launches and metrics are the parent's run's.
+  g->attributor.release();  // may be mid-use in the parent's image of CUPTI's thread: leak, never reuse
+  g->handles.assign(1, Handle{});
+  g->site_handles.clear();
+  g->child_handles.clear();
 }
 
 void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& lookup,

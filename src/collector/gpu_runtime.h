@@ -54,7 +54,8 @@ void RuntimeWarn(const std::string& message);
 // --- provided by gpu_runtime.cc
 
 // At the collector's start, before the run is created: --gpu on starts
-// tracing now (and exits the process with 125 when it cannot); --gpu auto
+// tracing now in the process cct-record started (and exits it with 125 when
+// it cannot; its children attach at their cuInit); --gpu auto
 // starts now only when the library was preloaded without the driver's
 // injection (CUDA_INJECTION64_PATH) and a GPU is present; otherwise tracing
 // starts from InitializeInjection, inside the program's first cuInit.
@@ -73,7 +74,8 @@ struct LaunchTrieRef {
 // in raw mode writes the snapshot first. Never throws.
 void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& lookup,
                  const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta);
-// A forked child: CUDA is not usable there; its tracing state is dropped.
+// A forked child: when the parent had attached, CUDA is not usable there and
+// the child traces nothing; otherwise it may attach at its own cuInit.
 void GpuForkChild();
 
 }  // namespace collector

@@ -991,6 +991,11 @@ ExecEnv ExecEnvironment(const char* const* envp) {
       preload = std::string(entry.substr(entry.find('=') + 1));
       continue;
     }
+    // --no-follow: the NVTX and CUDA drivers must not load the collector
+    // into the child either.
+    if (!follow && (name == "NVTX_INJECTION64_PATH" || name == "CUDA_INJECTION64_PATH") && rt &&
+        entry.substr(name.size() + 1) == rt->own_module)
+      continue;
     out.strings.emplace_back(entry);
   }
   const std::string own = rt ? rt->own_module : "";

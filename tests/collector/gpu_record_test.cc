@@ -314,3 +314,32 @@ TEST_CASE("gpu record: a raw dump replays into the same run") {
   CHECK(Total(back.tree, "gker:count") == 30);
   CHECK(back.meta.diagnostics.at("gpu_dropped_records") == 3);
 }
+
+TEST_CASE("gpu record: forked children trace their own GPU work only where CUDA can survive the fork") {
+  if (!Available()) return;
+  TempDir dir;
+  auto gpu_ops = [](const cct::Tree& t) {
+    int n = 0;
+    for (cct::NodeId i = 1; i < t.size(); ++i) n += t.kind(i) == cct::FrameKind::kGpuOp;
+    return n;
+  };
+  for (const std::string mode : {"fork-fresh", "fork-after"}) {
+    INFO(mode);
+    const std::string db = dir / (mode + ".db");
+    auto r = Run({Tool("cct-record"), "-o", db, "--", App(), mode}, {{"CCT_GPU_ADAPTER", FakeAdapter()}});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const Recorded parent = Load(db, 0), child = Load(db, 1);
+    CHECK(child.meta.parent_run == parent.meta.id);
+    if (mode == "fork-fresh") {
+      // The parent never used CUDA; the child attached at its own cuInit.
+      CHECK(gpu_ops(parent.tree) == 0);
+      CHECK(Total(child.tree, "gker:count") == 27);
+      CHECK(child.meta.extra["gpu"]["tracing"] == "on");
+    } else {
+      CHECK(Total(parent.tree, "gker:count") == 27);
+      CHECK(gpu_ops(child.tree) == 0);
+      CHECK(child.meta.extra["gpu"]["tracing"].get<std::string>().starts_with("off: a forked child"));
+    }
+  }
+}

@@ -8,10 +8,16 @@
 //   download() [download] copy-out 2^20 B (1.5 ms)
 //   sampled()             scale_kernel once, with PC samples at two lines (--gpu-pc-sampling)
 //   finish()              a context synchronization (4 ms)
-// then burns ~50 ms of CPU so the run also has CPU samples.
+// then burns ~50 ms of CPU so the run also has CPU samples. With an argument
+// (fork-fresh, fork-after) it forks instead (see Forking).
 #include <nvtx3/nvToolsExt.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <ctime>
 
 extern "C" {
@@ -84,7 +90,28 @@ __attribute__((noinline)) double burn(double seconds) {
   return x;
 }
 
-int main() {
+// fork-fresh: the parent never uses CUDA; its forked child does.
+// fork-after: the parent uses CUDA, then forks a child that launches too.
+int Forking(bool parent_uses_cuda) {
+  if (parent_uses_cuda) {
+    fakecuda_init();
+    compute();
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    fakecuda_init();
+    compute();
+    burn(0.02);
+    exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  burn(0.02);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1) return Forking(std::string(argv[1]) == "fork-after");
   fakecuda_init();
   upload();
   compute();
