@@ -17,44 +17,18 @@ the whole-process wall time and peak RSS (bench_util.run_rss). Target (GPU
 issue): <= 3 µs per launch. SKIP (exit 0) without a GPU or nvcc.
 """
 import argparse
-import glob
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "gpu"))
 from bench_util import run_rss  # noqa: E402
+from gpu_util import gpu_or_skip, nvcc_argv, nvcc_or_skip, scratch_dir, tool_path  # noqa: E402
 
-GENCODE = ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90",
-           "-gencode", "arch=compute_90,code=compute_90"]
 TARGET_US = 3.0
-
-
-def have_gpu():
-    # /dev/nvidia0 usually; a container given one GPU may have only /dev/nvidiaN.
-    if not glob.glob("/dev/nvidia[0-9]*"):
-        return False, "no /dev/nvidia0"
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return False, "nvidia-smi not found"
-    try:
-        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, f"nvidia-smi failed: {e}"
-    if r.returncode != 0 or "GPU" not in r.stdout:
-        return False, f"nvidia-smi -L failed ({r.returncode})"
-    return True, r.stdout.strip().splitlines()[0]
-
-
-def find_nvcc(explicit):
-    for c in (explicit, os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 def main():
@@ -67,24 +41,19 @@ def main():
                     help="cudaDeviceSynchronize every N launches (0: only at the end)")
     ap.add_argument("--nvcc")
     a = ap.parse_args()
-    ok, why = have_gpu()
-    if not ok:
-        print(f"SKIP: no GPU ({why})")
+    why = gpu_or_skip(detail=False)
+    if why is None:
         return 0
-    nvcc = find_nvcc(a.nvcc)
+    nvcc = nvcc_or_skip(a.nvcc)
     if not nvcc:
-        print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
         return 0
-    b = os.path.abspath(a.build)
-    rec = f"{b}/tools/cct-record"
+    rec = tool_path(a.build, "cct-record")
     if not os.access(rec, os.X_OK):
         sys.exit(f"bench: {rec} not found (build first, or pass --build DIR)")
     here = os.path.dirname(os.path.abspath(__file__))
-    tmp = tempfile.mkdtemp(prefix="cct-gpu-launch-")
-    try:
+    with scratch_dir("cct-gpu-launch-") as tmp:
         exe = f"{tmp}/gpu-launch-bench"
-        subprocess.run([nvcc, "-O2", "-g", "-lineinfo", *GENCODE, "-o", exe, f"{here}/gpu_launch_bench.cu"],
-                       check=True)
+        subprocess.run(nvcc_argv(nvcc, f"{here}/gpu_launch_bench.cu", exe, libs=()), check=True)
         out = f"{tmp}/out.json"
         prog = [exe, str(a.launches), str(a.depth), str(a.sync_every), out]
         variants = {
@@ -133,8 +102,6 @@ def main():
               f"{on:.3f} us, {'met' if on <= TARGET_US else 'NOT met'}")
         print(json.dumps(rows))
         return 0
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -54,50 +54,16 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SOURCE = os.path.join(HERE, "gpu_e2e.cu")
-
-# sm_80 and sm_90 code, plus sm_90 PTX for anything newer (JIT-compiled).
-DEFAULT_GENCODE = ["-gencode", "arch=compute_80,code=sm_80",
-                   "-gencode", "arch=compute_90,code=sm_90",
-                   "-gencode", "arch=compute_90,code=compute_90"]
+sys.path.insert(0, HERE)
+from gpu_util import (base_name, build_cuda, gpu_or_skip, nvcc_argv, nvcc_or_skip, program_json,  # noqa: E402
+                      result, run, run_metrics, run_recorded, run_show, run_tree, scratch_dir, tools, val, walk)
 
 
 # ------------------------------------------------------------------ setup
-
-def have_gpu():
-    """(True, description) when an NVIDIA GPU is usable, else (False, why)."""
-    # /dev/nvidia0 usually; a container given one GPU may have only /dev/nvidiaN.
-    if not glob.glob("/dev/nvidia[0-9]*"):
-        return False, "no /dev/nvidia0"
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return False, "nvidia-smi not found"
-    try:
-        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, f"nvidia-smi failed: {e}"
-    if r.returncode != 0 or "GPU" not in r.stdout:
-        return False, f"nvidia-smi -L failed ({r.returncode}): {(r.stderr or r.stdout).strip()[:200]}"
-    return True, r.stdout.strip().splitlines()[0]
-
-
-def find_nvcc(explicit=None):
-    for c in (explicit, os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-def find_ncu(explicit=None):
-    for c in (explicit, os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
 
 def tool_versions(nvcc):
     out = {}
@@ -115,94 +81,7 @@ def tool_versions(nvcc):
     return out
 
 
-def die(msg, code=2):
-    print(f"ERROR: {msg}", flush=True)
-    sys.exit(code)
-
-
-def run(argv, timeout=600, env=None, check=True, quiet=False):
-    """Runs argv, prints it, returns the CompletedProcess (text)."""
-    if not quiet:
-        print("$ " + " ".join(argv), flush=True)
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        die(f"timed out after {timeout} s: {' '.join(argv)}")
-    except OSError as e:
-        die(f"cannot run {argv[0]}: {e}")
-    if check and r.returncode != 0:
-        sys.stdout.write(r.stdout[-4000:])
-        sys.stdout.write(r.stderr[-4000:])
-        die(f"exit status {r.returncode}: {' '.join(argv)}")
-    return r
-
-
-def build_cuda(nvcc, source, out, gencode=None, extra=()):
-    argv = [nvcc, "-O2", "-g", "-lineinfo", *(gencode or DEFAULT_GENCODE), *extra, "-o", out, source, "-ldl"]
-    run(argv)
-    return out
-
-
-def tools(build):
-    b = os.path.abspath(build)
-    t = {n: os.path.join(b, "tools", n) for n in ("cct-record", "cct-query", "cct-import")}
-    for n in ("cct-record", "cct-query"):
-        if not os.access(t[n], os.X_OK):
-            die(f"{t[n]} not found: build first (meson setup {build} && ninja -C {build}) or pass --build DIR")
-    return t
-
-
-def program_json(stdout):
-    """The program's JSON line: the last stdout line that parses as an object."""
-    for line in reversed(stdout.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-    die("the program printed no JSON line:\n" + stdout[-2000:])
-
-
-def query_json(query, db, *args):
-    r = run([query, "-d", db, *args, "--format", "json"], quiet=True)
-    try:
-        return json.loads(r.stdout)
-    except ValueError as e:
-        die(f"cct-query {' '.join(args)}: not JSON ({e}): {r.stdout[:300]}")
-
-
-def run_metrics(query, db, sel):
-    return query_json(query, db, "metrics", sel)
-
-
-def run_tree(query, db, sel, metric_names):
-    args = ["tree", sel]
-    for m in metric_names:
-        args += ["-m", m]
-    return query_json(query, db, *args)
-
-
-def run_show(query, db, sel):
-    return query_json(query, db, "show", sel)
-
-
 # ------------------------------------------------------------ tree helpers
-
-def walk(node, ancestors=()):
-    """Preorder (node, ancestors root..parent)."""
-    stack = [(node, tuple(ancestors))]
-    while stack:
-        n, anc = stack.pop()
-        yield n, anc
-        for c in reversed(n.get("children", [])):
-            stack.append((c, anc + (n,)))
-
-
-def val(node, metric, which="exclusive"):
-    v = (node.get(which) or {}).get(metric)
-    return 0 if v is None else v
-
 
 def nvtx_matches(node, name):
     n = node.get("name", "")
@@ -216,25 +95,6 @@ def outermost(root, pred):
         if pred(n) and not any(pred(a) for a in anc):
             out.append((n, anc))
     return out
-
-
-def base_name(name):
-    """scale_kernel(float*, int, float) -> scale_kernel; void ns::k<int>(x) -> ns::k."""
-    s = name.strip()
-    if s.startswith("void "):
-        s = s[5:]
-    depth, cut = 0, len(s)
-    for i, ch in enumerate(s):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0:
-            cut = i
-            break
-    s = s[:cut]
-    s = re.sub(r"<.*>$", "", s)
-    return s.strip()
 
 
 RUNTIME_FRAME = re.compile(r"^(cuda[A-Z_]|cu[A-Z]|__cuda|__device_stub__|libcuda|libcudart)")
@@ -537,18 +397,15 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = ap.parse_args()
 
-    ok, why = have_gpu()
-    if not ok:
-        print(f"SKIP: no GPU ({why})")
+    gpu = gpu_or_skip()
+    if gpu is None:
         return 0
-    print(f"GPU: {why}")
-    nvcc = find_nvcc(a.nvcc)
+    print(f"GPU: {gpu}")
+    nvcc = nvcc_or_skip(a.nvcc)
     if not nvcc:
-        print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
         return 0
     t = tools(a.build)
-    tmp = tempfile.mkdtemp(prefix="cct-gpu-e2e-")
-    try:
+    with scratch_dir("cct-gpu-e2e-", a.keep) as tmp:
         gencode = None
         if a.gencode:
             gencode = [x for g in a.gencode for x in ("-gencode", g)]
@@ -560,22 +417,15 @@ def main():
         db = os.path.join(tmp, "gpu_e2e.db")
         raw_dir = os.path.join(tmp, "raw")
         commands = {
-            "build": " ".join([nvcc, "-O2", "-g", "-lineinfo", *(gencode or DEFAULT_GENCODE), *a.nvcc_flag,
-                               "-o", "gpu_e2e", "tests/gpu/gpu_e2e.cu", "-ldl"]),
+            "build": " ".join(nvcc_argv(nvcc, "tests/gpu/gpu_e2e.cu", "gpu_e2e", gencode, a.nvcc_flag)),
         }
         rec_argv = [t["cct-record"], "--gpu", "on", "-o", db, "--name", "gpu_e2e", "--", exe]
-        r1 = run(rec_argv, check=False)
-        sys.stdout.write(r1.stderr[-2000:])
-        if r1.returncode != 0:
-            die(f"cct-record exited {r1.returncode}")
+        r1 = run_recorded(rec_argv)
         prog1 = program_json(r1.stdout)
         print("recorded run: " + json.dumps(prog1))
         raw_argv = [t["cct-record"], "--gpu", "on", "--gpu-raw", raw_dir, "-o", db, "--name", "gpu_e2e_raw", "--",
                     exe]
-        r2 = run(raw_argv, check=False)
-        sys.stdout.write(r2.stderr[-2000:])
-        if r2.returncode != 0:
-            die(f"cct-record --gpu-raw exited {r2.returncode}")
+        r2 = run_recorded(raw_argv, "cct-record --gpu-raw")
         prog2 = program_json(r2.stdout)
         print("recorded run with --gpu-raw: " + json.dumps(prog2))
         commands["record"] = "cct-record --gpu on -o gpu_e2e.db --name gpu_e2e -- ./gpu_e2e"
@@ -619,16 +469,7 @@ def main():
             if fails:
                 print("note: checks failed; the fixtures were written for inspection (see the manifest's checks)")
 
-        if fails or (a.strict and warns):
-            print("RESULT: FAIL")
-            return 1
-        print("RESULT: PASS" + (f" ({len(warns)} warnings)" if warns else ""))
-        return 0
-    finally:
-        if a.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return result(fails, len(warns), a.strict)
 
 
 if __name__ == "__main__":

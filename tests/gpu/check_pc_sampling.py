@@ -25,14 +25,13 @@ import csv
 import io
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "gpu_e2e.cu")
 sys.path.insert(0, HERE)
-from check_gpu_e2e import (SOURCE, base_name, build_cuda, die, find_ncu, find_nvcc, have_gpu, program_json,  # noqa: E402
-                           run, run_metrics, run_show, run_tree, tools, val, walk)
+from gpu_util import (base_name, build_cuda, find_ncu, gpu_or_skip, nvcc_or_skip, program_json, result,  # noqa: E402
+                      run, run_metrics, run_recorded, run_show, run_tree, scratch_dir, tools, val, walk)
 
 KERNELS = ("scale_kernel", "add_kernel")
 
@@ -79,24 +78,17 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
 
-    ok, why = have_gpu()
-    if not ok:
-        print(f"SKIP: no GPU ({why})")
+    if gpu_or_skip() is None:
         return 0
-    nvcc = find_nvcc(a.nvcc)
+    nvcc = nvcc_or_skip(a.nvcc)
     if not nvcc:
-        print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
         return 0
     t = tools(a.build)
-    tmp = tempfile.mkdtemp(prefix="cct-pcs-")
-    try:
+    with scratch_dir("cct-pcs-", a.keep) as tmp:
         exe = build_cuda(nvcc, SOURCE, os.path.join(tmp, "gpu_e2e"), None, a.nvcc_flag)
         db = os.path.join(tmp, "pcs.db")
-        r = run([t["cct-record"], "--gpu", "on", "--gpu-pc-sampling", "-o", db, "--name", "pcs", "--", exe],
-                check=False)
-        sys.stdout.write(r.stderr[-2000:])
-        if r.returncode != 0:
-            die(f"cct-record --gpu-pc-sampling exited {r.returncode}")
+        r = run_recorded([t["cct-record"], "--gpu", "on", "--gpu-pc-sampling", "-o", db, "--name", "pcs", "--", exe],
+                         "cct-record --gpu-pc-sampling")
         prog = program_json(r.stdout)
         print("recorded run: " + json.dumps(prog))
         show = run_show(t["cct-query"], db, "pcs")
@@ -143,13 +135,8 @@ def main():
                         print(f"  ratio gins / {a.ncu_metric} = {gins / inst:.3e} "
                               f"(one sample per {inst / gins:.0f} warp instructions)" if gins else
                               f"  ratio gins / {a.ncu_metric} = 0")
-        print("\nRESULT: " + ("FAIL" if failed else "PASS"))
-        return 1 if failed else 0
-    finally:
-        if a.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        print()
+        return result(failed)
 
 
 if __name__ == "__main__":

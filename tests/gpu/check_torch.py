@@ -26,14 +26,12 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_gpu_e2e import base_name, die, have_gpu, run, tools  # noqa: E402
+from gpu_util import base_name, gpu_or_skip, result, run, run_recorded, scratch_dir, tools  # noqa: E402
 
 PROGRAM = os.path.join(HERE, "torch_nvtx.py")
 
@@ -77,9 +75,7 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
 
-    ok, why = have_gpu()
-    if not ok:
-        print(f"SKIP: no GPU ({why})")
+    if gpu_or_skip() is None:
         return 0
     probe = subprocess.run([a.python, "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)"],
                            capture_output=True, text=True)
@@ -87,8 +83,7 @@ def main():
         print(f"SKIP: no torch with CUDA in {a.python} ({(probe.stderr.strip().splitlines() or ['CUDA unavailable'])[-1]})")
         return 0
     t = tools(a.build)
-    tmp = tempfile.mkdtemp(prefix="cct-torch-")
-    try:
+    with scratch_dir("cct-torch-", a.keep) as tmp:
         args = ["--steps", str(a.steps), "--size", str(a.size)]
         prof_json = os.path.join(tmp, "torch_profile.json")
         r = run([a.python, PROGRAM, *args, "--torch-profile", prof_json])
@@ -99,11 +94,8 @@ def main():
               f"{tp['launches']} launches, {tp['total_us'] / 1e6:.6f} s")
 
         db = os.path.join(tmp, "torch.db")
-        r = run([t["cct-record"], "--gpu", "on", "-o", db, "--name", "torch_nvtx", "--", a.python, PROGRAM, *args],
-                check=False)
-        sys.stdout.write(r.stderr[-2000:])
-        if r.returncode != 0:
-            die(f"cct-record exited {r.returncode}")
+        r = run_recorded([t["cct-record"], "--gpu", "on", "-o", db, "--name", "torch_nvtx", "--", a.python, PROGRAM,
+                          *args])
         print("cct-record run: " + r.stdout.strip().splitlines()[-1])
         q = run([t["cct-query"], "-d", db, "top", "torch_nvtx", "--by", "kernel", "-m", "gker", "-m", "gker:count",
                  "-n", "0", "--format", "json"])
@@ -167,16 +159,7 @@ def main():
         print("diagnostics: " + json.dumps((show.get("runs") or [{}])[0].get("diagnostics") or {}, sort_keys=True))
 
         print(f"\ncheck_torch: {len(pairs)} matched kernels, {len(fails)} failed, {len(warns)} warnings")
-        if fails or (a.strict and warns):
-            print("RESULT: FAIL")
-            return 1
-        print("RESULT: PASS" + (f" ({len(warns)} warnings)" if warns else ""))
-        return 0
-    finally:
-        if a.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return result(fails, len(warns), a.strict)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,246 @@
+"""Helpers shared by the real-GPU checks in tests/gpu/ and bench/gpu_launch_bench.py.
+
+Finding the GPU, nvcc / ncu and the cctdb tools, building CUDA programs,
+running commands, reading `cct-query ... --format json`, walking its trees,
+and the scratch directory and RESULT line that end every check. Standard
+library only.
+"""
+import contextlib
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# sm_80 and sm_90 code, plus sm_90 PTX for anything newer (JIT-compiled).
+DEFAULT_GENCODE = ["-gencode", "arch=compute_80,code=sm_80",
+                   "-gencode", "arch=compute_90,code=sm_90",
+                   "-gencode", "arch=compute_90,code=compute_90"]
+
+
+# ------------------------------------------------------------------ setup
+
+def have_gpu(detail=True):
+    """(True, description) when an NVIDIA GPU is usable, else (False, why).
+    With detail, a failing `nvidia-smi -L` adds the start of its output to why."""
+    # /dev/nvidia0 usually; a container given one GPU may have only /dev/nvidiaN.
+    if not glob.glob("/dev/nvidia[0-9]*"):
+        return False, "no /dev/nvidia0"
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False, "nvidia-smi not found"
+    try:
+        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"nvidia-smi failed: {e}"
+    if r.returncode != 0 or "GPU" not in r.stdout:
+        if not detail:
+            return False, f"nvidia-smi -L failed ({r.returncode})"
+        return False, f"nvidia-smi -L failed ({r.returncode}): {(r.stderr or r.stdout).strip()[:200]}"
+    return True, r.stdout.strip().splitlines()[0]
+
+
+def gpu_or_skip(detail=True):
+    """The GPU's description (have_gpu), or None after printing
+    "SKIP: no GPU (why)" when there is none: the caller then exits 0."""
+    ok, why = have_gpu(detail)
+    if not ok:
+        print(f"SKIP: no GPU ({why})")
+        return None
+    return why
+
+
+def find_cuda_tool(name, env_var, explicit=None):
+    """The first executable of: explicit, $env_var, name on PATH,
+    /usr/local/cuda/bin/name; None when there is none."""
+    for c in (explicit, os.environ.get(env_var), shutil.which(name), f"/usr/local/cuda/bin/{name}"):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def find_nvcc(explicit=None):
+    """nvcc: explicit (--nvcc), $NVCC, nvcc on PATH or /usr/local/cuda/bin/nvcc; None if none."""
+    return find_cuda_tool("nvcc", "NVCC", explicit)
+
+
+def find_ncu(explicit=None):
+    """ncu: explicit (--ncu), $NCU, ncu on PATH or /usr/local/cuda/bin/ncu; None if none."""
+    return find_cuda_tool("ncu", "NCU", explicit)
+
+
+def nvcc_or_skip(explicit=None):
+    """find_nvcc(explicit), or None after printing "SKIP: no nvcc (...)":
+    the caller then exits 0."""
+    nvcc = find_nvcc(explicit)
+    if not nvcc:
+        print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
+    return nvcc
+
+
+def die(msg, code=2):
+    """Prints "ERROR: msg" and exits with code (2: a setup error)."""
+    print(f"ERROR: {msg}", flush=True)
+    sys.exit(code)
+
+
+def run(argv, timeout=600, env=None, check=True, quiet=False):
+    """Runs argv, prints it (unless quiet), returns the CompletedProcess (text,
+    output captured). Dies on a timeout, on a program that cannot start, and
+    with check on a non-zero exit status (after printing the output's tail)."""
+    if not quiet:
+        print("$ " + " ".join(argv), flush=True)
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        die(f"timed out after {timeout} s: {' '.join(argv)}")
+    except OSError as e:
+        die(f"cannot run {argv[0]}: {e}")
+    if check and r.returncode != 0:
+        sys.stdout.write(r.stdout[-4000:])
+        sys.stdout.write(r.stderr[-4000:])
+        die(f"exit status {r.returncode}: {' '.join(argv)}")
+    return r
+
+
+def run_recorded(argv, what="cct-record"):
+    """Runs a cct-record command line (argv) with run(check=False), prints
+    the tail of its stderr, dies with "WHAT exited N" on a non-zero status;
+    returns the CompletedProcess."""
+    r = run(argv, check=False)
+    sys.stdout.write(r.stderr[-2000:])
+    if r.returncode != 0:
+        die(f"{what} exited {r.returncode}")
+    return r
+
+
+def nvcc_argv(nvcc, source, out, gencode=None, extra=(), libs=("-ldl",)):
+    """The nvcc command line: -O2 -g -lineinfo, gencode (default
+    DEFAULT_GENCODE), extra flags, -o out, source, libs."""
+    return [nvcc, "-O2", "-g", "-lineinfo", *(gencode or DEFAULT_GENCODE), *extra, "-o", out, source, *libs]
+
+
+def build_cuda(nvcc, source, out, gencode=None, extra=()):
+    """Builds source into out with nvcc_argv (printed, dies on failure); returns out."""
+    run(nvcc_argv(nvcc, source, out, gencode, extra))
+    return out
+
+
+def tool_path(build, name):
+    """Absolute path of the cctdb tool name in the meson build directory build."""
+    return os.path.join(os.path.abspath(build), "tools", name)
+
+
+def tools(build):
+    """{name: path} of cct-record, cct-query and cct-import under build;
+    dies when cct-record or cct-query is not there."""
+    t = {n: tool_path(build, n) for n in ("cct-record", "cct-query", "cct-import")}
+    for n in ("cct-record", "cct-query"):
+        if not os.access(t[n], os.X_OK):
+            die(f"{t[n]} not found: build first (meson setup {build} && ninja -C {build}) or pass --build DIR")
+    return t
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix, keep=False):
+    """A temporary directory for the with block; afterwards removed, or with
+    keep left in place and printed as "kept DIR"."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp
+    finally:
+        if keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def result(failed, warnings=0, strict=False):
+    """Prints "RESULT: FAIL" (something failed, or strict and warnings) and
+    returns 1, else "RESULT: PASS" (with the number of warnings) and returns 0."""
+    if failed or (strict and warnings):
+        print("RESULT: FAIL")
+        return 1
+    print("RESULT: PASS" + (f" ({warnings} warnings)" if warnings else ""))
+    return 0
+
+
+# ------------------------------------------------------------ program and cct-query output
+
+def program_json(stdout):
+    """The program's JSON line: the last stdout line that parses as an object."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    die("the program printed no JSON line:\n" + stdout[-2000:])
+
+
+def query_json(query, db, *args):
+    """`cct-query -d db ARGS --format json`, parsed; dies when it fails or is not JSON."""
+    r = run([query, "-d", db, *args, "--format", "json"], quiet=True)
+    try:
+        return json.loads(r.stdout)
+    except ValueError as e:
+        die(f"cct-query {' '.join(args)}: not JSON ({e}): {r.stdout[:300]}")
+
+
+def run_metrics(query, db, sel):
+    """The metrics of run sel (`cct-query metrics`): a list of {name, ...}."""
+    return query_json(query, db, "metrics", sel)
+
+
+def run_tree(query, db, sel, metric_names):
+    """The calling-context tree of run sel with the given metrics (`cct-query tree -m ...`)."""
+    args = ["tree", sel]
+    for m in metric_names:
+        args += ["-m", m]
+    return query_json(query, db, *args)
+
+
+def run_show(query, db, sel):
+    """State, diagnostics and metadata of run sel (`cct-query show`)."""
+    return query_json(query, db, "show", sel)
+
+
+# ------------------------------------------------------------ tree helpers
+
+def walk(node, ancestors=()):
+    """Preorder (node, ancestors root..parent)."""
+    stack = [(node, tuple(ancestors))]
+    while stack:
+        n, anc = stack.pop()
+        yield n, anc
+        for c in reversed(n.get("children", [])):
+            stack.append((c, anc + (n,)))
+
+
+def val(node, metric, which="exclusive"):
+    """A node's exclusive (or which) value of metric; 0 when absent."""
+    v = (node.get(which) or {}).get(metric)
+    return 0 if v is None else v
+
+
+def base_name(name):
+    """scale_kernel(float*, int, float) -> scale_kernel; void ns::k<int>(x) -> ns::k."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:]
+    depth, cut = 0, len(s)
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            cut = i
+            break
+    s = s[:cut]
+    s = re.sub(r"<.*>$", "", s)
+    return s.strip()
