@@ -220,27 +220,38 @@ void GpuAttributor::SetDevice(uint32_t device_id, const GpuDeviceLimits& device)
   for (OccEntry& e : occ_cache_) e = OccEntry{};  // limits changed: forget computed values
 }
 
+uint32_t GpuAttributor::Position(uint32_t node) const {
+  if (node < kDirectNodes) return node < direct_.size() && direct_[node] ? direct_[node] - 1 : cct::FlatIndex::kNone;
+  return index_.Find(cct::MixHash(node), [&](uint32_t i) { return entries_[i].node == node; });
+}
+
 GpuNodeMetrics& GpuAttributor::At(uint32_t node) {
   if (last_ < entries_.size() && entries_[last_].node == node) return entries_[last_].metrics;
-  const uint64_t hash = cct::MixHash(node);
-  uint32_t at = index_.Find(hash, [&](uint32_t i) { return entries_[i].node == node; });
+  uint32_t at = Position(node);
   if (at == cct::FlatIndex::kNone) {
     at = static_cast<uint32_t>(entries_.size());
     entries_.push_back(GpuNodeEntry{node, {}});
-    index_.Insert(hash, at);
+    if (node < kDirectNodes) {
+      if (node >= direct_.size())
+        direct_.resize(std::min<size_t>(std::max<size_t>(node + 1, direct_.size() * 2), kDirectNodes), 0);
+      direct_[node] = at + 1;
+    } else {
+      index_.Insert(cct::MixHash(node), at);
+    }
   }
   last_ = at;
   return entries_[at].metrics;
 }
 
 const GpuNodeMetrics* GpuAttributor::Find(uint32_t node) const {
-  const uint32_t at = index_.Find(cct::MixHash(node), [&](uint32_t i) { return entries_[i].node == node; });
+  const uint32_t at = Position(node);
   return at == cct::FlatIndex::kNone ? nullptr : &entries_[at].metrics;
 }
 
 std::vector<GpuNodeEntry> GpuAttributor::TakeMetrics() {
   std::vector<GpuNodeEntry> out;
   out.swap(entries_);
+  direct_.clear();
   index_.Clear();
   last_ = SIZE_MAX;
   return out;
@@ -248,6 +259,15 @@ std::vector<GpuNodeEntry> GpuAttributor::TakeMetrics() {
 
 uint32_t GpuAttributor::KernelNode(uint32_t site_node, const GpuActivity& a) {
   if (!kernel_node_ || a.kernel_name_id == 0) return site_node;
+  // Most sites launch one kernel: its answer sits in a slot by site node,
+  // one load; other names go through the map.
+  SiteKernel* first = nullptr;
+  if (site_node < kDirectNodes) {
+    if (site_node >= first_kernel_.size())
+      first_kernel_.resize(std::min<size_t>(std::max<size_t>(site_node + 1, first_kernel_.size() * 2), kDirectNodes));
+    first = &first_kernel_[site_node];
+    if (first->name_id == a.kernel_name_id) return first->node;
+  }
   const uint64_t key = (uint64_t{site_node} << 32) | a.kernel_name_id;
   auto it = kernel_nodes_.find(key);
   if (it != kernel_nodes_.end()) return it->second;
@@ -257,7 +277,8 @@ uint32_t GpuAttributor::KernelNode(uint32_t site_node, const GpuActivity& a) {
   } catch (...) {
     node = site_node;  // never let a hook's exception reach the host program
   }
-  kernel_nodes_.emplace(key, node);
+  if (first && first->name_id == 0) *first = SiteKernel{a.kernel_name_id, node};
+  else kernel_nodes_.emplace(key, node);
   return node;
 }
 

@@ -293,9 +293,19 @@ class GpuAttributor {
   uint64_t generation_ = 0;
   std::vector<Pending> pending_;
   std::vector<GpuNodeEntry> entries_;
-  cct::FlatIndex index_;  // node → position in entries_
+  // node → position in entries_ + 1: directly indexed for node ids below
+  // kDirectNodes (handles and tree node ids are dense), hashed above.
+  static constexpr uint32_t kDirectNodes = uint32_t{1} << 22;
+  std::vector<uint32_t> direct_;
+  cct::FlatIndex index_;
+  uint32_t Position(uint32_t node) const;  // FlatIndex::kNone when absent
   size_t last_ = SIZE_MAX;  // the entry of the previous activity
-  std::unordered_map<uint64_t, uint32_t> kernel_nodes_;  // (site << 32 | name id) → node
+  struct SiteKernel {
+    uint32_t name_id = 0;  // 0: none yet
+    uint32_t node = 0;
+  };
+  std::vector<SiteKernel> first_kernel_;                 // by site node: its first kernel name's node
+  std::unordered_map<uint64_t, uint32_t> kernel_nodes_;  // (site << 32 | name id) → node, the others
   std::unordered_map<uint64_t, uint32_t> pc_kernel_nodes_;  // (site, function name hash) → node
   std::unordered_map<uint64_t, uint32_t> line_nodes_;       // (node, file, line) hash → node
   std::unordered_map<uint32_t, GpuArchLimits> devices_;   // device id → limits

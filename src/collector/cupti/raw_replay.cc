@@ -20,6 +20,45 @@
 namespace collector {
 namespace {
 
+// Correlation id → launch site for a replay: CUPTI's ids are consecutive,
+// so a vector indexed from the smallest id is one load per record; ids
+// spread too thinly for that fall back to a map.
+class DenseLaunchSites final : public LaunchSiteLookup {
+ public:
+  explicit DenseLaunchSites(const std::vector<RawCorrelation>& correlations) {
+    if (correlations.empty()) return;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const RawCorrelation& c : correlations) {
+      lo = std::min<uint64_t>(lo, c.correlation_id);
+      hi = std::max<uint64_t>(hi, c.correlation_id);
+    }
+    if (hi - lo + 1 <= 4 * correlations.size() + 1024) {
+      base_ = lo;
+      dense_.resize(hi - lo + 1);
+    }
+  }
+  void Set(uint32_t correlation_id, LaunchSite site) {
+    if (!dense_.empty()) dense_[correlation_id - base_] = {site, true};
+    else map_[correlation_id] = site;
+  }
+  bool Find(uint64_t correlation_id, LaunchSite* out) const override {
+    if (dense_.empty()) return map_.Find(correlation_id, out);
+    if (correlation_id < base_ || correlation_id - base_ >= dense_.size() || !dense_[correlation_id - base_].known)
+      return false;
+    *out = dense_[correlation_id - base_].site;
+    return true;
+  }
+
+ private:
+  struct Slot {
+    LaunchSite site;
+    bool known = false;
+  };
+  uint64_t base_ = 0;
+  std::vector<Slot> dense_;
+  LaunchSites map_;
+};
+
 // The attributor's handle for "launch never known": the `<gpu unknown>`
 // node, made when first needed. Other handles are the tree's node ids.
 constexpr uint32_t kUnknownHandle = 0xFFFFFFFEu;
@@ -139,8 +178,7 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     // Correlations: id → the node of its launch site; a handle without a
     // node in the snapshot (a lost launch site, or a launch after the last
     // checkpoint) attributes to `<gpu unknown>`, as the runtime's handle 0 does.
-    LaunchSites sites;
-    sites.reserve(correlations.size());
+    DenseLaunchSites sites(correlations);
     uint64_t without_node = 0;
     for (const RawCorrelation& c : correlations) {
       LaunchSite site;
@@ -151,7 +189,7 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
         site.node = kUnknownHandle;
         ++without_node;
       }
-      sites[c.correlation_id] = site;
+      sites.Set(c.correlation_id, site);
     }
 
     cct::NodeId unknown = cct::kNoNode;
