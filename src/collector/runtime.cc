@@ -1082,22 +1082,28 @@ void Problem(const char* what) {
 // Whether a return address lies in NVTX's own code (its header stubs, not
 // inlined into the caller, or its C++ API). Resolved once per address; push
 // sites are few, so after warm-up this is one hash lookup.
+// The outermost (not inlined) frame at a return address, resolved outside
+// a signal handler for the NVTX and launch-site stack trimming; empty when
+// unknown. Takes flush_mutex (the symbolizer's guard).
+SymbolFrame OutermostFrame(uintptr_t address) {
+  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+  try {
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
+    if (!frames.empty()) return frames.front();
+  } catch (...) {
+  }
+  return SymbolFrame{};
+}
+
 bool InNvtxCode(uintptr_t address) {
   {
     std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
     auto it = rt->nvtx_code.find(address);
     if (it != rt->nvtx_code.end()) return it->second;
   }
-  bool nvtx = false;
-  {
-    std::lock_guard<std::mutex> lock(rt->flush_mutex);
-    try {
-      if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
-      const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
-      nvtx = !frames.empty() && IsNvtxFunction(frames.front().function);
-    } catch (...) {
-    }
-  }
+  const SymbolFrame outer = OutermostFrame(address);
+  const bool nvtx = IsNvtxFunction(outer.function);
   std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
   rt->nvtx_code[address] = nvtx;
   return nvtx;
@@ -1337,22 +1343,13 @@ bool TrimmedAtLaunch(ThreadState* t, uintptr_t address) {
   if (address >= own_text_lo && address < own_text_hi) return true;
   auto it = t->gpu_runtime_frame.find(address);
   if (it != t->gpu_runtime_frame.end()) return it->second;
-  bool trimmed = false;
-  {
-    std::lock_guard<std::mutex> lock(rt->flush_mutex);
-    try {
-      if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
-      const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
-      if (!frames.empty()) {
-        trimmed = IsGpuRuntimeModule(frames.front().module) ||
-                  (!rt->config.gpu_adapter.empty() && BaseName(frames.front().module) == BaseName(rt->config.gpu_adapter));
-        // The outermost function at the address decides (an inlined
-        // cudaLaunchKernel<> template inside user code is the user's call).
-        if (!trimmed) trimmed = IsGpuRuntimeFunction(frames.front().function);
-      }
-    } catch (...) {
-    }
-  }
+  const SymbolFrame outer = OutermostFrame(address);
+  // The outermost function at the address decides (an inlined
+  // cudaLaunchKernel<> template inside user code is the user's call).
+  const bool trimmed =
+      IsGpuRuntimeModule(outer.module) || IsGpuRuntimeFunction(outer.function) ||
+      (!rt->config.gpu_adapter.empty() && !outer.module.empty() &&
+       BaseName(outer.module) == BaseName(rt->config.gpu_adapter));
   t->gpu_runtime_frame.emplace(address, trimmed);
   return trimmed;
 }
