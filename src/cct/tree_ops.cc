@@ -44,12 +44,17 @@ std::string_view ModuleIdentity(std::string_view module) {
   return module;
 }
 
-namespace {
 std::string_view BaseName(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
-}  // namespace
+
+std::string LineName(std::string_view file, uint32_t line) {
+  std::string name(BaseName(file));
+  name += ':';
+  name += std::to_string(line);
+  return name;
+}
 
 std::string FrameIdentity(const Tree& tree, FrameId id) {
   const Frame f = tree.frames().Get(id);

@@ -40,6 +40,11 @@ std::vector<uint32_t> Depths(const Tree& tree);
 std::string FrameIdentity(const Tree& tree, FrameId frame);
 std::string_view ModuleIdentity(std::string_view module);
 
+// The last component of a path ("/usr/lib/libc.so.6" -> "libc.so.6").
+std::string_view BaseName(std::string_view path);
+// The display name of a source-line node: "BASENAME:LINE" ("train.cc:42").
+std::string LineName(std::string_view file, uint32_t line);
+
 // A node's path identity: the FrameIdentity of each frame from the root's
 // child down to the node, joined by '\n' (a character no frame name holds).
 std::string PathIdentity(const Tree& tree, NodeId node);

@@ -1,5 +1,7 @@
 #include "collector/gpu_nodes.h"
 
+#include "cct/tree_ops.h"
+
 namespace collector {
 
 cct::NodeId GpuKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view kernel) {
@@ -14,17 +16,9 @@ cct::NodeId GpuSiteKernelNode(cct::Tree& tree, cct::NodeId site, std::string_vie
   return GpuKernelNode(tree, site, kernel);
 }
 
-std::string GpuLineName(std::string_view file, uint32_t line) {
-  const size_t slash = file.rfind('/');
-  std::string name(slash == std::string_view::npos ? file : file.substr(slash + 1));
-  name += ':';
-  name += std::to_string(line);
-  return name;
-}
-
 cct::NodeId GpuLineNode(cct::Tree& tree, cct::NodeId kernel_node, std::string_view file, uint32_t line) {
   return tree.InternChild(kernel_node,
-                          tree.InternFrame(cct::FrameKind::kLine, GpuLineName(file, line), /*module=*/{}, file, line));
+                          tree.InternFrame(cct::FrameKind::kLine, cct::LineName(file, line), /*module=*/{}, file, line));
 }
 
 cct::NodeId GpuUnknownNode(cct::Tree& tree) {

@@ -32,16 +32,13 @@ cct::NodeId GpuKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view ke
 // placeholder: graph launches, `<gpu unknown>`, ...). The rule of the
 // runtime's kernel handles (gpu_runtime.cc), used by the raw-dump replay.
 cct::NodeId GpuSiteKernelNode(cct::Tree& tree, cct::NodeId site, std::string_view kernel);
-// The source-line child (kind kLine) of a kernel node: named "BASENAME:LINE"
-// like the collector's CPU line nodes (profile_builder.cc), with the full
+// The source-line child (kind kLine) of a kernel node: named by
+// cct::LineName ("BASENAME:LINE") like the CPU line nodes, with the full
 // `file` and `line` in the frame; no module.
 cct::NodeId GpuLineNode(cct::Tree& tree, cct::NodeId kernel_node, std::string_view file, uint32_t line);
 // `<gpu unknown>` (kind kGpuOp) under the root.
 cct::NodeId GpuUnknownNode(cct::Tree& tree);
 // The placeholder child (kind kGpuOp, cct::GpuOpPlaceholder(kind)) of `parent`.
 cct::NodeId GpuPlaceholderNode(cct::Tree& tree, cct::NodeId parent, cct::GpuOpKind kind);
-
-// The name GpuLineNode gives: "BASENAME:LINE".
-std::string GpuLineName(std::string_view file, uint32_t line);
 
 }  // namespace collector

@@ -1,5 +1,8 @@
 #include "collector/profile_builder.h"
 
+#include "cct/tree_ops.h"
+#include "collector/gpu_nodes.h"
+
 #include <vector>
 
 namespace collector {
@@ -33,8 +36,7 @@ bool IsGpuRuntimeFunction(std::string_view f) {
 }
 
 bool IsGpuRuntimeModule(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const std::string_view base = cct::BaseName(path);
   for (std::string_view prefix : {"libcuda.so", "libcudart.so", "libcupti.so", "libcct-cupti.so", "libnvidia-"})
     if (base.starts_with(prefix)) return true;
   return false;
@@ -143,10 +145,9 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     } else if (IsKernelKey(key)) {
       std::string name = kernel_names_ ? kernel_names_(RangeNameId(key)) : "";
       if (name.empty()) name = "<kernel " + std::to_string(RangeNameId(key)) + ">";
-      node = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kKernel, name));
+      node = GpuKernelNode(tree_, node, name);
     } else if (IsGpuKey(key)) {
-      node = tree_.InternChild(
-          node, tree_.InternFrame(cct::FrameKind::kGpuOp, cct::GpuOpPlaceholder(static_cast<cct::GpuOpKind>(key & 0xff))));
+      node = GpuPlaceholderNode(tree_, node, static_cast<cct::GpuOpKind>(key & 0xff));
     } else {
       // A frame that returns to its caller is looked up at its call
       // instruction; the leaf, at the sampled instruction. In the range trie
@@ -190,11 +191,8 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     cct::NodeId leaf = node;
     if (!in_collector[i] && frames && !frames->empty() && frames->back().line != 0 && !Hidden(frames->back())) {
       const SymbolFrame& f = frames->back();
-      const std::string_view file = f.file;
-      const size_t slash = file.rfind('/');
-      const std::string name =
-          std::string(slash == std::string_view::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(f.line);
-      leaf = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kLine, name, f.module, f.file, f.line));
+      leaf = tree_.InternChild(
+          node, tree_.InternFrame(cct::FrameKind::kLine, cct::LineName(f.file, f.line), f.module, f.file, f.line));
     }
     if (value_nodes) (*value_nodes)[i] = leaf;
     tree_.AddValue(leaf, time_, static_cast<double>(trie.time_ns(i)));

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cct/tree_ops.h"
 #include "cctdb_config.h"
 #include "collector/config.h"
 #include "collector/gpu_runtime.h"
@@ -698,9 +699,7 @@ void FillMeta(store::RunMeta& m) {
   m.start_time_ns = Now(CLOCK_REALTIME);
   m.command = ProcessCommandLine();
   if (m.name.empty() && !m.command.empty()) {
-    const std::string& exe = m.command.front();
-    const size_t slash = exe.rfind('/');
-    m.name = slash == std::string::npos ? exe : exe.substr(slash + 1);
+    m.name = std::string(cct::BaseName(m.command.front()));
   }
   m.cwd = CurrentDirectory();
   m.host = store::HostName();
@@ -1330,11 +1329,6 @@ void NvtxCountProblem(const char* what) {
 
 namespace {
 
-std::string_view BaseName(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 // Whether a return address, met at the leaf end of a launch's stack, is part
 // of the CUDA machinery between the program and our callback (libcuda,
 // libcudart — static or shared —, libcupti, the adapter, nvcc's launch
@@ -1349,7 +1343,7 @@ bool TrimmedAtLaunch(ThreadState* t, uintptr_t address) {
   const bool trimmed =
       IsGpuRuntimeModule(outer.module) || IsGpuRuntimeFunction(outer.function) ||
       (!rt->config.gpu_adapter.empty() && !outer.module.empty() &&
-       BaseName(outer.module) == BaseName(rt->config.gpu_adapter));
+       cct::BaseName(outer.module) == cct::BaseName(rt->config.gpu_adapter));
   t->gpu_runtime_frame.emplace(address, trimmed);
   return trimmed;
 }

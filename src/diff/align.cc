@@ -7,13 +7,7 @@ namespace diff {
 using cct::FrameId;
 using cct::FrameKind;
 using cct::NodeId;
-
-namespace {
-std::string_view BaseName(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-}  // namespace
+using cct::BaseName;
 
 void Aligner::ChildIndex::Grow(size_t capacity) {
   std::vector<Slot> old = std::move(slots_);

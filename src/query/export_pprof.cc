@@ -158,7 +158,7 @@ Status WritePprof(const Profile& profile, const std::vector<std::string>& names,
     if (frame_function[fid] != 0) return frame_function[fid];
     const cct::Frame f = tree.frames().Get(fid);
     std::string name = f.kind == FrameKind::kLine
-                           ? std::string(BaseName(tree.str(f.file))) + ":" + std::to_string(f.line)
+                           ? cct::LineName(tree.str(f.file), f.line)
                            : PprofName(tree, f);
     const bool has_line = f.kind != FrameKind::kLine && f.kind != FrameKind::kThread && f.kind != FrameKind::kNvtx;
     std::string key = name;

@@ -140,9 +140,5 @@ std::string NumberText(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::string();
 }
 
-std::string_view BaseName(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 }  // namespace query

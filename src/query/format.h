@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cct/metric.h"
+#include "cct/tree_ops.h"
 
 namespace query {
 
@@ -32,6 +33,6 @@ std::string CsvField(std::string_view s);
 std::string NumberText(double v);
 
 // Shortens "/usr/lib/x86_64-linux-gnu/libc.so.6" to "libc.so.6".
-std::string_view BaseName(std::string_view path);
+using cct::BaseName;
 
 }  // namespace query

@@ -102,7 +102,7 @@ Status WriteTopReport(Profile& profile, const ReportOptions& opt, std::ostream& 
       g.exc.assign(additive.size(), 0);
       switch (opt.by) {
         case GroupBy::kModule: g.name = fr.module ? std::string(tree.str(fr.module)) : "<unknown module>"; break;
-        case GroupBy::kLine: g.name = std::string(BaseName(tree.str(fr.file))) + ":" + std::to_string(fr.line); break;
+        case GroupBy::kLine: g.name = cct::LineName(tree.str(fr.file), fr.line); break;
         default: g.name = std::string(tree.str(fr.name));
       }
       g.module = std::string(tree.str(fr.module));
