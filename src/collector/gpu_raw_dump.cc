@@ -9,106 +9,49 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <new>
+#include <optional>
+
+#include "store/tree_codec.h"
 
 namespace collector {
 namespace {
 
-// ------------------------------------------------------------ little-endian bytes
-
-void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
-void PutU16(std::string& out, uint16_t v) {
-  for (int i = 0; i < 2; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutString(std::string& out, std::string_view s) {
-  PutU32(out, static_cast<uint32_t>(s.size()));
-  out.append(s);
-}
-
-uint16_t GetU16(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  return static_cast<uint16_t>(b[0] | (b[1] << 8));
-}
-uint32_t GetU32(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  return uint32_t{b[0]} | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
-}
-uint64_t GetU64(const char* p) { return uint64_t{GetU32(p)} | (uint64_t{GetU32(p + 4)} << 32); }
-
-// A bounds-checked cursor over a payload.
-class Cursor {
- public:
-  explicit Cursor(std::string_view in) : in_(in) {}
-  bool U8(uint8_t& v) {
-    if (remaining() < 1) return false;
-    v = static_cast<uint8_t>(in_[pos_++]);
-    return true;
-  }
-  bool U32(uint32_t& v) {
-    if (remaining() < 4) return false;
-    v = GetU32(in_.data() + pos_);
-    pos_ += 4;
-    return true;
-  }
-  bool U64(uint64_t& v) {
-    if (remaining() < 8) return false;
-    v = GetU64(in_.data() + pos_);
-    pos_ += 8;
-    return true;
-  }
-  bool Bytes(uint64_t n, std::string_view& out) {
-    if (n > remaining()) return false;
-    out = in_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool String(std::string_view& out) {
-    uint32_t n = 0;
-    return U32(n) && Bytes(n, out);
-  }
-  // A count of entries of at least `min_size` bytes each: refuses counts the
-  // rest of the payload cannot hold (so no huge allocation on damaged input).
-  bool Count(uint32_t& n, size_t min_size) { return U32(n) && n <= remaining() / min_size; }
-  size_t remaining() const { return in_.size() - pos_; }
-  const char* here() const { return in_.data() + pos_; }
-  void Skip(size_t n) { pos_ += n; }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-};
-
-uint32_t Crc(const char* p, size_t n) {
-  uLong c = crc32(0L, Z_NULL, 0);
-  while (n > 0) {  // zlib's length is a uInt
-    const uInt chunk = n > (uInt{1} << 30) ? (uInt{1} << 30) : static_cast<uInt>(n);
-    c = crc32(c, reinterpret_cast<const Bytef*>(p), chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(c);
-}
+using store::ByteReader;
+using store::ByteWriter;
+using store::Crc32;
 
 std::string RecordHeader(uint8_t type, std::string_view payload) {
-  std::string h;
-  h.reserve(kRawRecordHeaderSize);
-  PutU8(h, type);
-  PutU8(h, 0);
-  PutU8(h, 0);
-  PutU8(h, 0);
-  PutU32(h, static_cast<uint32_t>(payload.size()));
-  PutU32(h, Crc(payload.data(), payload.size()));
-  PutU32(h, Crc(h.data(), 12));
-  return h;
+  ByteWriter h;
+  h.Reserve(kRawRecordHeaderSize);
+  h.U8(type);
+  h.U8(0);
+  h.U8(0);
+  h.U8(0);
+  h.U32(static_cast<uint32_t>(payload.size()));
+  h.U32(Crc32(payload));
+  h.U32(Crc32(h.bytes()));
+  return h.Take();
+}
+
+// A record header's fields, once its own checksum and reserved bytes are
+// found right; nullopt otherwise.
+struct HeaderFields {
+  uint8_t type = 0;
+  uint32_t length = 0, payload_crc = 0;
+};
+std::optional<HeaderFields> ReadRecordHeader(const char* h) {
+  ByteReader r(std::string_view(h, kRawRecordHeaderSize));
+  HeaderFields f;
+  uint8_t reserved[3] = {};
+  uint32_t header_crc = 0;
+  if (!r.U8(f.type) || !r.U8(reserved[0]) || !r.U8(reserved[1]) || !r.U8(reserved[2]) || !r.U32(f.length) ||
+      !r.U32(f.payload_crc) || !r.U32(header_crc))
+    return std::nullopt;
+  if (reserved[0] || reserved[1] || reserved[2] || Crc32(std::string_view(h, 12)) != header_crc) return std::nullopt;
+  return f;
 }
 
 bool AllZero(const char* p, size_t n) {
@@ -123,32 +66,23 @@ std::string ErrnoText(int e) { return std::strerror(e); }
 
 // ------------------------------------------------------------ activities
 
-void AppendRawActivity(std::string& out, const GpuActivity& a, uint32_t name_id) {
-  PutU8(out, static_cast<uint8_t>(a.kind));
-  PutU8(out, static_cast<uint8_t>(a.copy));
-  PutU8(out, static_cast<uint8_t>(a.memory_kind));
-  PutU8(out, static_cast<uint8_t>(a.memory_op));
-  PutU8(out, static_cast<uint8_t>(a.sync));
-  PutU8(out, a.external_kind);
-  PutU16(out, a.registers_per_thread);
-  PutU32(out, a.correlation_id);
-  PutU32(out, a.device_id);
-  PutU32(out, a.peer_device_id);
-  PutU32(out, a.stream_id);
-  PutU32(out, a.graph_id);
-  PutU32(out, name_id);
-  PutU64(out, a.graph_node_id);
-  PutU64(out, a.start_ns);
-  PutU64(out, a.end_ns);
-  PutU64(out, a.bytes);
-  PutU64(out, a.external_id);
+void AppendRawActivity(ByteWriter& out, const GpuActivity& a, uint32_t name_id) {
+  out.U8(static_cast<uint8_t>(a.kind));
+  out.U8(static_cast<uint8_t>(a.copy));
+  out.U8(static_cast<uint8_t>(a.memory_kind));
+  out.U8(static_cast<uint8_t>(a.memory_op));
+  out.U8(static_cast<uint8_t>(a.sync));
+  out.U8(a.external_kind);
+  out.U16(a.registers_per_thread);
+  for (uint32_t v : {a.correlation_id, a.device_id, a.peer_device_id, a.stream_id, a.graph_id, name_id}) out.U32(v);
+  for (uint64_t v : {a.graph_node_id, a.start_ns, a.end_ns, a.bytes, a.external_id}) out.U64(v);
   for (uint32_t v : {a.grid_x, a.grid_y, a.grid_z, a.block_x, a.block_y, a.block_z, a.static_shared_bytes,
                      a.dynamic_shared_bytes, a.local_bytes_per_thread, a.shared_config_bytes})
-    PutU32(out, v);
+    out.U32(v);
   const GpuDeviceLimits& d = a.device;
   for (uint32_t v : {d.cc_major, d.cc_minor, d.sm_count, d.max_warps_per_sm, d.max_blocks_per_sm, d.regs_per_sm,
                      d.smem_per_sm, d.smem_per_block, d.max_threads_per_block})
-    PutU32(out, v);
+    out.U32(v);
 }
 
 bool ReadRawActivity(const char* in, GpuActivity* a, uint32_t* name_id) {
@@ -164,27 +98,21 @@ bool ReadRawActivity(const char* in, GpuActivity* a, uint32_t* name_id) {
   a->memory_op = static_cast<MemoryOp>(b[3]);
   a->sync = static_cast<SyncKind>(b[4]);
   a->external_kind = b[5];
-  a->registers_per_thread = GetU16(in + 6);
-  a->correlation_id = GetU32(in + 8);
-  a->device_id = GetU32(in + 12);
-  a->peer_device_id = GetU32(in + 16);
-  a->stream_id = GetU32(in + 20);
-  a->graph_id = GetU32(in + 24);
-  *name_id = GetU32(in + 28);
-  a->graph_node_id = GetU64(in + 32);
-  a->start_ns = GetU64(in + 40);
-  a->end_ns = GetU64(in + 48);
-  a->bytes = GetU64(in + 56);
-  a->external_id = GetU64(in + 64);
-  uint32_t* launch[] = {&a->grid_x,  &a->grid_y,  &a->grid_z,  &a->block_x,  &a->block_y,
-                        &a->block_z, &a->static_shared_bytes, &a->dynamic_shared_bytes,
-                        &a->local_bytes_per_thread, &a->shared_config_bytes};
-  for (size_t i = 0; i < std::size(launch); ++i) *launch[i] = GetU32(in + 72 + 4 * i);
+  // The rest in AppendRawActivity's order; kRawActivitySize bytes are there.
+  ByteReader r(std::string_view(in + 6, kRawActivitySize - 6));
   GpuDeviceLimits& d = a->device;
-  uint32_t* device[] = {&d.cc_major,    &d.cc_minor,    &d.sm_count,       &d.max_warps_per_sm,     &d.max_blocks_per_sm,
-                        &d.regs_per_sm, &d.smem_per_sm, &d.smem_per_block, &d.max_threads_per_block};
-  for (size_t i = 0; i < std::size(device); ++i) *device[i] = GetU32(in + 112 + 4 * i);
-  return true;
+  uint32_t* u32[] = {&a->correlation_id, &a->device_id, &a->peer_device_id, &a->stream_id, &a->graph_id, name_id};
+  uint64_t* u64[] = {&a->graph_node_id, &a->start_ns, &a->end_ns, &a->bytes, &a->external_id};
+  uint32_t* tail[] = {&a->grid_x,  &a->grid_y,    &a->grid_z,        &a->block_x,
+                      &a->block_y, &a->block_z,   &a->static_shared_bytes, &a->dynamic_shared_bytes,
+                      &a->local_bytes_per_thread, &a->shared_config_bytes,   &d.cc_major,
+                      &d.cc_minor, &d.sm_count,   &d.max_warps_per_sm, &d.max_blocks_per_sm,
+                      &d.regs_per_sm, &d.smem_per_sm, &d.smem_per_block, &d.max_threads_per_block};
+  bool ok = r.U16(a->registers_per_thread);
+  for (uint32_t* v : u32) ok = ok && r.U32(*v);
+  for (uint64_t* v : u64) ok = ok && r.U64(*v);
+  for (uint32_t* v : tail) ok = ok && r.U32(*v);
+  return ok;
 }
 
 // ------------------------------------------------------------ writer
@@ -196,13 +124,13 @@ cct::Result<std::unique_ptr<RawDumpWriter>> RawDumpWriter::Create(const std::str
     if (fd < 0) return cct::IoError("cannot create raw GPU dump " + path + ": " + ErrnoText(errno));
     std::unique_ptr<RawDumpWriter> w(new RawDumpWriter());
     w->fd_ = fd;
-    std::string payload;
-    payload.append(kRawDumpMagic);
-    PutU32(payload, kRawDumpFormat);
-    PutU32(payload, pid);
-    PutString(payload, meta_json);
+    ByteWriter payload;
+    payload.Bytes(kRawDumpMagic);
+    payload.U32(kRawDumpFormat);
+    payload.U32(pid);
+    payload.String(meta_json);
     std::lock_guard<std::mutex> lock(w->mu_);
-    w->Write(static_cast<uint8_t>(RawRecordType::kHeader), payload);
+    w->Write(static_cast<uint8_t>(RawRecordType::kHeader), payload.bytes());
     if (!w->status_.ok()) return w->status_;
     return w;
   } catch (...) {
@@ -258,15 +186,15 @@ void RawDumpWriter::Correlations(std::span<const RawCorrelation> records) {
   try {
     std::lock_guard<std::mutex> lock(mu_);
     if (!status_.ok() || broken_ || records.empty()) return;
-    std::string payload;
-    payload.reserve(4 + records.size() * 9);
-    PutU32(payload, static_cast<uint32_t>(records.size()));
+    ByteWriter payload;
+    payload.Reserve(4 + records.size() * 9);
+    payload.U32(static_cast<uint32_t>(records.size()));
     for (const RawCorrelation& c : records) {
-      PutU32(payload, c.correlation_id);
-      PutU32(payload, c.handle);
-      PutU8(payload, c.kind);
+      payload.U32(c.correlation_id);
+      payload.U32(c.handle);
+      payload.U8(c.kind);
     }
-    Write(static_cast<uint8_t>(RawRecordType::kCorrelations), payload);
+    Write(static_cast<uint8_t>(RawRecordType::kCorrelations), payload.bytes());
   } catch (...) {
     OutOfMemory();
   }
@@ -298,20 +226,20 @@ void RawDumpWriter::Batch(const uint8_t* raw, size_t raw_bytes, std::span<const 
       if (a.kind == GpuActivityKind::kKernel) kernels.push_back(NameId(a.kernel_name, fresh));
       if (a.kind == GpuActivityKind::kMemoryApi) ++api_count;
     }
-    std::string payload;
-    payload.reserve(32 + raw_bytes + kernels.size() * 4 + api_count * kRawActivitySize);
-    PutU64(payload, dropped);
-    PutU32(payload, static_cast<uint32_t>(fresh.size()));
-    for (std::string_view n : fresh) PutString(payload, n);
-    PutU32(payload, static_cast<uint32_t>(kernels.size()));
-    for (uint32_t id : kernels) PutU32(payload, id);
-    PutU64(payload, raw_bytes);
-    if (raw_bytes > 0) payload.append(reinterpret_cast<const char*>(raw), raw_bytes);
-    PutU32(payload, static_cast<uint32_t>(api_count));
-    PutU32(payload, static_cast<uint32_t>(kRawActivitySize));
+    ByteWriter payload;
+    payload.Reserve(32 + raw_bytes + kernels.size() * 4 + api_count * kRawActivitySize);
+    payload.U64(dropped);
+    payload.U32(static_cast<uint32_t>(fresh.size()));
+    for (std::string_view n : fresh) payload.String(n);
+    payload.U32(static_cast<uint32_t>(kernels.size()));
+    for (uint32_t id : kernels) payload.U32(id);
+    payload.U64(raw_bytes);
+    if (raw_bytes > 0) payload.Bytes(std::string_view(reinterpret_cast<const char*>(raw), raw_bytes));
+    payload.U32(static_cast<uint32_t>(api_count));
+    payload.U32(static_cast<uint32_t>(kRawActivitySize));
     for (const GpuActivity& a : delivered)
       if (a.kind == GpuActivityKind::kMemoryApi) AppendRawActivity(payload, a, 0);
-    Write(static_cast<uint8_t>(RawRecordType::kBatch), payload);
+    Write(static_cast<uint8_t>(RawRecordType::kBatch), payload.bytes());
   } catch (...) {
     OutOfMemory();
   }
@@ -321,20 +249,20 @@ void RawDumpWriter::PcSamples(std::span<const GpuPcSample> samples) {
   try {
     std::lock_guard<std::mutex> lock(mu_);
     if (!status_.ok() || broken_ || samples.empty()) return;
-    std::string payload;
-    PutU32(payload, static_cast<uint32_t>(samples.size()));
+    ByteWriter payload;
+    payload.U32(static_cast<uint32_t>(samples.size()));
     for (const GpuPcSample& s : samples) {
-      PutU32(payload, s.correlation_id);
-      PutU32(payload, s.device_id);
-      PutU64(payload, s.cubin_crc);
-      PutU64(payload, s.pc_offset);
-      PutU32(payload, s.line);
-      PutU64(payload, s.samples);
-      for (uint64_t v : s.stall) PutU64(payload, v);
-      PutString(payload, s.function_name);
-      PutString(payload, s.file);
+      payload.U32(s.correlation_id);
+      payload.U32(s.device_id);
+      payload.U64(s.cubin_crc);
+      payload.U64(s.pc_offset);
+      payload.U32(s.line);
+      payload.U64(s.samples);
+      for (uint64_t v : s.stall) payload.U64(v);
+      payload.String(s.function_name);
+      payload.String(s.file);
     }
-    Write(static_cast<uint8_t>(RawRecordType::kPcSamples), payload);
+    Write(static_cast<uint8_t>(RawRecordType::kPcSamples), payload.bytes());
   } catch (...) {
     OutOfMemory();
   }
@@ -350,21 +278,21 @@ void RawDumpWriter::Snapshot(const cct::Tree& tree, const std::string& meta_json
     // Encoding a large tree takes a while: outside the lock.
     std::vector<cct::NodeId> stored;
     const std::vector<store::Section> sections = store::EncodeTree(tree, &stored);
-    std::string payload;
-    PutU32(payload, static_cast<uint32_t>(sections.size()));
+    ByteWriter payload;
+    payload.U32(static_cast<uint32_t>(sections.size()));
     for (const store::Section& s : sections) {
       const std::string framed = store::FrameSection(s);
-      PutU64(payload, framed.size());
-      payload.append(framed);
+      payload.U64(framed.size());
+      payload.Bytes(framed);
     }
-    PutString(payload, meta_json);
-    PutU32(payload, static_cast<uint32_t>(sites.size()));
+    payload.String(meta_json);
+    payload.U32(static_cast<uint32_t>(sites.size()));
     for (const RawSiteNode& s : sites) {
-      PutU32(payload, s.handle);
-      PutU32(payload, s.node < stored.size() ? stored[s.node] : cct::kNoNode);
+      payload.U32(s.handle);
+      payload.U32(s.node < stored.size() ? stored[s.node] : cct::kNoNode);
     }
     std::lock_guard<std::mutex> lock(mu_);
-    Write(static_cast<uint8_t>(RawRecordType::kSnapshot), payload);
+    Write(static_cast<uint8_t>(RawRecordType::kSnapshot), payload.bytes());
   } catch (...) {
     OutOfMemory();
   }
@@ -425,13 +353,13 @@ cct::Result<std::unique_ptr<RawDumpReader>> RawDumpReader::Open(const std::strin
   if (std::string_view(d + kRawRecordHeaderSize, kRawDumpMagic.size()) != kRawDumpMagic ||
       static_cast<uint8_t>(d[0]) != static_cast<uint8_t>(RawRecordType::kHeader))
     return cct::Corrupt(not_dump + " (no magic)");
-  if (Crc(d, 12) != GetU32(d + 12) || !AllZero(d + 1, 3))
-    return cct::Corrupt(path + ": damaged raw GPU dump (header record)");
-  const uint32_t length = GetU32(d + 4);
+  const std::optional<HeaderFields> first = ReadRecordHeader(d);
+  if (!first) return cct::Corrupt(path + ": damaged raw GPU dump (header record)");
+  const uint32_t length = first->length;
   if (length > r->size_ - kRawRecordHeaderSize)
     return cct::Corrupt(path + ": raw GPU dump ends inside its header record");
   const std::string_view payload(d + kRawRecordHeaderSize, length);
-  if (Crc(payload.data(), payload.size()) != GetU32(d + 8))
+  if (Crc32(payload) != first->payload_crc)
     return cct::Corrupt(path + ": damaged raw GPU dump (header record checksum)");
   auto header = ParseRawHeader(payload);
   if (!header.ok()) return cct::Corrupt(path + ": " + header.status().message());
@@ -455,7 +383,8 @@ cct::Result<bool> RawDumpReader::Next(RawRecord* out) {
     pos_ = size_;
     return false;
   }
-  if (Crc(h, 12) != GetU32(h + 12) || !AllZero(h + 1, 3)) {
+  const std::optional<HeaderFields> header = ReadRecordHeader(h);
+  if (!header) {
     if (AllZero(h, left)) {  // the zero-filled tail of an unfinished append
       truncated_ = true;
       pos_ = size_;
@@ -463,17 +392,17 @@ cct::Result<bool> RawDumpReader::Next(RawRecord* out) {
     }
     return cct::Corrupt(path_ + ": damaged raw GPU dump (record header at offset " + std::to_string(pos_) + ")");
   }
-  const uint32_t length = GetU32(h + 4);
+  const uint32_t length = header->length;
   if (length > left - kRawRecordHeaderSize) {
     truncated_ = true;
     pos_ = size_;
     return false;
   }
   const std::string_view payload(h + kRawRecordHeaderSize, length);
-  if (Crc(payload.data(), payload.size()) != GetU32(h + 8))
+  if (Crc32(payload) != header->payload_crc)
     return cct::Corrupt(path_ + ": damaged raw GPU dump (checksum mismatch in the record at offset " +
                         std::to_string(pos_) + ")");
-  out->type = static_cast<uint8_t>(h[0]);
+  out->type = header->type;
   out->offset = pos_;
   out->payload = payload;
   pos_ += kRawRecordHeaderSize + length;
@@ -483,10 +412,10 @@ cct::Result<bool> RawDumpReader::Next(RawRecord* out) {
 // ------------------------------------------------------------ payloads
 
 cct::Result<RawHeader> ParseRawHeader(std::string_view payload) {
-  Cursor c(payload);
+  ByteReader c(payload);
   std::string_view magic;
   RawHeader h;
-  if (!c.Bytes(kRawDumpMagic.size(), magic) || magic != kRawDumpMagic)
+  if (!c.View(magic, kRawDumpMagic.size()) || magic != kRawDumpMagic)
     return cct::Corrupt("not a cctdb raw GPU dump (no magic)");
   if (!c.U32(h.format_version)) return cct::Corrupt("raw GPU dump header record too short");
   if (h.format_version != kRawDumpFormat)
@@ -497,7 +426,7 @@ cct::Result<RawHeader> ParseRawHeader(std::string_view payload) {
 }
 
 cct::Status ParseRawCorrelations(std::string_view payload, std::vector<RawCorrelation>* out) {
-  Cursor c(payload);
+  ByteReader c(payload);
   uint32_t n = 0;
   if (!c.Count(n, 9)) return cct::Corrupt("bad correlations record");
   out->reserve(out->size() + n);
@@ -512,7 +441,7 @@ cct::Status ParseRawCorrelations(std::string_view payload, std::vector<RawCorrel
 
 cct::Status ParseRawBatch(std::string_view payload, RawNameTable& names, RawBatch* out) {
   const cct::Status bad = cct::Corrupt("bad batch record");
-  Cursor c(payload);
+  ByteReader c(payload);
   *out = RawBatch{};
   uint32_t defined = 0, kernels = 0, api = 0, entry = 0;
   uint64_t raw_bytes = 0;
@@ -528,13 +457,14 @@ cct::Status ParseRawBatch(std::string_view payload, RawNameTable& names, RawBatc
     if (!c.U32(id)) return bad;
     if (id > names.size()) return cct::Corrupt("batch record names an undefined kernel");
   }
-  if (!c.U64(raw_bytes) || !c.Bytes(raw_bytes, out->raw)) return bad;
+  if (!c.U64(raw_bytes) || !c.View(out->raw, raw_bytes)) return bad;
   if (!c.U32(api) || !c.U32(entry) || entry < kRawActivitySize || (api > 0 && api > c.remaining() / entry)) return bad;
   out->api.resize(api);
   for (GpuActivity& a : out->api) {
     uint32_t name_id = 0;
-    if (!ReadRawActivity(c.here(), &a, &name_id)) return cct::Corrupt("bad activity in a batch record");
-    c.Skip(entry);
+    std::string_view bytes;
+    if (!c.View(bytes, entry)) return bad;
+    if (!ReadRawActivity(bytes.data(), &a, &name_id)) return cct::Corrupt("bad activity in a batch record");
     if (name_id > names.size()) return cct::Corrupt("batch record names an undefined kernel");
     if (name_id != 0) {
       a.kernel_name = names[name_id - 1];
@@ -546,7 +476,7 @@ cct::Status ParseRawBatch(std::string_view payload, RawNameTable& names, RawBatc
 
 cct::Status ParseRawPcSamples(std::string_view payload, std::vector<GpuPcSample>* out) {
   const cct::Status bad = cct::Corrupt("bad PC samples record");
-  Cursor c(payload);
+  ByteReader c(payload);
   uint32_t n = 0;
   constexpr size_t kMin = 4 + 4 + 8 + 8 + 4 + 8 + 8 * kStallSlots + 4 + 4;
   if (!c.Count(n, kMin)) return bad;
@@ -566,14 +496,14 @@ cct::Status ParseRawPcSamples(std::string_view payload, std::vector<GpuPcSample>
 
 cct::Status ParseRawSnapshot(std::string_view payload, RawSnapshot* out) {
   const cct::Status bad = cct::Corrupt("bad snapshot record");
-  Cursor c(payload);
+  ByteReader c(payload);
   *out = RawSnapshot{};
   uint32_t n = 0;
   if (!c.Count(n, 8)) return bad;
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t length = 0;
     std::string_view framed;
-    if (!c.U64(length) || !c.Bytes(length, framed)) return bad;
+    if (!c.U64(length) || !c.View(framed, length)) return bad;
     auto section = store::UnframeSection(framed);
     if (!section.ok()) return cct::Corrupt("snapshot record: " + section.status().message());
     out->sections.push_back(std::move(*section));

@@ -207,7 +207,7 @@ cct::Status ParseRawSnapshot(std::string_view payload, RawSnapshot* out);
 // The fixed little-endian layout of one GpuActivity in a dump (148 bytes;
 // the kernel name as an id into the dump's names, given and returned).
 inline constexpr size_t kRawActivitySize = 148;
-void AppendRawActivity(std::string& out, const GpuActivity& a, uint32_t name_id);
+void AppendRawActivity(store::ByteWriter& out, const GpuActivity& a, uint32_t name_id);
 // Reads one from `in` (at least kRawActivitySize bytes); the name id in
 // `*name_id`. False when an enum field is out of range (damaged input).
 bool ReadRawActivity(const char* in, GpuActivity* a, uint32_t* name_id);

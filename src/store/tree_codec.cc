@@ -27,11 +27,6 @@ constexpr uint32_t kSectionMagic = 0x43455343;  // "CSEC"
 constexpr uint16_t kSectionVersion = 1;
 enum : uint8_t { kValuesSparse = 0, kValuesDense = 1 };
 
-uint32_t Crc32(std::string_view data) {
-  return static_cast<uint32_t>(
-      crc32_z(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<z_size_t>(data.size())));
-}
-
 std::string EncodeStrings(const cct::StringTable& strings) {
   ByteWriter w;
   w.U32(static_cast<uint32_t>(strings.size()));
@@ -81,11 +76,9 @@ std::string EncodeMetrics(const cct::MetricRegistry& metrics) {
 
 }  // namespace
 
-bool ByteReader::Raw(void* p, size_t n) {
-  if (n > remaining()) return false;
-  if (n > 0) std::memcpy(p, in_.data() + pos_, n);
-  pos_ += n;
-  return true;
+uint32_t Crc32(std::string_view data) {
+  return static_cast<uint32_t>(
+      crc32_z(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<z_size_t>(data.size())));
 }
 
 std::vector<Section> EncodeTree(const Tree& tree, std::vector<NodeId>* stored_ids) {

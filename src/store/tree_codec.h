@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,7 +61,11 @@ struct SectionHeader {
 cct::Result<SectionHeader> ParseSectionHeader(std::string_view stored);
 cct::Status VerifySection(const Section& section, uint32_t crc);
 
-// Little-endian flat column helpers shared by the section codecs.
+// The CRC-32 (zlib's) the store and the raw GPU dumps check records with.
+uint32_t Crc32(std::string_view data);
+
+// Little-endian flat column helpers shared by the section codecs and the
+// raw GPU dumps (collector/gpu_raw_dump.h).
 class ByteWriter {
  public:
   void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
@@ -69,10 +74,18 @@ class ByteWriter {
   void U64(uint64_t v) { Raw(&v, 8); }
   void F64(double v) { Raw(&v, 8); }
   void Bytes(std::string_view s) { out_.append(s); }
+  // A string with its length (u32) first.
+  void String(std::string_view s) {
+    U32(static_cast<uint32_t>(s.size()));
+    Bytes(s);
+  }
   template <class T>
   void Array(const std::vector<T>& v) {
     Raw(v.data(), v.size() * sizeof(T));
   }
+  void Reserve(size_t n) { out_.reserve(n); }
+  size_t size() const { return out_.size(); }
+  const std::string& bytes() const { return out_; }
   std::string Take() { return std::move(out_); }
 
  private:
@@ -95,15 +108,35 @@ class ByteReader {
     return Raw(v.data(), count * sizeof(T));
   }
   bool Bytes(std::string& s, size_t count) {
+    std::string_view v;
+    if (!View(v, count)) return false;
+    s.assign(v);
+    return true;
+  }
+  // The next `count` bytes without copying them.
+  bool View(std::string_view& v, uint64_t count) {
     if (count > remaining()) return false;
-    s.assign(in_.data() + pos_, count);
+    v = in_.substr(pos_, count);
     pos_ += count;
     return true;
   }
+  // A string written by ByteWriter::String.
+  bool String(std::string_view& v) {
+    uint32_t n = 0;
+    return U32(n) && View(v, n);
+  }
+  // A count of entries of at least `min_size` bytes each: refuses counts the
+  // rest of the input cannot hold (so no huge allocation on damaged input).
+  bool Count(uint32_t& n, size_t min_size) { return U32(n) && n <= remaining() / min_size; }
   size_t remaining() const { return in_.size() - pos_; }
 
  private:
-  bool Raw(void* p, size_t n);
+  bool Raw(void* p, size_t n) {  // inline: decoders call it once per field
+    if (n > remaining()) return false;
+    if (n > 0) std::memcpy(p, in_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
   std::string_view in_;
   size_t pos_ = 0;
 };

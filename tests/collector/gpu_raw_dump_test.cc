@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cct/tree.h"
+#include "cct/tree_ops.h"
 #include "collector/cupti/cupti_decode.h"
 #include "collector/gpu_nodes.h"
 #include "collector/gpu_raw_dump.h"
@@ -351,7 +352,7 @@ TEST_CASE("gpu raw dump: gpu_nodes places kernels, lines and unknown activity") 
   CHECK(t.kind(l) == FrameKind::kLine);
   CHECK(t.frames().Get(t.frame_id(l)).line == 7);
   CHECK(t.str(t.frames().Get(t.frame_id(l)).file) == "/a/b/kern.cu");
-  CHECK(GpuLineName("plain.cu", 3) == "plain.cu:3");
+  CHECK(cct::LineName("plain.cu", 3) == "plain.cu:3");
   // A site that is the launch's own kernel node.
   CHECK(GpuSiteKernelNode(t, k, "k(int)") == k);
   const NodeId other = GpuSiteKernelNode(t, k, "j(float)");
@@ -381,8 +382,9 @@ TEST_CASE("gpu raw dump: activities round-trip through the fixed layout") {
   a.grid_x = 1, a.grid_y = 2, a.grid_z = 3, a.block_x = 4, a.block_y = 5, a.block_z = 6;
   a.static_shared_bytes = 7, a.dynamic_shared_bytes = 8, a.local_bytes_per_thread = 9, a.shared_config_bytes = 10;
   a.device = {9, 0, 132, 64, 32, 65536, 233472, 49152, 1024};
-  std::string bytes;
-  AppendRawActivity(bytes, a, 42);
+  store::ByteWriter writer;
+  AppendRawActivity(writer, a, 42);
+  std::string bytes = writer.Take();
   REQUIRE(bytes.size() == kRawActivitySize);
   CHECK(static_cast<uint8_t>(bytes[28]) == 42);  // little-endian name id at offset 28
   GpuActivity b;
