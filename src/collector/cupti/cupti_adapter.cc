@@ -4,9 +4,7 @@
 #include "collector/cupti/cupti_adapter.h"
 
 #include <cupti.h>
-#include <dirent.h>
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "collector/cupti/cupti_api_kinds.h"
@@ -266,8 +265,6 @@ cct::Status EnableCallbacks(State& s, CUpti_CallbackDomain domain, CUpti_Callbac
 
 namespace gpu_internal {
 
-cct::Status ProbeGpu(bool need_device) { return collector::ProbeGpu(need_device); }
-
 cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
   State& s = S();
   try {
@@ -335,7 +332,7 @@ cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
 cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks, GpuStartOptions options) {
   if (mode == GpuMode::kOff) return cct::Status::Ok();
   if (GpuTracingActive()) return cct::Status::Ok();
-  CCT_RETURN_IF_ERROR(gpu_internal::ProbeGpu(/*need_device=*/mode == GpuMode::kAuto));
+  CCT_RETURN_IF_ERROR(ProbeGpu(/*need_device=*/mode == GpuMode::kAuto));
   return gpu_internal::StartCupti(std::move(hooks), options);
 }
 
@@ -393,24 +390,25 @@ GpuTracingStats GetGpuTracingStats() {
 
 namespace {
 
+// "13.0" for CUDA's 13000.
+std::string CudaVersionText(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
 // What the runtime learns about the GPUs for the run's metadata, read from
 // the driver the program loaded (never loads one).
 std::string DescribeGpus() {
-  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-  std::string driver, model;
-  int count = 0;
-  if (cuda != nullptr) {
+  nlohmann::json facts = {{"gpu_model", ""}, {"driver_version", ""}, {"cuda_version", ""}, {"devices", 0}};
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD)) {
     using VersionFn = int (*)(int*);
-    using CountFn = int (*)(int*);
     using GetFn = int (*)(int*, int);
     using NameFn = int (*)(char*, int, int);
     auto version = reinterpret_cast<VersionFn>(dlsym(cuda, "cuDriverGetVersion"));
-    auto get_count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
+    auto get_count = reinterpret_cast<VersionFn>(dlsym(cuda, "cuDeviceGetCount"));
     auto get = reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet"));
     auto name = reinterpret_cast<NameFn>(dlsym(cuda, "cuDeviceGetName"));
-    int v = 0;
-    if (version && version(&v) == 0 && v > 0) driver = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    int v = 0, count = 0;
+    if (version && version(&v) == 0 && v > 0) facts["driver_version"] = CudaVersionText(v);
     if (get_count && get && name && get_count(&count) == 0) {
+      std::string model;
       for (int i = 0; i < count; ++i) {
         int dev = 0;
         char buf[256] = {};
@@ -418,32 +416,24 @@ std::string DescribeGpus() {
         if (!model.empty()) model += ", ";
         model += buf;
       }
+      facts["gpu_model"] = model;
+      facts["devices"] = count;
     }
     dlclose(cuda);
   }
-  std::string runtime;
   using RtVersionFn = int (*)(int*);
   if (auto rt = reinterpret_cast<RtVersionFn>(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion"))) {
     int v = 0;
-    if (rt(&v) == 0 && v > 0) runtime = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+    if (rt(&v) == 0 && v > 0) facts["cuda_version"] = CudaVersionText(v);
   }
   uint32_t cupti = 0;
   (void)cuptiGetVersion(&cupti);
-  auto quote = [](const std::string& x) {
-    std::string out = "\"";
-    for (char c : x)
-      if (c == '"' || c == '\\') out += '\\', out += c;
-      else if (static_cast<unsigned char>(c) >= 0x20) out += c;
-    return out + "\"";
-  };
-  std::string pc_error;
+  facts["cupti_api"] = cupti;
   if (S().pc_sampling) {
     const cct::Status st = cupti::PcLastError();
-    if (!st.ok()) pc_error = ",\"pc_sampling_error\":" + quote(st.message());
+    if (!st.ok()) facts["pc_sampling_error"] = st.message();
   }
-  return "{\"gpu_model\":" + quote(model) + ",\"driver_version\":" + quote(driver) +
-         ",\"cuda_version\":" + quote(runtime) + ",\"devices\":" + std::to_string(count) +
-         ",\"cupti_api\":" + std::to_string(cupti) + pc_error + "}";
+  return facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 int AbiStart(const GpuAdapterOptions* options, const GpuAdapterCallbacks* callbacks, char* error, size_t error_size) {

@@ -95,9 +95,6 @@ inline constexpr int kActivityBuffers = 8;
 inline constexpr size_t kActivityBufferBytes = size_t{4} << 20;
 
 namespace gpu_internal {
-// The probe StartGpuTracing runs first: is libcuda.so.1 loadable (and, with
-// `need_device`, is an NVIDIA device node present)?
-cct::Status ProbeGpu(bool need_device);
 // StartGpuTracing without the probe: the CUPTI calls alone. Tests call it
 // on machines without a GPU to check that CUPTI's failure is clean.
 cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options = {});
