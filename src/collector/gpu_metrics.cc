@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstring>
+#include <string>
 
 namespace collector {
 
@@ -257,6 +259,30 @@ std::vector<GpuNodeEntry> GpuAttributor::TakeMetrics() {
   return out;
 }
 
+namespace {
+
+// A node hook's answer; its exception (never to reach the host program)
+// leaves the metrics on `fallback`.
+template <class Fn, class... Args>
+uint32_t CallHook(const Fn& fn, uint32_t fallback, Args&&... args) {
+  try {
+    return fn(std::forward<Args>(args)...);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+// An exact cache key: a node, a number and a name.
+std::string NodeKey(uint32_t node, uint32_t number, std::string_view text) {
+  std::string key(8, '\0');
+  std::memcpy(key.data(), &node, 4);
+  std::memcpy(key.data() + 4, &number, 4);
+  key.append(text);
+  return key;
+}
+
+}  // namespace
+
 uint32_t GpuAttributor::KernelNode(uint32_t site_node, const GpuActivity& a) {
   if (!kernel_node_ || a.kernel_name_id == 0) return site_node;
   // Most sites launch one kernel: its answer sits in a slot by site node,
@@ -271,12 +297,7 @@ uint32_t GpuAttributor::KernelNode(uint32_t site_node, const GpuActivity& a) {
   const uint64_t key = (uint64_t{site_node} << 32) | a.kernel_name_id;
   auto it = kernel_nodes_.find(key);
   if (it != kernel_nodes_.end()) return it->second;
-  uint32_t node = site_node;
-  try {
-    node = kernel_node_(site_node, a.kernel_name);
-  } catch (...) {
-    node = site_node;  // never let a hook's exception reach the host program
-  }
+  const uint32_t node = CallHook(kernel_node_, site_node, site_node, a.kernel_name);
   if (first && first->name_id == 0) *first = SiteKernel{a.kernel_name_id, node};
   else kernel_nodes_.emplace(key, node);
   return node;
@@ -412,37 +433,18 @@ void GpuAttributor::AddPcSamples(const LaunchSiteLookup& sites, std::span<const 
       node = site.node;
       if (kernel_node_ && !p.function_name.empty()) {
         // The kernel child of the site, as its activity record names it.
-        const uint64_t key = (uint64_t{site.node} << 32) ^ cct::MixHash(std::hash<std::string_view>{}(p.function_name));
-        auto it = pc_kernel_nodes_.find(key);
-        if (it != pc_kernel_nodes_.end()) {
-          node = it->second;
-        } else {
-          try {
-            node = kernel_node_(site.node, p.function_name);
-          } catch (...) {
-            node = site.node;
-          }
-          pc_kernel_nodes_.emplace(key, node);
-        }
+        auto [it, added] = pc_kernel_nodes_.try_emplace(NodeKey(site.node, 0, p.function_name), site.node);
+        if (added) it->second = CallHook(kernel_node_, site.node, site.node, p.function_name);
+        node = it->second;
       }
     } else {
       ++stats_.pc_samples_unknown;
       node = unknown_node_;
     }
     if (line_node_ && p.line != 0) {
-      const uint64_t key = cct::MixHash((uint64_t{node} << 32) ^ p.line) ^ std::hash<std::string_view>{}(p.file);
-      auto it = line_nodes_.find(key);
-      if (it != line_nodes_.end()) {
-        node = it->second;
-      } else {
-        uint32_t line = node;
-        try {
-          line = line_node_(node, p.file, p.line);
-        } catch (...) {
-        }
-        line_nodes_.emplace(key, line);
-        node = line;
-      }
+      auto [it, added] = line_nodes_.try_emplace(NodeKey(node, p.line, p.file), node);
+      if (added) it->second = CallHook(line_node_, node, node, p.file, p.line);
+      node = it->second;
     }
     GpuNodeMetrics& m = At(node);
     m.gins += p.samples;

@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -139,7 +140,7 @@ class LaunchSites : public std::unordered_map<uint64_t, LaunchSite>, public Laun
 
 // The runtime's correlation table: a direct-mapped ring indexed by the
 // correlation id (CUPTI's ids increase by one per API call), so a launch is
-// one relaxed store and a lookup one load, from any threads at once. An id
+// one store and a lookup one load, from any threads at once. An id
 // is forgotten when an id 2^20 higher lands in its slot: by then its records
 // have long arrived (a record older than that is attributed as unknown and
 // counted). Thread-safe; lock-free.
@@ -306,8 +307,8 @@ class GpuAttributor {
   };
   std::vector<SiteKernel> first_kernel_;                 // by site node: its first kernel name's node
   std::unordered_map<uint64_t, uint32_t> kernel_nodes_;  // (site << 32 | name id) → node, the others
-  std::unordered_map<uint64_t, uint32_t> pc_kernel_nodes_;  // (site, function name hash) → node
-  std::unordered_map<uint64_t, uint32_t> line_nodes_;       // (node, file, line) hash → node
+  std::unordered_map<std::string, uint32_t> pc_kernel_nodes_;  // NodeKey(site, 0, function) → node
+  std::unordered_map<std::string, uint32_t> line_nodes_;       // NodeKey(node, line, file) → node
   std::unordered_map<uint32_t, GpuArchLimits> devices_;   // device id → limits
   const GpuArchLimits* fallback_device_ = nullptr;        // the last device learned
   std::unordered_map<uint32_t, ExternalCorrelation> external_;

@@ -66,7 +66,6 @@ struct GpuState {
   // attr_mu: the attributor (adapter thread, checkpoints).
   std::mutex attr_mu;
   std::unique_ptr<GpuAttributor> attributor;
-  uint64_t batches = 0;
 
   // Raw mode: correlations waiting to be written ahead of their records.
   std::mutex raw_mu;
@@ -101,6 +100,13 @@ ThreadCache& Cache() {
   return t_cache;
 }
 
+uint32_t KernelNameIdOf(std::string_view name) {  // caller holds handles_mu
+  auto [k, inserted] = g->kernel_ids.try_emplace(std::string(name), static_cast<uint32_t>(g->kernel_names.size()));
+  if (inserted) g->kernel_names.emplace_back(name);
+  return k->second;
+}
+
+// The launch path's way in: by the adapter's name pointer, cached per thread.
 uint32_t KernelNameId(const char* name) {
   ThreadCache& c = Cache();
   auto it = c.kernel_of_name.find(name);
@@ -108,18 +114,10 @@ uint32_t KernelNameId(const char* name) {
   uint32_t id;
   {
     std::lock_guard<std::mutex> lock(g->handles_mu);
-    auto [k, inserted] = g->kernel_ids.try_emplace(name, static_cast<uint32_t>(g->kernel_names.size()));
-    if (inserted) g->kernel_names.emplace_back(name);
-    id = k->second;
+    id = KernelNameIdOf(name);
   }
   c.kernel_of_name.emplace(name, id);
   return id;
-}
-
-uint32_t KernelNameIdOf(std::string_view name) {  // caller holds handles_mu
-  auto [k, inserted] = g->kernel_ids.try_emplace(std::string(name), static_cast<uint32_t>(g->kernel_names.size()));
-  if (inserted) g->kernel_names.emplace_back(name);
-  return k->second;
 }
 
 uint32_t NewHandle(Handle h) {  // caller holds handles_mu; 0 when the handle space is full
@@ -213,7 +211,6 @@ void OnActivity(void*, const GpuActivity* activities, size_t count, uint64_t dro
       // raw records' name pointers mean nothing in another process).
       g->raw->Batch(raw, raw_bytes, batch, dropped);
     }
-    ++g->batches;
     g->attributor->Add(*g->table, batch);
     g->attributor->AddDropped(dropped);
   } catch (...) {
