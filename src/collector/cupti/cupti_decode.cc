@@ -247,20 +247,14 @@ void ActivityDecoder::DecodeBuffer(const uint8_t* buffer, size_t valid_bytes, st
   // Room for a buffer of the smallest common record (synchronization, 56
   // bytes) without reallocation; untouched capacity costs no memory.
   out.reserve(out.size() + valid_bytes / sizeof(CUpti_ActivitySynchronization2));
-  size_t offset = 0;
-  while (offset + sizeof(CUpti_Activity) <= valid_bytes) {
-    const auto* record = reinterpret_cast<const CUpti_Activity*>(buffer + offset);
-    const size_t size = RecordSize(record->kind);
-    if (size == 0) {  // a kind of unknown size: counted; the rest cannot be walked
-      ++stats_.records;
-      ++stats_.skipped;
-      break;
-    }
-    if (offset + size > valid_bytes) break;  // truncated
-    Decode(record, out);
-    offset += (size + 7) & ~size_t{7};
+  const RecordWalk walk = WalkRecords(buffer, valid_bytes, [&](size_t offset, CUpti_ActivityKind) {
+    Decode(reinterpret_cast<const CUpti_Activity*>(buffer + offset), out);
+  });
+  if (walk.unknown_kind) {  // counted; the rest cannot be walked
+    ++stats_.records;
+    ++stats_.skipped;
   }
-  stats_.unparsed_bytes += valid_bytes - offset;
+  stats_.unparsed_bytes += valid_bytes - walk.end;
 }
 
 }  // namespace collector::cupti

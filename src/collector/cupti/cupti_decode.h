@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -73,6 +74,32 @@ struct DecodeStats {
 // The size of a record of `kind` in the CUPTI headers this is compiled
 // with; 0 for kinds without a known struct.
 size_t RecordSize(CUpti_ActivityKind kind);
+
+// Walks a buffer laid out as CUPTI lays it out (records back to back, each
+// its kind's struct size rounded up to 8 bytes), calling fn(offset, kind)
+// for every whole record. The walk ends at the buffer's end, at a truncated
+// record, or at a kind of unknown size (`unknown_kind`); `end` is where.
+struct RecordWalk {
+  size_t end = 0;
+  bool unknown_kind = false;
+};
+template <class Fn>
+RecordWalk WalkRecords(const uint8_t* buffer, size_t bytes, Fn&& fn) {
+  RecordWalk w;
+  while (w.end + sizeof(CUpti_Activity) <= bytes) {
+    CUpti_ActivityKind kind;
+    std::memcpy(&kind, buffer + w.end + offsetof(CUpti_Activity, kind), sizeof kind);
+    const size_t size = RecordSize(kind);
+    if (size == 0) {
+      w.unknown_kind = true;
+      break;
+    }
+    if (w.end + size > bytes) break;
+    fn(w.end, kind);
+    w.end += (size + 7) & ~size_t{7};
+  }
+  return w;
+}
 
 class ActivityDecoder {
  public:

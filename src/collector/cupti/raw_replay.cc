@@ -71,28 +71,21 @@ struct Event {
 // Puts the dump's kernel names where the buffer's kernel records keep a
 // pointer to their name (meaningless outside the recording process; never
 // dereferenced here). Walks the records as ActivityDecoder::DecodeBuffer
-// does. Returns how many kernel records got no name.
+// does (WalkRecords). Returns how many kernel records got no name.
 uint64_t PatchKernelNames(uint8_t* buffer, size_t bytes, const RawBatch& batch, const RawNameTable& names,
                           uint64_t* mismatched) {
   uint64_t unnamed = 0;
   size_t k = 0;
-  size_t offset = 0;
-  while (offset + sizeof(CUpti_Activity) <= bytes) {
-    CUpti_ActivityKind kind;
-    std::memcpy(&kind, buffer + offset + offsetof(CUpti_Activity, kind), sizeof kind);
-    const size_t size = cupti::RecordSize(kind);
-    if (size == 0 || offset + size > bytes) break;
-    if (kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-      const char* name = nullptr;
-      if (k < batch.kernel_names.size() && batch.kernel_names[k] != 0)
-        name = names[batch.kernel_names[k] - 1].c_str();
-      else
-        ++unnamed;
-      ++k;
-      std::memcpy(buffer + offset + offsetof(CUpti_ActivityKernel10, name), &name, sizeof name);
-    }
-    offset += (size + 7) & ~size_t{7};
-  }
+  cupti::WalkRecords(buffer, bytes, [&](size_t offset, CUpti_ActivityKind kind) {
+    if (kind != CUPTI_ACTIVITY_KIND_KERNEL && kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return;
+    const char* name = nullptr;
+    if (k < batch.kernel_names.size() && batch.kernel_names[k] != 0)
+      name = names[batch.kernel_names[k] - 1].c_str();
+    else
+      ++unnamed;
+    ++k;
+    std::memcpy(buffer + offset + offsetof(CUpti_ActivityKernel10, name), &name, sizeof name);
+  });
   if (k != batch.kernel_names.size()) ++*mismatched;
   return unnamed;
 }
@@ -230,7 +223,6 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
         activities.insert(activities.end(), b.api.begin(), b.api.end());
         attributor.Add(sites, activities);
         attributor.AddDropped(b.dropped);
-        out.dropped += b.dropped;
         ++out.batches;
       } else {
         samples.clear();
@@ -249,6 +241,7 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     out.records = decoder.stats().records;
     out.activities = st.activities;
     out.unknown = st.unknown;
+    out.dropped = st.dropped;
 
     nlohmann::json& diag = meta["diagnostics"];
     if (!diag.is_object()) diag = nlohmann::json::object();
