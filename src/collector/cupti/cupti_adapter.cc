@@ -119,9 +119,8 @@ struct ApiFrame {
 thread_local ApiFrame t_api;
 
 cct::Status CuptiError(const char* call, CUptiResult r) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown error";
-  std::string message = std::string("CUPTI: ") + call + " failed: " + text + " (" + std::to_string(r) + ")";
+  std::string message =
+      std::string("CUPTI: ") + call + " failed: " + cupti::CuptiResultText(r) + " (" + std::to_string(r) + ")";
   if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_UNKNOWN) message += "; no usable CUDA driver or GPU?";
   return cct::Status(cct::ErrorCode::kUnavailable, message);
 }

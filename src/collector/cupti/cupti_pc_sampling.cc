@@ -26,14 +26,8 @@ namespace {
 // next fetch.
 constexpr int kMaxRounds = 256;
 
-std::string CuptiText(CUptiResult r) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return "CUPTI error " + std::to_string(r);
-  return text;
-}
-
 cct::Status PcError(const std::string& call, CUptiResult r) {
-  return {cct::ErrorCode::kUnavailable, "PC sampling: " + call + " failed: " + CuptiText(r)};
+  return {cct::ErrorCode::kUnavailable, "PC sampling: " + call + " failed: " + CuptiResultText(r)};
 }
 
 // A CUpti_PCSamplingData with room for `num_pcs` records of `num_reasons`
@@ -162,7 +156,7 @@ void Gather(State& s, Context& c, std::vector<GpuPcSample>& out) {
       ++s.stats.hardware_buffer_full;
       NoteError(s, cct::Status(cct::ErrorCode::kUnavailable,
                                "PC sampling: hardware buffer full, samples lost (cuptiPCSamplingGetData: " +
-                                   CuptiText(r) + ")"));
+                                   CuptiResultText(r) + ")"));
     } else if (r != CUPTI_SUCCESS) {
       ++s.stats.get_data_errors;
       NoteError(s, PcError("cuptiPCSamplingGetData", r));
@@ -339,6 +333,12 @@ void Deliver(State& s, Batch& b) {
 }
 
 }  // namespace
+
+std::string CuptiResultText(CUptiResult r) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return "CUPTI error " + std::to_string(r);
+  return text;
+}
 
 cct::Status PcSamplingInit(uint32_t period, PcDeliverFn deliver) {
   if (period != 0 && (period < 5 || period > 31)) {

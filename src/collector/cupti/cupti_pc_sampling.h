@@ -89,6 +89,10 @@ inline constexpr size_t kMaxCubinBytes = size_t{1} << 30;
 
 using PcDeliverFn = std::function<void(std::vector<GpuPcSample>&&)>;
 
+// CUPTI's text for a result ("CUPTI_ERROR_INVALID_PARAMETER"), or "CUPTI
+// error N" when it has none; for the adapter's messages and these.
+std::string CuptiResultText(CUptiResult r);
+
 // Sets up (no CUPTI call): the sampling period (0, or 5..31) and where
 // samples go. InvalidArgument for another period or no `deliver`. Calling
 // it again replaces both (for contexts created afterwards).
