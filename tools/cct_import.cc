@@ -72,7 +72,8 @@ int ImportCuptiRaw(const po::variables_map& vm, const std::string& file,
   store::FaultGuard guard(kTool, db_path);
   auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
   if (!db.ok()) cli::Fail(kTool, db.status());
-  cct::Status s = (*db)->CreateRun(meta, &replay->tree);
+  cct::Status s = (*db)->CreateRun(meta, &replay->tree,
+                                   replay->iterations.iterations.empty() ? nullptr : &replay->iterations);
   if (!s.ok()) cli::Fail(kTool, s);
   if (replay->truncated)
     std::cerr << kTool << ": warning: " << file

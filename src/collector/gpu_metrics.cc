@@ -188,22 +188,35 @@ int GmemSlot(GpuMemoryKind kind) {
 
 // ------------------------------------------------------------ attribution
 
-CorrelationTable::CorrelationTable() : slots_(new std::atomic<uint64_t>[kSlots]) {
+CorrelationTable::CorrelationTable(bool iterations) : slots_(new std::atomic<uint64_t>[kSlots]) {
   for (size_t i = 0; i < kSlots; ++i) slots_[i].store(0, std::memory_order_relaxed);
+  if (iterations) {
+    iterations_.reset(new std::atomic<uint32_t>[kSlots]);
+    for (size_t i = 0; i < kSlots; ++i) iterations_[i].store(kNoIteration, std::memory_order_relaxed);
+  }
 }
 
 void CorrelationTable::Insert(uint32_t correlation_id, LaunchSite site) {
   const uint64_t word = (uint64_t{correlation_id} << 32) | (uint64_t{static_cast<uint8_t>(site.kind)} << 28) |
                         (site.node & kMaxSiteHandle);
-  slots_[correlation_id & (kSlots - 1)].store(word, std::memory_order_release);
+  const size_t slot = correlation_id & (kSlots - 1);
+  if (iterations_) iterations_[slot].store(site.iteration, std::memory_order_relaxed);
+  slots_[slot].store(word, std::memory_order_release);
 }
 
 bool CorrelationTable::Find(uint64_t correlation_id, LaunchSite* out) const {
   if (correlation_id == 0 || correlation_id > UINT32_MAX) return false;
-  const uint64_t word = slots_[correlation_id & (kSlots - 1)].load(std::memory_order_acquire);
+  const size_t slot = correlation_id & (kSlots - 1);
+  const uint64_t word = slots_[slot].load(std::memory_order_acquire);
   if ((word >> 32) != correlation_id) return false;
   out->node = static_cast<uint32_t>(word) & kMaxSiteHandle;
   out->kind = static_cast<cct::GpuOpKind>((word >> 28) & 0xf);
+  out->iteration = kNoIteration;
+  if (iterations_) {
+    out->iteration = iterations_[slot].load(std::memory_order_acquire);
+    // An id 2^20 higher took the slot meanwhile: this one is forgotten.
+    if (slots_[slot].load(std::memory_order_acquire) != word) return false;
+  }
   return true;
 }
 
@@ -328,12 +341,14 @@ double GpuAttributor::OccupancyOf(const GpuActivity& a) {
   return slot.value;
 }
 
-void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node) {
-  ++stats_.activities;
+namespace {
+
+// One activity's contribution to a node's accumulators; `occ` is the
+// kernel's theoretical occupancy (< 0: unknown).
+inline void Accumulate(GpuNodeMetrics& m, const GpuActivity& a, double occ) {
   const uint64_t dur = a.duration_ns();
   switch (a.kind) {
-    case GpuActivityKind::kKernel: {
-      GpuNodeMetrics& m = At(KernelNode(site_node, a));
+    case GpuActivityKind::kKernel:
       m.gker_ns += dur;
       m.gker_count += 1;
       m.blk_thr_acc += a.threads_per_block();
@@ -342,29 +357,19 @@ void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node) {
       m.stmem_acc += a.static_shared_bytes;
       m.dymem_acc += a.dynamic_shared_bytes;
       m.lmem_acc += a.local_bytes_per_thread;
-      const double occ = OccupancyOf(a);
-      if (occ >= 0)
-        m.occ_acc += occ;
-      else
-        ++stats_.kernels_without_device;
+      if (occ >= 0) m.occ_acc += occ;
       break;
-    }
-    case GpuActivityKind::kMemcpy: {
-      GpuNodeMetrics& m = At(site_node);
+    case GpuActivityKind::kMemcpy:
       m.gxcopy_ns += dur;
       m.gxcopy_count += 1;
       if (a.copy != CopyDirection::kUnknown) m.gxcopy_bytes[static_cast<int>(a.copy) - 1] += a.bytes;
       break;
-    }
-    case GpuActivityKind::kMemset: {
-      GpuNodeMetrics& m = At(site_node);
+    case GpuActivityKind::kMemset:
       m.gmset_ns += dur;
       m.gmset_bytes += a.bytes;
       m.gmset_count += 1;
       break;
-    }
-    case GpuActivityKind::kMemory: {
-      GpuNodeMetrics& m = At(site_node);
+    case GpuActivityKind::kMemory:
       if (a.memory_op == MemoryOp::kAlloc) {
         m.gmem_bytes[GmemSlot(a.memory_kind)] += a.bytes;
         m.gmem_count += 1;
@@ -373,22 +378,55 @@ void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node) {
         m.gmem_free_count += 1;
       }
       break;
-    }
     case GpuActivityKind::kMemoryApi:
-      At(site_node).gmem_ns += dur;
+      m.gmem_ns += dur;
       break;
-    case GpuActivityKind::kSync: {
-      GpuNodeMetrics& m = At(site_node);
+    case GpuActivityKind::kSync:
       m.gsync_ns += dur;
       if (a.sync != SyncKind::kUnknown) m.gsync_kind_ns[static_cast<int>(a.sync) - 1] += dur;
       m.gsync_count += 1;
       break;
-    }
     case GpuActivityKind::kDevice:
     case GpuActivityKind::kExternalCorrelation:
-      --stats_.activities;  // context, not an operation (handled by Add)
-      break;
+      break;  // context, not an operation (handled by Add)
   }
+}
+
+}  // namespace
+
+void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node, uint32_t iteration) {
+  if (a.kind == GpuActivityKind::kDevice || a.kind == GpuActivityKind::kExternalCorrelation) return;
+  ++stats_.activities;
+  uint32_t node = site_node;
+  double occ = -1;
+  if (a.kind == GpuActivityKind::kKernel) {
+    node = KernelNode(site_node, a);
+    occ = OccupancyOf(a);
+    if (occ < 0) ++stats_.kernels_without_device;
+  }
+  Accumulate(At(node), a, occ);
+  if (iteration != kNoIteration) Accumulate(IterationAt(iteration, node), a, occ);
+}
+
+GpuNodeMetrics& GpuAttributor::IterationAt(uint32_t iteration, uint32_t node) {
+  const uint64_t key = (uint64_t{iteration} << 32) | node;
+  if (key == iteration_last_key_) return *iteration_last_;
+  auto it = iteration_open_.find(key);
+  if (it == iteration_open_.end()) {
+    if (iteration_open_.size() >= kIterationWorkingSet) SealIterations();
+    it = iteration_open_.emplace(key, GpuNodeMetrics{}).first;
+  }
+  iteration_last_key_ = key;
+  iteration_last_ = &it->second;  // unordered_map values never move
+  return it->second;
+}
+
+void GpuAttributor::SealIterations() {
+  for (const auto& [key, m] : iteration_open_)
+    iteration_values_.Add(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key), m);
+  iteration_open_.clear();
+  iteration_last_key_ = UINT64_MAX;
+  iteration_last_ = nullptr;
 }
 
 void GpuAttributor::Add(const LaunchSiteLookup& sites, std::span<const GpuActivity> batch) {
@@ -408,18 +446,18 @@ void GpuAttributor::Add(const LaunchSiteLookup& sites, std::span<const GpuActivi
     if (a.correlation_id == 0) {
       ++stats_.no_correlation;
       ++stats_.unknown;
-      Attribute(a, unknown_node_);
+      Attribute(a, unknown_node_, kNoIteration);
       continue;
     }
     LaunchSite site;
     if (sites.Find(a.correlation_id, &site)) {
-      Attribute(a, site.node);
+      Attribute(a, site.node, site.iteration);
     } else if (pending_.size() < max_pending_) {
       pending_.push_back(Pending{a, generation_});
     } else {
       ++stats_.pending_overflow;
       ++stats_.unknown;
-      Attribute(a, unknown_node_);
+      Attribute(a, unknown_node_, kNoIteration);
     }
   }
 }
@@ -429,7 +467,9 @@ void GpuAttributor::AddPcSamples(const LaunchSiteLookup& sites, std::span<const 
     ++stats_.pc_samples;
     LaunchSite site;
     uint32_t node;
+    uint32_t iteration = kNoIteration;
     if (p.correlation_id != 0 && sites.Find(p.correlation_id, &site)) {
+      iteration = site.iteration;
       node = site.node;
       if (kernel_node_ && !p.function_name.empty()) {
         // The kernel child of the site, as its activity record names it.
@@ -446,9 +486,12 @@ void GpuAttributor::AddPcSamples(const LaunchSiteLookup& sites, std::span<const 
       if (added) it->second = CallHook(line_node_, node, node, p.file, p.line);
       node = it->second;
     }
-    GpuNodeMetrics& m = At(node);
-    m.gins += p.samples;
-    for (int i = 0; i < kStallSlots; ++i) m.gins_stall[i] += p.stall[i];
+    const auto add = [&p](GpuNodeMetrics& m) {
+      m.gins += p.samples;
+      for (int i = 0; i < kStallSlots; ++i) m.gins_stall[i] += p.stall[i];
+    };
+    add(At(node));
+    if (iteration != kNoIteration) add(IterationAt(iteration, node));
   }
 }
 
@@ -460,10 +503,10 @@ void GpuAttributor::Flush(const LaunchSiteLookup& sites, bool give_up) {
     LaunchSite site;
     if (sites.Find(p.activity.correlation_id, &site)) {
       ++stats_.late;
-      Attribute(p.activity, site.node);
+      Attribute(p.activity, site.node, site.iteration);
     } else if (give_up || generation_ - p.generation >= static_cast<uint64_t>(patience_)) {
       ++stats_.unknown;
-      Attribute(p.activity, unknown_node_);
+      Attribute(p.activity, unknown_node_, kNoIteration);
     } else {
       if (keep != i) pending_[keep] = std::move(p);
       ++keep;
@@ -502,19 +545,59 @@ static_assert(kGinsNone + static_cast<int>(StallSlot::kSlp) == kSlotCount - 1, "
 constexpr std::string_view kKernelAverages[] = {"gker:blk_thr", "gker:blks", "gker:thr_reg", "gker:stmem",
                                                 "gker:dymem",   "gker:lmem", "gker:occ"};
 
+// Calls fn(slot, value) for each additive metric of `m` that is not zero.
+template <class Fn>
+void ForEachSlot(const GpuNodeMetrics& m, Fn&& fn) {
+  const auto put = [&fn](int slot, double value) {
+    if (value != 0) fn(slot, value);
+  };
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  put(kGker, d(m.gker_ns));
+  put(kGkerCount, d(m.gker_count));
+  put(kBlkThrAcc, d(m.blk_thr_acc));
+  put(kBlksAcc, m.blks_acc);
+  put(kThrRegAcc, d(m.thr_reg_acc));
+  put(kStmemAcc, d(m.stmem_acc));
+  put(kDymemAcc, d(m.dymem_acc));
+  put(kLmemAcc, d(m.lmem_acc));
+  put(kOccAcc, m.occ_acc);
+  put(kGxcopy, d(m.gxcopy_ns));
+  put(kGxcopyCount, d(m.gxcopy_count));
+  for (int i = 0; i < 5; ++i) put(kGxcopyH2d + i, d(m.gxcopy_bytes[i]));
+  put(kGmset, d(m.gmset_ns));
+  put(kGmsetBytes, d(m.gmset_bytes));
+  put(kGmsetCount, d(m.gmset_count));
+  put(kGmem, d(m.gmem_ns));
+  for (int i = 0; i < 6; ++i) put(kGmemDev + i, d(m.gmem_bytes[i]));
+  put(kGmemFreed, d(m.gmem_freed));
+  put(kGmemCount, d(m.gmem_count));
+  put(kGmemFreeCount, d(m.gmem_free_count));
+  put(kGsync, d(m.gsync_ns));
+  for (int i = 0; i < 4; ++i) put(kGsyncEvt + i, d(m.gsync_kind_ns[i]));
+  put(kGsyncCount, d(m.gsync_count));
+  put(kGins, d(m.gins));
+  put(kGinsAny, d(m.gins - m.gins_stall[static_cast<int>(StallSlot::kNone)]));
+  for (int i = 0; i < kStallSlots; ++i) put(kGinsNone + i, d(m.gins_stall[i]));
+}
+
 }  // namespace
 
-void GpuMetricWriter::Put(int slot, cct::NodeId node, double value) {
-  if (value == 0) return;
+cct::MetricId GpuMetricWriter::Metric(int slot) {
+  if (slot < 0 || slot >= kSlotCount) return cct::kNoMetric;
   if (ids_.empty()) ids_.assign(kSlotCount, cct::kNoMetric);
   if (ids_[slot] == cct::kNoMetric) {
     auto id = tree_.metrics().RegisterStandard(kSlotNames[slot]);
     // A metric of that name with another unit (e.g. imported) keeps its
     // place; the GPU value is then left out rather than mixed in.
-    if (!id.ok()) return;
+    if (!id.ok()) return cct::kNoMetric;
     ids_[slot] = *id;
   }
-  tree_.AddValue(node, ids_[slot], value);
+  return ids_[slot];
+}
+
+void GpuMetricWriter::Put(int slot, cct::NodeId node, double value) {
+  const cct::MetricId id = Metric(slot);
+  if (id != cct::kNoMetric) tree_.AddValue(node, id, value);
 }
 
 void GpuMetricWriter::Add(cct::NodeId node, const GpuNodeMetrics& m) {
@@ -527,33 +610,38 @@ void GpuMetricWriter::Add(cct::NodeId node, const GpuNodeMetrics& m) {
     derived_gpuop_ = true;
     (void)tree_.metrics().RegisterStandard("gpuop");
   }
-  auto d = [](uint64_t v) { return static_cast<double>(v); };
-  Put(kGker, node, d(m.gker_ns));
-  Put(kGkerCount, node, d(m.gker_count));
-  Put(kBlkThrAcc, node, d(m.blk_thr_acc));
-  Put(kBlksAcc, node, m.blks_acc);
-  Put(kThrRegAcc, node, d(m.thr_reg_acc));
-  Put(kStmemAcc, node, d(m.stmem_acc));
-  Put(kDymemAcc, node, d(m.dymem_acc));
-  Put(kLmemAcc, node, d(m.lmem_acc));
-  Put(kOccAcc, node, m.occ_acc);
-  Put(kGxcopy, node, d(m.gxcopy_ns));
-  Put(kGxcopyCount, node, d(m.gxcopy_count));
-  for (int i = 0; i < 5; ++i) Put(kGxcopyH2d + i, node, d(m.gxcopy_bytes[i]));
-  Put(kGmset, node, d(m.gmset_ns));
-  Put(kGmsetBytes, node, d(m.gmset_bytes));
-  Put(kGmsetCount, node, d(m.gmset_count));
-  Put(kGmem, node, d(m.gmem_ns));
-  for (int i = 0; i < 6; ++i) Put(kGmemDev + i, node, d(m.gmem_bytes[i]));
-  Put(kGmemFreed, node, d(m.gmem_freed));
-  Put(kGmemCount, node, d(m.gmem_count));
-  Put(kGmemFreeCount, node, d(m.gmem_free_count));
-  Put(kGsync, node, d(m.gsync_ns));
-  for (int i = 0; i < 4; ++i) Put(kGsyncEvt + i, node, d(m.gsync_kind_ns[i]));
-  Put(kGsyncCount, node, d(m.gsync_count));
-  Put(kGins, node, d(m.gins));
-  Put(kGinsAny, node, d(m.gins - m.gins_stall[static_cast<int>(StallSlot::kNone)]));
-  for (int i = 0; i < kStallSlots; ++i) Put(kGinsNone + i, node, d(m.gins_stall[i]));
+  ForEachSlot(m, [&](int slot, double value) { Put(slot, node, value); });
+}
+
+void GpuIterationValues::Add(uint32_t iteration, uint32_t node, const GpuNodeMetrics& m) {
+  if (iteration >= by_iteration_.size()) by_iteration_.resize(size_t{iteration} + 1);
+  std::vector<Row>& rows = by_iteration_[iteration];
+  ForEachSlot(m, [&](int slot, double value) {
+    rows.push_back(Row{node, static_cast<uint32_t>(slot), value});
+    ++values_;
+  });
+}
+
+void GpuIterationValues::AppendTo(store::RunIterations& out, GpuMetricWriter& writer,
+                                  const std::function<cct::NodeId(uint32_t)>& node_of) const {
+  const size_t n = std::min(out.iterations.size(), by_iteration_.size());
+  for (size_t k = 0; k < n; ++k) {
+    if (by_iteration_[k].empty()) continue;
+    std::vector<store::IterationColumn>& columns = out.iterations[k].columns;
+    std::array<int, kSlotCount> column_of;  // slot → index in columns, -1 before its first row
+    column_of.fill(-1);
+    for (const Row& r : by_iteration_[k]) {
+      int& c = column_of[r.slot];
+      if (c < 0) {
+        const cct::MetricId metric = writer.Metric(static_cast<int>(r.slot));
+        if (metric == cct::kNoMetric) continue;
+        c = static_cast<int>(columns.size());
+        columns.push_back(store::IterationColumn{metric, {}, {}});
+      }
+      columns[c].nodes.push_back(node_of(r.node));
+      columns[c].values.push_back(r.value);
+    }
+  }
 }
 
 void AddTo(cct::Tree& tree, cct::NodeId node, const GpuNodeMetrics& m) {

@@ -20,6 +20,11 @@
 // Kernels launched by a CUDA graph carry the graph launch's correlation id
 // and so attribute to the graph launch site.
 //
+// Iterations: a launch made while an --iteration range was open carries that
+// iteration's index in its LaunchSite; its activity then also counts toward
+// the iteration (GpuIterationValues), so per-iteration GPU metrics follow the
+// launch, like the tree does, not the time the GPU ran the work.
+//
 // Thread-safety: GpuAttributor is single-threaded (the caller serializes
 // Add/Flush, e.g. on CUPTI's delivery thread under the runtime's lock).
 // The free functions are pure and thread-safe.
@@ -40,6 +45,7 @@
 #include "cct/metric.h"
 #include "cct/tree.h"
 #include "collector/gpu_activity.h"
+#include "store/iterations.h"
 
 namespace collector {
 
@@ -111,11 +117,16 @@ Occupancy TheoreticalOccupancy(const GpuArchLimits& arch, const KernelLaunchConf
 
 // ------------------------------------------------------------ attribution
 
+// A launch made outside every iteration.
+inline constexpr uint32_t kNoIteration = UINT32_MAX;
+
 // A launch context: the runtime's handle for the node that launched the
-// operation, and what kind of operation the API call was.
+// operation, what kind of operation the API call was, and the iteration
+// (0-based, in the run's order) that was open at the call.
 struct LaunchSite {
   uint32_t node = 0;
   cct::GpuOpKind kind = cct::GpuOpKind::kKernel;
+  uint32_t iteration = kNoIteration;
 };
 // Where the attributor looks launches up: correlation id → site. The
 // runtime's table is lock-free and bounded (CorrelationTable); tests and
@@ -147,13 +158,18 @@ class LaunchSites : public std::unordered_map<uint64_t, LaunchSite>, public Laun
 class CorrelationTable final : public LaunchSiteLookup {
  public:
   static constexpr size_t kSlots = size_t{1} << 20;
-  CorrelationTable();
+  // `iterations`: also keep each launch's iteration (4 MiB more; only runs
+  // cut into iterations need it — without, Find reports kNoIteration).
+  explicit CorrelationTable(bool iterations = false);
   void Insert(uint32_t correlation_id, LaunchSite site);
   bool Find(uint64_t correlation_id, LaunchSite* out) const override;
 
  private:
   // One 64-bit word per slot: correlation id (32) | kind (4) | node (28).
   std::unique_ptr<std::atomic<uint64_t>[]> slots_;
+  // Beside it, the launch's iteration: written before the word (release),
+  // read after it (acquire) and checked against a second read of the word.
+  std::unique_ptr<std::atomic<uint32_t>[]> iterations_;
 };
 inline constexpr uint32_t kMaxSiteHandle = (uint32_t{1} << 28) - 1;
 
@@ -203,6 +219,35 @@ int GmemSlot(GpuMemoryKind kind);
 struct GpuNodeEntry {
   uint32_t node = 0;
   GpuNodeMetrics metrics;
+};
+
+class GpuMetricWriter;
+
+// GPU metrics per iteration, kept sparse: per iteration, one row per
+// non-zero additive metric of each node (a kernel node has about ten), so
+// memory follows what the iterations hold (16 bytes a value), not
+// iterations × nodes × every metric. Rows of the same node and metric may
+// repeat (activity of one iteration that arrived in several deliveries);
+// the store sums them (store::EncodeIterations). Single-threaded.
+class GpuIterationValues {
+ public:
+  void Add(uint32_t iteration, uint32_t node, const GpuNodeMetrics& m);
+  // Appends each existing iteration's values (index < out.iterations.size();
+  // later ones belong to iterations still open) to its columns, on the node
+  // `node_of` gives for each handle, with the metric ids `writer` uses.
+  void AppendTo(store::RunIterations& out, GpuMetricWriter& writer,
+                const std::function<cct::NodeId(uint32_t)>& node_of) const;
+  size_t values() const { return values_; }
+  bool empty() const { return values_ == 0; }
+
+ private:
+  struct Row {
+    uint32_t node;
+    uint32_t slot;  // the writer's metric slot
+    double value;
+  };
+  std::vector<std::vector<Row>> by_iteration_;
+  size_t values_ = 0;
 };
 
 struct ExternalCorrelation {
@@ -272,6 +317,13 @@ class GpuAttributor {
   // Hands over the accumulated metrics and starts afresh (for incremental
   // writes: merge them into the run's totals).
   std::vector<GpuNodeEntry> TakeMetrics();
+  // The per-iteration values of activity launched inside iterations.
+  // Accumulated densely per (iteration, node) and moved to the sparse form
+  // when more than kIterationWorkingSet pairs are open, or by
+  // SealIterations (call it before reading iteration_values()).
+  void SealIterations();
+  const GpuIterationValues& iteration_values() const { return iteration_values_; }
+  static constexpr size_t kIterationWorkingSet = 4096;
   const std::unordered_map<uint32_t, ExternalCorrelation>& external() const { return external_; }
   const GpuAttributionStats& stats() const { return stats_; }
   size_t pending() const { return pending_.size(); }
@@ -281,8 +333,9 @@ class GpuAttributor {
     GpuActivity activity;
     uint64_t generation;
   };
-  void Attribute(const GpuActivity& a, uint32_t site_node);
+  void Attribute(const GpuActivity& a, uint32_t site_node, uint32_t iteration);
   GpuNodeMetrics& At(uint32_t node);
+  GpuNodeMetrics& IterationAt(uint32_t iteration, uint32_t node);
   uint32_t KernelNode(uint32_t site_node, const GpuActivity& a);
   double OccupancyOf(const GpuActivity& a);
 
@@ -313,6 +366,10 @@ class GpuAttributor {
   const GpuArchLimits* fallback_device_ = nullptr;        // the last device learned
   std::unordered_map<uint32_t, ExternalCorrelation> external_;
   GpuAttributionStats stats_;
+  std::unordered_map<uint64_t, GpuNodeMetrics> iteration_open_;  // (iteration << 32 | node) → accumulators
+  uint64_t iteration_last_key_ = UINT64_MAX;
+  GpuNodeMetrics* iteration_last_ = nullptr;
+  GpuIterationValues iteration_values_;
   // Occupancy by launch configuration, direct-mapped: programs alternate
   // among a few kernels' configurations.
   struct OccKey {
@@ -337,6 +394,9 @@ class GpuMetricWriter {
  public:
   explicit GpuMetricWriter(cct::Tree& tree) : tree_(tree) {}
   void Add(cct::NodeId node, const GpuNodeMetrics& m);
+  // The metric of a writer slot (GpuIterationValues' rows), registered when
+  // first needed; kNoMetric when the tree has that name with another unit.
+  cct::MetricId Metric(int slot);
 
  private:
   void Put(int slot, cct::NodeId node, double value);

@@ -14,6 +14,7 @@
 #include <new>
 #include <optional>
 
+#include "store/iteration_codec.h"
 #include "store/tree_codec.h"
 
 namespace collector {
@@ -187,12 +188,13 @@ void RawDumpWriter::Correlations(std::span<const RawCorrelation> records) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!status_.ok() || broken_ || records.empty()) return;
     ByteWriter payload;
-    payload.Reserve(4 + records.size() * 9);
+    payload.Reserve(4 + records.size() * 13);
     payload.U32(static_cast<uint32_t>(records.size()));
     for (const RawCorrelation& c : records) {
       payload.U32(c.correlation_id);
       payload.U32(c.handle);
       payload.U8(c.kind);
+      payload.U32(c.iteration);
     }
     Write(static_cast<uint8_t>(RawRecordType::kCorrelations), payload.bytes());
   } catch (...) {
@@ -269,7 +271,7 @@ void RawDumpWriter::PcSamples(std::span<const GpuPcSample> samples) {
 }
 
 void RawDumpWriter::Snapshot(const cct::Tree& tree, const std::string& meta_json,
-                             std::span<const RawSiteNode> sites) {
+                             std::span<const RawSiteNode> sites, const store::RunIterations* iterations) {
   try {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -277,7 +279,16 @@ void RawDumpWriter::Snapshot(const cct::Tree& tree, const std::string& meta_json
     }
     // Encoding a large tree takes a while: outside the lock.
     std::vector<cct::NodeId> stored;
-    const std::vector<store::Section> sections = store::EncodeTree(tree, &stored);
+    std::vector<store::Section> sections = store::EncodeTree(tree, &stored);
+    if (iterations && !iterations->iterations.empty()) {
+      auto section = store::EncodeIterations(*iterations, tree, stored);
+      if (!section.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        Fail(section.status());
+        return;
+      }
+      sections.push_back(std::move(*section));
+    }
     ByteWriter payload;
     payload.U32(static_cast<uint32_t>(sections.size()));
     for (const store::Section& s : sections) {
@@ -418,21 +429,23 @@ cct::Result<RawHeader> ParseRawHeader(std::string_view payload) {
   if (!c.View(magic, kRawDumpMagic.size()) || magic != kRawDumpMagic)
     return cct::Corrupt("not a cctdb raw GPU dump (no magic)");
   if (!c.U32(h.format_version)) return cct::Corrupt("raw GPU dump header record too short");
-  if (h.format_version != kRawDumpFormat)
-    return cct::Corrupt("raw GPU dump format " + std::to_string(h.format_version) + "; this cctdb reads format " +
+  if (h.format_version < 1 || h.format_version > kRawDumpFormat)
+    return cct::Corrupt("raw GPU dump format " + std::to_string(h.format_version) + "; this cctdb reads formats 1 to " +
                         std::to_string(kRawDumpFormat));
   if (!c.U32(h.pid) || !c.String(h.meta_json)) return cct::Corrupt("raw GPU dump header record too short");
   return h;
 }
 
-cct::Status ParseRawCorrelations(std::string_view payload, std::vector<RawCorrelation>* out) {
+cct::Status ParseRawCorrelations(std::string_view payload, uint32_t format_version, std::vector<RawCorrelation>* out) {
   ByteReader c(payload);
   uint32_t n = 0;
-  if (!c.Count(n, 9)) return cct::Corrupt("bad correlations record");
+  const bool with_iteration = format_version >= 2;
+  if (!c.Count(n, with_iteration ? 13 : 9)) return cct::Corrupt("bad correlations record");
   out->reserve(out->size() + n);
   for (uint32_t i = 0; i < n; ++i) {
     RawCorrelation r;
-    if (!c.U32(r.correlation_id) || !c.U32(r.handle) || !c.U8(r.kind)) return cct::Corrupt("bad correlations record");
+    if (!c.U32(r.correlation_id) || !c.U32(r.handle) || !c.U8(r.kind) || (with_iteration && !c.U32(r.iteration)))
+      return cct::Corrupt("bad correlations record");
     if (r.kind > static_cast<uint8_t>(cct::GpuOpKind::kSync)) return cct::Corrupt("bad operation kind in a correlations record");
     out->push_back(r);
   }

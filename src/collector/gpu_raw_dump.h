@@ -8,20 +8,21 @@
 // CRC-32, appended with one write(2) each to a file opened O_APPEND, so a
 // crash leaves at most one torn record at the end:
 //   header       — format version, pid, the run's metadata JSON at start;
-//   correlations — correlation id → launch-site handle (the runtime's), in
-//                  launch order;
+//   correlations — correlation id → launch-site handle (the runtime's) and
+//                  the iteration open at the launch, in launch order;
 //   batch        — one adapter delivery: the activity buffer's bytes exactly
 //                  as CUPTI wrote them, the adapter's own kMemoryApi
 //                  activities that followed them, and the dropped count;
 //   pc samples   — decoded PC samples (CUPTI hands them over as pointer-rich
 //                  structs, not a buffer);
 //   snapshot     — at every checkpoint: the run's tree before GPU metrics
-//                  (store's tree sections), the run metadata JSON, and the
-//                  tree node of every launch-site handle.
+//                  (store's tree sections, and its iterations section with
+//                  their CPU values when the run has iterations), the run
+//                  metadata JSON, and the tree node of every launch-site handle.
 // Replaying decodes every batch with the same ActivityDecoder, attributes
 // with the same GpuAttributor against the correlations, and writes the
-// metrics with the same GpuMetricWriter onto the last snapshot's tree: the
-// run the collector stored.
+// metrics with the same GpuMetricWriter onto the last snapshot's tree and
+// its iterations: the run the collector stored.
 //
 // Thread-safety: RawDumpWriter may be called from any threads (a mutex
 // orders its records). Readers are single-threaded. No exception escapes.
@@ -40,12 +41,15 @@
 #include "cct/status.h"
 #include "cct/tree.h"
 #include "collector/gpu_activity.h"
+#include "collector/gpu_metrics.h"
+#include "store/iterations.h"
 #include "store/tree_codec.h"
 
 namespace collector {
 
-// The format this code writes and reads (docs/format.md, "Raw GPU dumps").
-inline constexpr uint32_t kRawDumpFormat = 1;
+// The format this code writes (docs/format.md, "Raw GPU dumps"); it reads
+// this and every earlier one (format 1: correlations without iterations).
+inline constexpr uint32_t kRawDumpFormat = 2;
 // The header record's payload starts with these 12 bytes.
 inline constexpr std::string_view kRawDumpMagic = "cctdb-gpuraw";
 // Every record: type u8, 3 zero bytes, payload length u32, payload CRC-32
@@ -63,8 +67,9 @@ enum class RawRecordType : uint8_t {
 
 struct RawCorrelation {
   uint32_t correlation_id = 0;
-  uint32_t handle = 0;  // launch-site handle (the runtime's)
-  uint8_t kind = 0;     // cct::GpuOpKind
+  uint32_t handle = 0;                   // launch-site handle (the runtime's)
+  uint8_t kind = 0;                      // cct::GpuOpKind
+  uint32_t iteration = kNoIteration;     // the iteration open at the launch (0-based)
 };
 
 struct RawSiteNode {
@@ -95,8 +100,10 @@ class RawDumpWriter {
   // gpu_raw_unnamed_kernels counts them).
   void Batch(const uint8_t* raw, size_t raw_bytes, std::span<const GpuActivity> delivered, uint64_t dropped);
   void PcSamples(std::span<const GpuPcSample> samples);
-  // The tree before GPU metrics, with the node of every launch-site handle.
-  void Snapshot(const cct::Tree& tree, const std::string& meta_json, std::span<const RawSiteNode> sites);
+  // The tree before GPU metrics, with the node of every launch-site handle
+  // and, when given, the run's iterations so far (their values on `tree`).
+  void Snapshot(const cct::Tree& tree, const std::string& meta_json, std::span<const RawSiteNode> sites,
+                const store::RunIterations* iterations = nullptr);
 
   // The first write error, if any (later records are then skipped).
   cct::Status status() const;
@@ -176,7 +183,8 @@ struct RawHeader {
 };
 cct::Result<RawHeader> ParseRawHeader(std::string_view payload);
 
-cct::Status ParseRawCorrelations(std::string_view payload, std::vector<RawCorrelation>* out);
+// `format_version`: the dump's (RawDumpReader::format_version()).
+cct::Status ParseRawCorrelations(std::string_view payload, uint32_t format_version, std::vector<RawCorrelation>* out);
 
 // The kernel names a dump defines, by id (id 0 = none): batches define
 // names as they first appear and refer to them by id.
@@ -198,7 +206,9 @@ cct::Status ParseRawBatch(std::string_view payload, RawNameTable& names, RawBatc
 cct::Status ParseRawPcSamples(std::string_view payload, std::vector<GpuPcSample>* out);
 
 struct RawSnapshot {
-  std::vector<store::Section> sections;  // store's tree sections (decode with store::DecodeTree)
+  // store's tree sections (decode with store::DecodeTree), and the
+  // iterations section when the run had iterations (store::DecodeIterations)
+  std::vector<store::Section> sections;
   std::string_view meta_json;
   std::vector<RawSiteNode> sites;        // nodes are stored (preorder) ids of the decoded tree
 };
@@ -217,6 +227,7 @@ bool ReadRawActivity(const char* in, GpuActivity* a, uint32_t* name_id);
 // merged in) and what the reader had to say.
 struct RawReplay {
   cct::Tree tree;
+  store::RunIterations iterations;  // the run's iterations (none: empty), CPU and GPU values on `tree`
   std::string meta_json;
   // batches: batch records; records: CUPTI records walked in their buffers;
   // activities: operations attributed; pc_samples: PC samples (the sum of

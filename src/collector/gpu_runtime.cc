@@ -153,9 +153,9 @@ uint32_t SiteHandle(uint32_t thread, uint32_t trie_node, uint32_t kernel_name) {
 
 // --- adapter callbacks ---------------------------------------------------------
 
-void RawCorrelate(uint32_t correlation_id, uint32_t handle, uint8_t kind) {
+void RawCorrelate(uint32_t correlation_id, const LaunchSite& site) {
   std::lock_guard<std::mutex> lock(g->raw_mu);
-  if (g->raw) g->raw_pending.push_back({correlation_id, handle, kind});
+  if (g->raw) g->raw_pending.push_back({correlation_id, site.node, static_cast<uint8_t>(site.kind), site.iteration});
 }
 
 void OnLaunch(void*, uint32_t correlation_id, uint8_t kind, const char* kernel_name) {
@@ -168,8 +168,9 @@ void OnLaunch(void*, uint32_t correlation_id, uint8_t kind, const char* kernel_n
       handle = SiteHandle(thread, node, name_id);
     else
       g->lost_sites.fetch_add(1, std::memory_order_relaxed);
-    g->table->Insert(correlation_id, LaunchSite{handle, static_cast<cct::GpuOpKind>(kind)});
-    if (g->raw) RawCorrelate(correlation_id, handle, kind);
+    const LaunchSite site{handle, static_cast<cct::GpuOpKind>(kind), CurrentIteration()};
+    g->table->Insert(correlation_id, site);
+    if (g->raw) RawCorrelate(correlation_id, site);
   } catch (...) {
     g->lost_sites.fetch_add(1, std::memory_order_relaxed);
   }
@@ -181,7 +182,7 @@ void OnAlias(void*, uint32_t nested, uint32_t outer) {
   if (!g->table->Find(outer, &site)) return;
   g->table->Insert(nested, site);
   try {
-    if (g->raw) RawCorrelate(nested, site.node, static_cast<uint8_t>(site.kind));
+    if (g->raw) RawCorrelate(nested, site);
   } catch (...) {
   }
 }
@@ -312,7 +313,7 @@ std::string Attach() {
     dlclose(module);
     return g->status = "off: " + path + " is not a GPU adapter of this cctdb version";
   }
-  g->table = std::make_unique<CorrelationTable>();
+  g->table = std::make_unique<CorrelationTable>(/*iterations=*/!g->config.iteration_regex.empty());
   g->attributor = std::make_unique<GpuAttributor>(/*unknown=*/0, KernelHandle);
   g->attributor->SetLineNode(LineHandle);
   if (!g->config.gpu_raw_dir.empty()) {
@@ -478,15 +479,20 @@ void GpuForkChild() {
 }
 
 void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& lookup,
-                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta) {
+                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta, store::RunIterations* iterations) {
   if (!g) return;
   try {
     std::vector<GpuNodeEntry> entries;
     GpuAttributionStats astats;
+    GpuIterationValues iteration_values;
     if (g->attributor) {
       std::lock_guard<std::mutex> lock(g->attr_mu);
       entries = g->attributor->metrics();
       astats = g->attributor->stats();
+      if (iterations && !iterations->iterations.empty()) {
+        g->attributor->SealIterations();
+        iteration_values = g->attributor->iteration_values();
+      }
     }
     // A copy of the handle table, so launches meeting a new site are not
     // held up while the tree is built and symbolized.
@@ -553,7 +559,8 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
         for (uint32_t h = 1; h < handles.size(); ++h)
           if (handles[h].role == HandleRole::kSite) sites.push_back({h, nodes.Node(h)});
         meta.node_count = tree.size();
-        g->raw->Snapshot(tree, meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), sites);
+        g->raw->Snapshot(tree, meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), sites,
+                         iterations);
         if (!g->raw->status().ok() && !g->raw_warned) {
           g->raw_warned = true;
           RuntimeWarn("raw GPU dump " + g->raw_path + ": " + g->raw->status().message());
@@ -562,6 +569,8 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
     }
     GpuMetricWriter writer(tree);
     for (const GpuNodeEntry& e : entries) writer.Add(nodes.Node(e.node), e.metrics);
+    if (!iteration_values.empty())
+      iteration_values.AppendTo(*iterations, writer, [&](uint32_t h) { return nodes.Node(h); });
   } catch (...) {
     meta.diagnostics["gpu_write_errors"] += 1;
   }

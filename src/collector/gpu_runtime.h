@@ -35,6 +35,7 @@
 #include "collector/config.h"
 #include "collector/profile_builder.h"
 #include "collector/sample_trie.h"
+#include "store/iterations.h"
 #include "store/run_meta.h"
 
 namespace collector {
@@ -50,6 +51,10 @@ bool CaptureLaunch(uint64_t op_key, uint64_t kernel_key, uint32_t* thread_index,
 const std::string& CollectorModule();
 // A line on stderr prefixed "cctdb: ".
 void RuntimeWarn(const std::string& message);
+// The index of the --iteration range open now (the index its iteration will
+// have in the run), kNoIteration (gpu_metrics.h) outside iterations.
+// Lock-free; any thread.
+uint32_t CurrentIteration();
 
 // --- provided by gpu_runtime.cc
 
@@ -70,10 +75,12 @@ struct LaunchTrieRef {
   const SampleTrie* launches = nullptr;
 };
 // Inside WriteRun (flush_mutex held): adds the launch tries to the tree,
-// the GPU metrics onto their nodes, GPU facts and diagnostics to `meta`;
-// in raw mode writes the snapshot first. Never throws.
+// the GPU metrics onto their nodes, GPU facts and diagnostics to `meta`,
+// and to each of `iterations` (the run's ended iterations, with their CPU
+// values on `tree`) the GPU metrics of what was launched inside it; in raw
+// mode writes the snapshot (tree and CPU iterations) first. Never throws.
 void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& lookup,
-                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta);
+                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta, store::RunIterations* iterations);
 // A forked child: when the parent had attached, CUDA is not usable there and
 // the child traces nothing; otherwise it may attach at its own cuInit.
 void GpuForkChild();

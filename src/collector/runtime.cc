@@ -31,6 +31,7 @@
 #include "cct/tree_ops.h"
 #include "cctdb_config.h"
 #include "collector/config.h"
+#include "collector/gpu_metrics.h"
 #include "collector/gpu_runtime.h"
 #include "collector/profile_builder.h"
 #include "collector/run_info.h"
@@ -165,6 +166,9 @@ struct Runtime {
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> iteration_start;  // by thread, by trie node
   int64_t iteration_start_ns = 0;
   int iteration_depth = 0;
+  // The open iteration's index (the one its record will get), read without
+  // a lock by GPU launches; kNoIteration between iterations.
+  std::atomic<uint32_t> current_iteration{kNoIteration};
 
   std::atomic<int> fatal_signal{0};
   std::atomic<bool> fatal_once{false};
@@ -515,7 +519,7 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
-    GpuAddToRun(tree, builder, lookup, launch_tries, m);
+    GpuAddToRun(tree, builder, lookup, launch_tries, m, &iterations);
     m.node_count = tree.size();
 
     auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
@@ -772,6 +776,7 @@ void ForkChild() {
   rt->nvtx_problems.clear();
   rt->iterations.clear();
   rt->iteration_depth = 0;
+  rt->current_iteration.store(kNoIteration);
   GpuForkChild();
   if (self) {
     self->trie.Reset();
@@ -1142,11 +1147,13 @@ void IterationBegin(int64_t now) {
   if (rt->iteration_depth++ > 0) return;  // nested instances: the outermost counts
   SnapshotTries(rt->iteration_start);
   rt->iteration_start_ns = now;
+  rt->current_iteration.store(static_cast<uint32_t>(rt->iterations.size()), std::memory_order_release);
 }
 
 void IterationEnd(int64_t now) {
   std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
   if (rt->iteration_depth == 0 || --rt->iteration_depth > 0) return;
+  rt->current_iteration.store(kNoIteration, std::memory_order_release);
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> end;
   SnapshotTries(end);
   Runtime::IterationRecord rec;
@@ -1386,5 +1393,9 @@ const std::string& CollectorModule() {
 }
 
 void RuntimeWarn(const std::string& message) { Warn(message); }
+
+uint32_t CurrentIteration() {
+  return rt ? rt->current_iteration.load(std::memory_order_acquire) : kNoIteration;
+}
 
 }  // namespace collector

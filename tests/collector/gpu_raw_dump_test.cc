@@ -533,6 +533,149 @@ TEST_CASE("gpu raw dump: a torn last record is ignored, everything before it rep
   }
 }
 
+TEST_CASE("gpu raw dump: a format-1 dump (correlations without iterations) still replays") {
+  // The sample dump rewritten as format 1 wrote it: the header's version
+  // 1, correlation entries of 9 bytes (id, handle, kind); every other
+  // record as it is.
+  TempDir dir;
+  const std::string path = dir / "v2.cctraw";
+  WriteSampleDump(path);
+  std::string v1;
+  auto v2 = RawDumpReader::Open(path);
+  REQUIRE(v2.ok());
+  {
+    store::ByteWriter header;  // as the format-1 writer wrote it
+    header.Bytes(kRawDumpMagic);
+    header.U32(1);
+    header.U32(4242);
+    header.String(R"({"pid":4242})");
+    v1 += Frame(static_cast<uint8_t>(RawRecordType::kHeader), header.Take());
+  }
+  RawRecord rec;
+  for (;;) {
+    auto more = (*v2)->Next(&rec);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    std::string payload(rec.payload);
+    if (rec.type == static_cast<uint8_t>(RawRecordType::kCorrelations)) {
+      std::vector<RawCorrelation> cs;
+      REQUIRE(ParseRawCorrelations(payload, 2, &cs).ok());
+      store::ByteWriter w;
+      w.U32(static_cast<uint32_t>(cs.size()));
+      for (const RawCorrelation& c : cs) {
+        CHECK(c.iteration == kNoIteration);
+        w.U32(c.correlation_id);
+        w.U32(c.handle);
+        w.U8(c.kind);
+      }
+      payload = w.Take();
+    }
+    v1 += Frame(rec.type, payload);
+  }
+  const std::string old = dir / "v1.cctraw";
+  WriteFileOrDie(old, v1);
+  auto reader = RawDumpReader::Open(old);
+  REQUIRE(reader.ok());
+  CHECK((*reader)->format_version() == 1);
+  auto r = ReplayRawDump(old);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CheckSampleReplay(*r);
+  // A format-1 correlation entry read as format 2 is 4 bytes short.
+  std::vector<RawCorrelation> cs;
+  CHECK_FALSE(ParseRawCorrelations(std::string("\x01\0\0\0\x07\0\0\0\x09\0\0\0\x01", 13), 2, &cs).ok());
+  REQUIRE(ParseRawCorrelations(std::string("\x01\0\0\0\x07\0\0\0\x09\0\0\0\x01", 13), 1, &cs).ok());
+  CHECK(cs.back().handle == 9);
+  CHECK(cs.back().iteration == kNoIteration);
+}
+
+TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU work launched in them") {
+  TempDir dir;
+  const std::string path = dir / "gpu-7.cctraw";
+  SampleTree s = BuildTree(/*with_graph=*/false);
+  const cct::MetricId cputime = s.tree.metrics().Find("cputime");
+  // Two iterations so far: CPU time on `step` in each; a third is still open.
+  store::RunIterations its;
+  its.range = "^step$";
+  for (uint32_t k = 0; k < 2; ++k) {
+    store::Iteration it;
+    it.index = k;
+    it.start_ns = 1000000 * (k + 1);
+    it.duration_ns = 500000;
+    it.columns.push_back(store::IterationColumn{cputime, {s.step}, {1e6 * (k + 1)}});
+    its.iterations.push_back(it);
+  }
+  {
+    auto created = RawDumpWriter::Create(path, 7, R"({"pid":7})");
+    REQUIRE(created.ok());
+    RawDumpWriter& w = **created;
+    const uint8_t kernel = static_cast<uint8_t>(GpuOpKind::kKernel);
+    // Launches 1 (iteration 0), 2 and 3 (iteration 1), 4 (outside), 5 (the
+    // open iteration 2), a copy in iteration 1.
+    const RawCorrelation cs[] = {{1, 101, kernel, 0}, {2, 101, kernel, 1}, {3, 101, kernel, 1},
+                                 {4, 101, kernel},    {5, 101, kernel, 2}, {6, 102, uint8_t(GpuOpKind::kCopyIn), 1}};
+    w.Correlations(cs);
+    RecordBuffer b;
+    b.Add(Device(0, 9, 0));
+    b.Add(Kernel(1, kMangledSaxpy, 1000, 1100, 10, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(2, kMangledSaxpy, 2000, 2200, 20, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(3, kMangledSaxpy, 3000, 3300, 30, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(4, kMangledSaxpy, 4000, 4400, 40, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(5, kMangledSaxpy, 5000, 5500, 50, 1, 1, 256, 1, 1, 32));
+    b.Add(Memcpy(6, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 6000, 6060));
+    cupti::ActivityDecoder adapter;
+    std::vector<GpuActivity> all;
+    adapter.DecodeBuffer(b.data(), b.size(), all);
+    const std::vector<uint8_t> bytes = b.Scrambled();
+    w.Batch(bytes.data(), bytes.size(), all, 0);
+    w.Snapshot(s.tree, RunMetaJson("steps"), s.sites, &its);
+    REQUIRE(w.status().ok());
+  }
+  auto r = ReplayRawDump(path);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  const cct::Tree& t = r->tree;
+  REQUIRE(r->iterations.iterations.size() == 2);
+  CHECK(r->iterations.range == "^step$");
+  const NodeId k = Child(t, s.kernel_site, FrameKind::kKernel, Demangle(kMangledSaxpy));
+  REQUIRE(k != cct::kNoNode);
+  CHECK(V(t, k, "gker:count") == 5);  // the run: every launch
+  const auto value = [&](size_t it, std::string_view metric, NodeId node) {
+    const cct::MetricId m = t.metrics().Find(metric);
+    double v = 0;
+    for (const store::IterationColumn& c : r->iterations.iterations[it].columns)
+      for (size_t i = 0; c.metric == m && i < c.nodes.size(); ++i)
+        if (c.nodes[i] == node) v += c.values[i];
+    return v;
+  };
+  CHECK(r->iterations.iterations[1].start_ns == 2000000);
+  CHECK(value(0, "cputime", s.step) == 1e6);
+  CHECK(value(1, "cputime", s.step) == 2e6);
+  CHECK(value(0, "gker", k) == 100);
+  CHECK(value(0, "gker:count", k) == 1);
+  CHECK(value(0, "gker:blks_acc", k) == 10);
+  CHECK(value(1, "gker", k) == 200 + 300);
+  CHECK(value(1, "gker:count", k) == 2);
+  CHECK(value(1, "gker:blks_acc", k) == 50);
+  CHECK(value(1, "gxcopy:h2d", s.copyin) == 4096);
+  CHECK(value(1, "gxcopy", s.copyin) == 60);
+  CHECK(value(0, "gxcopy:h2d", s.copyin) == 0);
+
+  // Stored by cct-import, the iterations come back from the database.
+  const std::string db = dir / "steps.db";
+  auto imp = testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "cupti-raw", path});
+  INFO(imp.err);
+  REQUIRE(imp.exit_code == 0);
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto runs = (*d)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  auto stored = (*d)->ReadIterations(runs->front().id);
+  REQUIRE(stored.ok());
+  REQUIRE(stored->has_value());
+  CHECK((*stored)->iterations.size() == 2);
+  CHECK((*stored)->range == "^step$");
+}
+
 TEST_CASE("gpu raw dump: damaged dumps are refused with one line") {
   TempDir dir;
   const std::string path = dir / "good.cctraw";
@@ -572,8 +715,13 @@ TEST_CASE("gpu raw dump: damaged dumps are refused with one line") {
   SUBCASE("an empty file") { refused("", "empty file"); }
   SUBCASE("another format version") {
     std::string payload(kRawDumpMagic);
-    payload += std::string("\x02\0\0\0\x01\0\0\0\x02\0\0\0{}", 14);
-    refused(Frame(1, payload), "format 2");
+    payload += std::string("\x03\0\0\0\x01\0\0\0\x02\0\0\0{}", 14);
+    refused(Frame(1, payload), "format 3");
+  }
+  SUBCASE("format 0") {
+    std::string payload(kRawDumpMagic);
+    payload += std::string("\0\0\0\0\x01\0\0\0\x02\0\0\0{}", 14);
+    refused(Frame(1, payload), "format 0");
   }
   SUBCASE("a snapshot whose tree does not decode") {
     // A well-framed snapshot record whose sections are garbage.

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cct/node_values.h"
@@ -342,4 +344,96 @@ TEST_CASE("gpu record: forked children trace their own GPU work only where CUDA 
       CHECK(child.meta.extra["gpu"]["tracing"].get<std::string>().starts_with("off: a forked child"));
     }
   }
+}
+
+TEST_CASE("gpu record: GPU work launched inside an --iteration range counts toward that iteration") {
+  if (!Available()) return;
+  TempDir dir;
+  const std::string db = dir / "steps.db";
+  auto r = Run({Tool("cct-record"), "-o", db, "--iteration", "^step$", "--gpu-raw", dir / "raw", "--", App(),
+                "iterations"},
+               {{"CCT_GPU_ADAPTER", FakeAdapter()}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Recorded run = Load(db);
+  const cct::Tree& t = run.tree;
+  // The whole run: scale_kernel 1+2+3 times, add_kernel before, inside step
+  // 1 (another thread) and after (gpu_fake_app.cc, Iterations).
+  CHECK(Total(t, "gker:count") == 9);
+  CHECK(Total(t, "gxcopy:h2d") == double((1 + 2 + 3) << 20));
+
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto its = (*d)->ReadIterations(run.meta.id);
+  REQUIRE(its.ok());
+  REQUIRE(its->has_value());
+  const store::RunIterations& iterations = **its;
+  REQUIRE(iterations.iterations.size() == 3);
+  // Sum of one metric in one iteration, optionally only on `nodes`.
+  auto sum = [&](size_t k, const std::string& metric, const std::vector<cct::NodeId>& nodes = {}) {
+    const cct::MetricId m = t.metrics().Find(metric);
+    double s = 0;
+    for (const store::IterationColumn& c : iterations.iterations[k].columns) {
+      if (c.metric != m) continue;
+      for (size_t i = 0; i < c.nodes.size(); ++i)
+        if (nodes.empty() || std::find(nodes.begin(), nodes.end(), c.nodes[i]) != nodes.end()) s += c.values[i];
+    }
+    return s;
+  };
+  const auto scale_nodes = Find(t, {"function:step(int)", "nvtx:step", "gpu-op:<gpu kernel>", kScale});
+  const auto add_nodes = Find(t, {"gpu-op:<gpu kernel>", kAdd});
+  REQUIRE(scale_nodes.size() == 1);
+  REQUIRE(add_nodes.size() >= 2);  // the main thread's sites and the second thread's
+  for (size_t k = 0; k < 3; ++k) {
+    INFO("iteration " << k);
+    const double launches = double(k + 1);
+    CHECK(sum(k, "gker:count", scale_nodes) == launches);
+    CHECK(sum(k, "gker", scale_nodes) == launches * 1e6);
+    CHECK(sum(k, "gker:count", add_nodes) == (k == 1 ? 1 : 0));
+    CHECK(sum(k, "gker:count") == launches + (k == 1 ? 1 : 0));
+    CHECK(sum(k, "gker:blks_acc", scale_nodes) == launches * 256);  // grid size in blocks, per launch
+    CHECK(sum(k, "gxcopy:h2d") == double((k + 1) << 20));
+    CHECK(sum(k, "gxcopy:count") == 1);
+    CHECK(sum(k, "gxcopy") == 500000);
+  }
+
+  // Through the query layer: one iteration's tree, derived averages included.
+  auto q = Run({Tool("cct-query"), "-d", db, "top", std::to_string(run.meta.id) + "@iter=3", "--by", "kernel", "-m",
+                "gker:count", "-m", "gker:blks", "--format", "json"});
+  INFO(q.err);
+  REQUIRE(q.exit_code == 0);
+  const auto top = nlohmann::json::parse(q.out);
+  std::map<std::string, std::pair<double, double>> by_kernel;
+  for (const auto& row : top["rows"])
+    by_kernel[row["name"].get<std::string>()] = {row["inclusive"]["gker:count"].get<double>(),
+                                                 row["inclusive"]["gker:blks"].get<double>()};
+  REQUIRE(by_kernel.count("scale_kernel(float*, int, float)") == 1);
+  CHECK(by_kernel["scale_kernel(float*, int, float)"].first == 3);
+  CHECK(by_kernel["scale_kernel(float*, int, float)"].second == 256);
+  CHECK(by_kernel.count("add_kernel(float const*, float const*, float*, int)") == 0);
+
+  // The raw dump replays into the same iterations, CPU and GPU values alike.
+  const std::string dump = dir / ("raw/gpu-" + std::to_string(run.meta.pid) + ".cctraw");
+  auto imp = Run({Tool("cct-import"), "-d", db, "--from", "cupti-raw", dump});
+  INFO(imp.err);
+  REQUIRE(imp.exit_code == 0);
+  const Recorded back = Load(db, 1);
+  auto back_its = (*d)->ReadIterations(back.meta.id);
+  REQUIRE(back_its.ok());
+  REQUIRE(back_its->has_value());
+  REQUIRE((*back_its)->iterations.size() == 3);
+  auto keyed = [](const cct::Tree& tree, const store::RunIterations& its) {
+    std::map<std::string, double> out;
+    for (const store::Iteration& it : its.iterations)
+      for (const store::IterationColumn& c : it.columns)
+        for (size_t i = 0; i < c.nodes.size(); ++i) {
+          std::string path;
+          for (const auto& s : PathOf(tree, c.nodes[i])) path += "/" + s;
+          out[std::to_string(it.index) + path + " " + tree.metrics().Get(c.metric).name] += c.values[i];
+        }
+    return out;
+  };
+  const auto live = keyed(t, iterations), replayed = keyed(back.tree, **back_its);
+  CHECK(live == replayed);
+  CHECK(live.size() > 20);
 }

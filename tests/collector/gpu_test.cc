@@ -922,6 +922,150 @@ TEST_CASE("gpu metrics: AddTo registers the catalog metrics and averages come ou
   CHECK(other.metrics().Find("gker:blks") != cct::kNoMetric);
 }
 
+TEST_CASE("gpu attribution: launches inside an iteration also count toward it") {
+  cct::Tree tree;
+  const cct::NodeId t = tree.InternChild(cct::kRootNode, tree.InternFrame(cct::FrameKind::kThread, "main"));
+  const cct::NodeId kn = tree.InternChild(t, tree.InternFrame(cct::FrameKind::kKernel, "k"));
+  const cct::NodeId cn = tree.InternChild(t, tree.InternFrame(cct::FrameKind::kGpuOp, "<gpu copyin>"));
+
+  GpuAttributor attr(/*unknown_node=*/0);
+  attr.SetDevice(0, GpuDeviceLimits{9, 0});
+  // Launch k in iteration 0, twice in iteration 1, once outside; a copy in
+  // iteration 1; a kernel of iteration 2 whose record comes before its launch.
+  LaunchSites sites = {{1, {kn, GpuOpKind::kKernel, 0}}, {2, {kn, GpuOpKind::kKernel, 1}},
+                       {3, {kn, GpuOpKind::kKernel, 1}}, {4, {kn, GpuOpKind::kKernel}},
+                       {5, {cn, GpuOpKind::kCopyIn, 1}}};
+  GpuActivity copy;
+  copy.kind = GpuActivityKind::kMemcpy;
+  copy.copy = CopyDirection::kH2D;
+  copy.correlation_id = 5;
+  copy.bytes = 4096;
+  copy.end_ns = 30;
+  attr.Add(sites, std::vector<GpuActivity>{KernelActivity(1, 256, 10, 32, 100), KernelActivity(2, 256, 20, 32, 200),
+                                           KernelActivity(3, 256, 30, 32, 300), KernelActivity(4, 256, 40, 32, 400),
+                                           copy, KernelActivity(6, 128, 5, 32, 600)});
+  CHECK(attr.pending() == 1);
+  sites[6] = {kn, GpuOpKind::kKernel, 2};
+  attr.Flush(sites, false);
+  CHECK(attr.stats().late == 1);
+  // A PC sample of the iteration-1 launch.
+  GpuPcSample pc;
+  pc.correlation_id = 2;
+  pc.samples = 7;
+  pc.stall[static_cast<int>(StallSlot::kGmem)] = 7;
+  attr.AddPcSamples(sites, std::vector<GpuPcSample>{pc});
+  // The run totals are unchanged by iterations: every launch counts once.
+  CHECK(At(attr, kn).gker_count == 5);
+  CHECK(At(attr, kn).gker_ns == 1600);
+
+  // The run has ended iterations 0 and 1 so far; iteration 2 is still open.
+  store::RunIterations its;
+  its.iterations.resize(2);
+  its.iterations[0].index = 0;
+  its.iterations[1].index = 1;
+  attr.SealIterations();
+  GpuMetricWriter writer(tree);
+  for (const GpuNodeEntry& e : attr.metrics()) writer.Add(e.node, e.metrics);
+  attr.iteration_values().AppendTo(its, writer, [](uint32_t h) { return cct::NodeId{h}; });
+  auto value = [&](size_t k, const char* metric, cct::NodeId node) {
+    const cct::MetricId m = tree.metrics().Find(metric);
+    REQUIRE(m != cct::kNoMetric);
+    double v = 0;
+    for (const store::IterationColumn& c : its.iterations[k].columns)
+      for (size_t i = 0; c.metric == m && i < c.nodes.size(); ++i)
+        if (c.nodes[i] == node) v += c.values[i];
+    return v;
+  };
+  CHECK(value(0, "gker:count", kn) == 1);
+  CHECK(value(0, "gker", kn) == 100);
+  CHECK(value(0, "gker:blks_acc", kn) == 10);
+  CHECK(value(0, "gker:occ_acc", kn) == doctest::Approx(100.0));  // sm_90, 256 threads, 32 registers
+  CHECK(value(1, "gker:count", kn) == 2);
+  CHECK(value(1, "gker", kn) == 500);
+  CHECK(value(1, "gker:blks_acc", kn) == 50);
+  CHECK(value(1, "gxcopy:h2d", cn) == 4096);
+  CHECK(value(1, "gxcopy:count", cn) == 1);
+  CHECK(value(1, "gxcopy:h2d", kn) == 0);
+  CHECK(value(1, "gins", kn) == 7);
+  CHECK(value(1, "gins:stl_gmem", kn) == 7);
+  CHECK(value(0, "gins", kn) == 0);
+  // Nothing of the open iteration 2, nothing of the launch outside.
+  double count = 0;
+  for (const auto& it : its.iterations)
+    for (const auto& c : it.columns)
+      if (c.metric == tree.metrics().Find("gker:count"))
+        for (double v : c.values) count += v;
+  CHECK(count == 3);
+  // Once iteration 2 has ended too, its late kernel is there.
+  its.iterations.resize(3);
+  its.iterations[2].index = 2;
+  for (auto& it : its.iterations) it.columns.clear();
+  attr.iteration_values().AppendTo(its, writer, [](uint32_t h) { return cct::NodeId{h}; });
+  CHECK(value(2, "gker:count", kn) == 1);
+  CHECK(value(2, "gker", kn) == 600);
+}
+
+TEST_CASE("gpu attribution: many (iteration, node) pairs are folded into sparse values without loss") {
+  // More pairs than the dense working set: values survive the folding, and
+  // a pair folded twice (activity in two deliveries) sums.
+  GpuAttributor attr(/*unknown_node=*/0);
+  const uint32_t pairs = GpuAttributor::kIterationWorkingSet * 2 + 17;
+  LaunchSites sites;
+  std::vector<GpuActivity> batch;
+  for (uint32_t i = 0; i < pairs; ++i) {
+    sites[i + 1] = {1 + i % 64, GpuOpKind::kKernel, i / 64};
+    batch.push_back(KernelActivity(i + 1, 32, 1, 16, 10 + i % 7));
+  }
+  attr.Add(sites, batch);
+  attr.Add(sites, std::vector<GpuActivity>{KernelActivity(1, 32, 1, 16, 5)});  // again, pair (0, node 1)
+  attr.SealIterations();
+  CHECK(attr.iteration_values().values() > 0);
+  cct::Tree tree;
+  std::vector<cct::NodeId> nodes{0};
+  for (uint32_t n = 1; n <= 64; ++n)
+    nodes.push_back(tree.InternChild(cct::kRootNode, tree.InternFrame(cct::FrameKind::kKernel, "k" + std::to_string(n))));
+  store::RunIterations its;
+  its.iterations.resize(pairs / 64 + 1);
+  GpuMetricWriter writer(tree);
+  attr.iteration_values().AppendTo(its, writer, [&](uint32_t h) { return nodes.at(h); });
+  const cct::MetricId gker = tree.metrics().Find("gker"), count = tree.metrics().Find("gker:count");
+  double total_ns = 0, total_count = 0, first = 0;
+  for (const auto& it : its.iterations)
+    for (const auto& c : it.columns)
+      for (size_t i = 0; i < c.nodes.size(); ++i) {
+        if (c.metric == gker) total_ns += c.values[i];
+        if (c.metric == count) total_count += c.values[i];
+        if (c.metric == gker && &it == &its.iterations[0] && c.nodes[i] == nodes[1]) first += c.values[i];
+      }
+  double expect_ns = 5;
+  for (uint32_t i = 0; i < pairs; ++i) expect_ns += 10 + i % 7;
+  CHECK(total_count == pairs + 1);
+  CHECK(total_ns == expect_ns);
+  CHECK(first == 10 + 5);
+}
+
+TEST_CASE("gpu correlation table: keeps each launch's iteration only when asked to") {
+  CorrelationTable with(/*iterations=*/true), without;
+  with.Insert(7, LaunchSite{3, GpuOpKind::kKernel, 4});
+  without.Insert(7, LaunchSite{3, GpuOpKind::kKernel, 4});
+  LaunchSite a, b;
+  REQUIRE(with.Find(7, &a));
+  REQUIRE(without.Find(7, &b));
+  CHECK(a.node == 3);
+  CHECK(a.iteration == 4);
+  CHECK(b.node == 3);
+  CHECK(b.iteration == kNoIteration);
+  // A launch outside iterations, and an id 2^20 higher taking the slot.
+  with.Insert(8, LaunchSite{5, GpuOpKind::kCopy});
+  REQUIRE(with.Find(8, &a));
+  CHECK(a.iteration == kNoIteration);
+  with.Insert(7 + (1u << 20), LaunchSite{9, GpuOpKind::kSync, 1});
+  CHECK_FALSE(with.Find(7, &a));
+  REQUIRE(with.Find(7 + (1u << 20), &a));
+  CHECK(a.iteration == 1);
+  CHECK(a.kind == GpuOpKind::kSync);
+}
+
 // ------------------------------------------------------------ the adapter
 
 TEST_CASE("gpu cupti: tracing fails cleanly without a driver or GPU") {

@@ -15,6 +15,7 @@
 #include "collector/gpu_nodes.h"
 #include "collector/gpu_raw_dump.h"
 #include "store/run_meta.h"
+#include "store/iteration_codec.h"
 #include "store/tree_codec.h"
 
 namespace collector {
@@ -117,7 +118,8 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
       };
       switch (static_cast<RawRecordType>(record.type)) {
         case RawRecordType::kCorrelations:
-          if (cct::Status s = ParseRawCorrelations(record.payload, &correlations); !s.ok()) return at(s);
+          if (cct::Status s = ParseRawCorrelations(record.payload, reader.format_version(), &correlations); !s.ok())
+            return at(s);
           break;
         case RawRecordType::kBatch: {
           RawBatch b;
@@ -156,6 +158,14 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
       if (!tree.ok())
         return cct::Corrupt(path + ": damaged raw GPU dump (last snapshot's tree): " + tree.status().message());
       out.tree = std::move(*tree);
+      for (const store::Section& its : snap.sections) {
+        if (its.kind != store::SectionKind::kIterations) continue;
+        auto decoded = store::DecodeIterations(its.payload, out.tree.size(), out.tree.metrics());
+        if (!decoded.ok())
+          return cct::Corrupt(path + ": damaged raw GPU dump (last snapshot's iterations): " +
+                              decoded.status().message());
+        out.iterations = std::move(*decoded);
+      }
       meta = nlohmann::json::parse(snap.meta_json, nullptr, /*allow_exceptions=*/false);
       if (!meta.is_object())
         return cct::Corrupt(path + ": damaged raw GPU dump (last snapshot's run metadata is not a JSON object)");
@@ -176,6 +186,7 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     for (const RawCorrelation& c : correlations) {
       LaunchSite site;
       site.kind = static_cast<cct::GpuOpKind>(c.kind);
+      site.iteration = c.iteration;
       if (auto it = site_nodes.find(c.handle); it != site_nodes.end()) {
         site.node = it->second;
       } else {
@@ -236,6 +247,8 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
 
     GpuMetricWriter writer(tree);
     for (const GpuNodeEntry& e : attributor.metrics()) writer.Add(node_of(e.node), e.metrics);
+    attributor.SealIterations();
+    attributor.iteration_values().AppendTo(out.iterations, writer, node_of);
 
     const GpuAttributionStats& st = attributor.stats();
     out.records = decoder.stats().records;

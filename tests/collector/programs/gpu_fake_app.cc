@@ -9,7 +9,8 @@
 //   sampled()             scale_kernel once, with PC samples at two lines (--gpu-pc-sampling)
 //   finish()              a context synchronization (4 ms)
 // then burns ~50 ms of CPU so the run also has CPU samples. With an argument
-// (fork-fresh, fork-after) it forks instead (see Forking).
+// (fork-fresh, fork-after) it forks instead (see Forking); with "iterations"
+// it runs training-like steps (see Iterations).
 #include <nvtx3/nvToolsExt.h>
 
 #include <sys/wait.h>
@@ -17,8 +18,9 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <string>
 #include <ctime>
+#include <string>
+#include <thread>
 
 extern "C" {
 void fakecuda_init();
@@ -110,7 +112,31 @@ int Forking(bool parent_uses_cuda) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+// iterations: add_kernel once (0.5 ms) before any step, then three NVTX
+// ranges "step": step k (0-based) launches scale_kernel k+1 times (1 ms
+// each) and copies (k+1)·2^20 B in (0.5 ms); in step 1 a second thread
+// also launches add_kernel once (0.5 ms); then add_kernel once more after
+// the last step. Launches outside "step" belong to no iteration.
+__attribute__((noinline)) void step(int k) {
+  nvtxRangePushA("step");
+  for (int i = 0; i <= k; ++i) fakecuda_launch(kScale, 256, 128, 32, 1000000);
+  fakecuda_memcpy(1, uint64_t(k + 1) << 20, 500000);
+  if (k == 1) std::thread([] { fakecuda_launch(kAdd, 64, 256, 24, 500000); }).join();
+  burn(0.005);
+  nvtxRangePop();
+}
+
+int Iterations() {
+  fakecuda_init();
+  fakecuda_launch(kAdd, 64, 256, 24, 500000);
+  for (int k = 0; k < 3; ++k) step(k);
+  fakecuda_launch(kAdd, 64, 256, 24, 500000);
+  burn(0.02);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "iterations") return Iterations();
   if (argc > 1) return Forking(std::string(argv[1]) == "fork-after");
   fakecuda_init();
   upload();
