@@ -13,6 +13,11 @@
 //              adapter's delivery path (CUPTI's iterator works without a GPU)
 //   runtime    decode + attribute against the runtime's lock-free
 //              CorrelationTable (what the collector does at each delivery)
+//   iterations the runtime path with every launch inside one of 100
+//              iterations (`--iteration`), over all 20,000 sites and over
+//              500: the per-iteration accumulation, then what a checkpoint
+//              adds (sealing, iteration columns); the ratio to `runtime` and
+//              the bytes the iteration values hold
 //   replay     the same buffers written as a raw GPU dump (RawDumpWriter, as
 //              `cct-record --gpu-raw` writes them), then ReplayRawDump of the
 //              file: reading, checksums, decoding, attribution, metrics into
@@ -26,6 +31,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cupti.h>
@@ -235,6 +241,49 @@ int main(int argc, char** argv) {
     runtime_s = std::min(runtime_s, Seconds(t0, t1));
     check += attr.stats().unknown;
   }
+  // The runtime's path in a run cut into 100 iterations, each launch in
+  // one: over all 20,000 sites (each launch of an iteration a new
+  // (iteration, site) pair: the worst case), and over 500 sites (a
+  // training step repeating its launch sites).
+  struct IterationRun {
+    double seconds = 1e30;
+    size_t values = 0;
+  };
+  const auto iteration_run = [&](uint32_t site_modulus, bool with_iterations) {
+    IterationRun best;
+    collector::CorrelationTable itable(with_iterations);
+    const uint32_t per_iteration = static_cast<uint32_t>(records / 100 + 1);
+    for (int pass = 0; pass < passes; ++pass) {
+      collector::cupti::ActivityDecoder decoder;
+      collector::GpuAttributor attr(0);
+      std::vector<GpuActivity> out;
+      auto t0 = Clock::now();
+      for (const auto& [corr, site] : sites)
+        itable.Insert(static_cast<uint32_t>(corr),
+                      {site.node % site_modulus + 1, site.kind,
+                       with_iterations ? static_cast<uint32_t>(corr / per_iteration) : collector::kNoIteration});
+      for (const Buffer& b : buffers) {
+        out.clear();
+        decoder.DecodeBuffer(b.data(), b.bytes, out);
+        attr.Add(itable, out);
+      }
+      // The checkpoint's share: seal, then iteration columns on a tree.
+      attr.SealIterations();
+      cct::Tree tree;
+      collector::GpuMetricWriter writer(tree);
+      store::RunIterations its;
+      its.iterations.resize(100);
+      attr.iteration_values().AppendTo(its, writer, [](uint32_t h) { return cct::NodeId{h}; });
+      auto t1 = Clock::now();
+      best.seconds = std::min(best.seconds, Seconds(t0, t1));
+      best.values = attr.iteration_values().values();
+      check += its.iterations[0].columns.size();
+    }
+    return best;
+  };
+  // Each with its baseline: the same sites without iterations.
+  const IterationRun iter_all = iteration_run(kSites, true), base_all = iteration_run(kSites, false);
+  const IterationRun iter_500 = iteration_run(500, true), base_500 = iteration_run(500, false);
   // Replay of a raw dump holding the same buffers.
   double replay_s = 1e30;
   bool replay_ok = true;
@@ -297,6 +346,12 @@ int main(int argc, char** argv) {
     std::printf("cuptiActivityGetNextRecord unavailable here: adapter path not timed\n");
   std::printf("runtime: decode+attribute via CorrelationTable %8.2f M records/s  (%.1f ns/record)\n",
               per_pass / runtime_s / 1e6, runtime_s / per_pass * 1e9);
+  for (const auto& [label, run, base] :
+       {std::tuple{"20000 sites", iter_all, base_all}, std::tuple{"  500 sites", iter_500, base_500}})
+    std::printf("runtime, 100 iterations, %s %8.2f M records/s  (%.1f ns/record; without iterations %.2f M/s: "
+                "%.2fx its time; %zu iteration values, %.1f MiB)\n",
+                label, per_pass / run.seconds / 1e6, run.seconds / per_pass * 1e9, per_pass / base.seconds / 1e6,
+                run.seconds / base.seconds, run.values, run.values * 16.0 / 1048576.0);
   if (replay_ok)
     std::printf("replay of a raw dump (read+check+decode+attribute+write metrics) %8.2f M records/s  (%.1f ns/record)\n",
                 per_pass / replay_s / 1e6, replay_s / per_pass * 1e9);

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   g++ meson ninja-build pkg-config python3
-  liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev
+  liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libunwind-dev libdw-dev libelf-dev
   # pprof export (protobuf) and HPCToolkit import (expat)
   protobuf-compiler libprotobuf-dev libexpat1-dev

@@ -343,7 +343,11 @@ cct::Result<std::unique_ptr<RawDumpReader>> RawDumpReader::Open(const std::strin
     close(fd);
     return cct::Corrupt(path + ": empty file, not a raw GPU dump");
   }
-  void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  // Every byte is read, in order (checksums, then the records): mapping the
+  // pages in one call beats faulting them in as the checksum first touches
+  // them (171 MiB just written: 131 ms of faults + checksum, 33 ms populated,
+  // on the 2-core VM).
+  void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   const int map_errno = errno;
   close(fd);
   if (map == MAP_FAILED) return cct::IoError("cannot map " + path + ": " + ErrnoText(map_errno));
