@@ -611,8 +611,12 @@ TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU wor
     const uint8_t kernel = static_cast<uint8_t>(GpuOpKind::kKernel);
     // Launches 1 (iteration 0), 2 and 3 (iteration 1), 4 (outside), 5 (the
     // open iteration 2), a copy in iteration 1.
-    const RawCorrelation cs[] = {{1, 101, kernel, 0}, {2, 101, kernel, 1}, {3, 101, kernel, 1},
-                                 {4, 101, kernel},    {5, 101, kernel, 2}, {6, 102, uint8_t(GpuOpKind::kCopyIn), 1}};
+    // Launch 7 carries an index far beyond any iteration (a damaged or
+    // hand-made dump): it must count in the run only, not allocate 2^32
+    // iterations.
+    const RawCorrelation cs[] = {{1, 101, kernel, 0},          {2, 101, kernel, 1}, {3, 101, kernel, 1},
+                                 {4, 101, kernel},             {5, 101, kernel, 2}, {6, 102, uint8_t(GpuOpKind::kCopyIn), 1},
+                                 {7, 101, kernel, 0xFFFFFFF0u}};
     w.Correlations(cs);
     RecordBuffer b;
     b.Add(Device(0, 9, 0));
@@ -622,6 +626,7 @@ TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU wor
     b.Add(Kernel(4, kMangledSaxpy, 4000, 4400, 40, 1, 1, 256, 1, 1, 32));
     b.Add(Kernel(5, kMangledSaxpy, 5000, 5500, 50, 1, 1, 256, 1, 1, 32));
     b.Add(Memcpy(6, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 6000, 6060));
+    b.Add(Kernel(7, kMangledSaxpy, 7000, 7700, 70, 1, 1, 256, 1, 1, 32));
     cupti::ActivityDecoder adapter;
     std::vector<GpuActivity> all;
     adapter.DecodeBuffer(b.data(), b.size(), all);
@@ -637,7 +642,7 @@ TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU wor
   CHECK(r->iterations.range == "^step$");
   const NodeId k = Child(t, s.kernel_site, FrameKind::kKernel, Demangle(kMangledSaxpy));
   REQUIRE(k != cct::kNoNode);
-  CHECK(V(t, k, "gker:count") == 5);  // the run: every launch
+  CHECK(V(t, k, "gker:count") == 6);  // the run: every launch
   const auto value = [&](size_t it, std::string_view metric, NodeId node) {
     const cct::MetricId m = t.metrics().Find(metric);
     double v = 0;

@@ -186,7 +186,10 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     for (const RawCorrelation& c : correlations) {
       LaunchSite site;
       site.kind = static_cast<cct::GpuOpKind>(c.kind);
-      site.iteration = c.iteration;
+      // Only iterations the snapshot holds get GPU values; a launch in an
+      // iteration that ended after it (or a damaged index) counts in the
+      // run's totals only, as in the run the collector stored.
+      site.iteration = c.iteration < out.iterations.iterations.size() ? c.iteration : kNoIteration;
       if (auto it = site_nodes.find(c.handle); it != site_nodes.end()) {
         site.node = it->second;
       } else {
