@@ -611,6 +611,17 @@ GpuActivity KernelActivity(uint32_t corr, uint32_t threads, uint32_t grid, uint1
   return a;
 }
 
+// A host-to-device copy of `bytes` taking `ns`.
+GpuActivity CopyInActivity(uint32_t corr, uint64_t bytes, uint64_t ns) {
+  GpuActivity a;
+  a.kind = GpuActivityKind::kMemcpy;
+  a.copy = CopyDirection::kH2D;
+  a.correlation_id = corr;
+  a.bytes = bytes;
+  a.end_ns = ns;
+  return a;
+}
+
 const GpuNodeMetrics& At(const GpuAttributor& attr, uint32_t node) {
   const GpuNodeMetrics* m = attr.Find(node);
   REQUIRE(m != nullptr);
@@ -753,13 +764,7 @@ TEST_CASE("gpu attribution: out-of-order records wait for their launch") {
   attr.SetDevice(0, GpuDeviceLimits{8, 0});
   LaunchSites sites;
   // The activity arrives before the runtime has recorded its launch.
-  GpuActivity copy;
-  copy.kind = GpuActivityKind::kMemcpy;
-  copy.copy = CopyDirection::kH2D;
-  copy.correlation_id = 5;
-  copy.bytes = 64;
-  copy.start_ns = 0;
-  copy.end_ns = 8;
+  const GpuActivity copy = CopyInActivity(5, 64, 8);
   attr.Add(sites, std::vector<GpuActivity>{copy, KernelActivity(6, 64, 1, 8, 10)});
   CHECK(attr.pending() == 2);
   CHECK(attr.metrics().empty());
@@ -935,12 +940,7 @@ TEST_CASE("gpu attribution: launches inside an iteration also count toward it") 
   LaunchSites sites = {{1, {kn, GpuOpKind::kKernel, 0}}, {2, {kn, GpuOpKind::kKernel, 1}},
                        {3, {kn, GpuOpKind::kKernel, 1}}, {4, {kn, GpuOpKind::kKernel}},
                        {5, {cn, GpuOpKind::kCopyIn, 1}}};
-  GpuActivity copy;
-  copy.kind = GpuActivityKind::kMemcpy;
-  copy.copy = CopyDirection::kH2D;
-  copy.correlation_id = 5;
-  copy.bytes = 4096;
-  copy.end_ns = 30;
+  const GpuActivity copy = CopyInActivity(5, 4096, 30);
   attr.Add(sites, std::vector<GpuActivity>{KernelActivity(1, 256, 10, 32, 100), KernelActivity(2, 256, 20, 32, 200),
                                            KernelActivity(3, 256, 30, 32, 300), KernelActivity(4, 256, 40, 32, 400),
                                            copy, KernelActivity(6, 128, 5, 32, 600)});
