@@ -75,6 +75,10 @@ int ImportCuptiRaw(const po::variables_map& vm, const std::string& file,
   cct::Status s = (*db)->CreateRun(meta, &replay->tree,
                                    replay->iterations.iterations.empty() ? nullptr : &replay->iterations);
   if (!s.ok()) cli::Fail(kTool, s);
+  if (replay->recorded_cupti_api != 0 && replay->recorded_cupti_api != replay->decoder_cupti_api)
+    std::cerr << kTool << ": warning: " << file << " was recorded with CUPTI API version " << replay->recorded_cupti_api
+              << "; this cct-import decodes the records of version " << replay->decoder_cupti_api
+              << " (records whose layout changed show in gpu_raw_unparsed_bytes and gpu_skipped_records)\n";
   if (replay->truncated)
     std::cerr << kTool << ": warning: " << file
               << " ends inside a record (the recording process stopped while writing it); replayed the records "

@@ -681,6 +681,42 @@ TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU wor
   CHECK((*stored)->range == "^step$");
 }
 
+TEST_CASE("gpu raw dump: a dump from another CUPTI version replays with a warning") {
+  TempDir dir;
+  const auto dump_with = [&](const std::string& name, uint32_t cupti_api) {
+    const std::string path = dir / name;
+    auto created = RawDumpWriter::Create(path, 9, R"({"pid":9})");
+    REQUIRE(created.ok());
+    SampleTree s = BuildTree(/*with_graph=*/false);
+    auto meta = nlohmann::json::parse(RunMetaJson(name));
+    meta["gpu"] = {{"tracing", "on"}, {"facts", {{"gpu_model", "NVIDIA H100 80GB HBM3"}, {"cupti_api", cupti_api}}}};
+    (*created)->Snapshot(s.tree, meta.dump(), s.sites);
+    REQUIRE((*created)->status().ok());
+    return path;
+  };
+  const std::string same = dump_with("same.cctraw", CUPTI_API_VERSION);
+  const std::string older = dump_with("older.cctraw", CUPTI_API_VERSION - 1000);
+  auto a = ReplayRawDump(same);
+  REQUIRE(a.ok());
+  CHECK(a->recorded_cupti_api == CUPTI_API_VERSION);
+  CHECK(a->decoder_cupti_api == CUPTI_API_VERSION);
+  CHECK_FALSE(nlohmann::json::parse(a->meta_json)["diagnostics"].contains("gpu_raw_recorded_cupti_api"));
+  auto b = ReplayRawDump(older);
+  REQUIRE(b.ok());
+  CHECK(b->recorded_cupti_api == CUPTI_API_VERSION - 1000);
+  CHECK(nlohmann::json::parse(b->meta_json)["diagnostics"]["gpu_raw_recorded_cupti_api"] == CUPTI_API_VERSION - 1000);
+
+  const std::string db = dir / "v.db";
+  auto ok = testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "cupti-raw", same});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.err.empty());
+  auto warned = testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "cupti-raw", older});
+  CHECK(warned.exit_code == 0);
+  CHECK(testutil::LineCount(warned.err) == 1);
+  CHECK(warned.err.find("recorded with CUPTI API version " + std::to_string(CUPTI_API_VERSION - 1000)) !=
+        std::string::npos);
+}
+
 TEST_CASE("gpu raw dump: damaged dumps are refused with one line") {
   TempDir dir;
   const std::string path = dir / "good.cctraw";

@@ -4,6 +4,7 @@
 // GpuMetricWriter onto the last snapshot's tree, and the node-making
 // functions of gpu_nodes.h. Reads CUPTI's structs; calls no CUPTI function.
 #include <cupti_activity.h>
+#include <cupti_version.h>
 
 #include <cstddef>
 #include <cstring>
@@ -259,6 +260,12 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     out.unknown = st.unknown;
     out.dropped = st.dropped;
 
+    out.decoder_cupti_api = CUPTI_API_VERSION;
+    if (const auto gpu = meta.find("gpu"); gpu != meta.end() && gpu->is_object())
+      if (const auto facts = gpu->find("facts"); facts != gpu->end() && facts->is_object())
+        if (const auto api = facts->find("cupti_api"); api != facts->end() && api->is_number_unsigned())
+          out.recorded_cupti_api = api->get<uint32_t>();
+
     nlohmann::json& diag = meta["diagnostics"];
     if (!diag.is_object()) diag = nlohmann::json::object();
     const auto set = [&](const char* key, uint64_t v) { diag[key] = static_cast<int64_t>(v); };
@@ -279,6 +286,8 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     if (mismatched) set("gpu_raw_name_mismatches", mismatched);
     if (without_node) set("gpu_raw_sites_without_node", without_node);
     if (decoder.stats().unparsed_bytes) set("gpu_raw_unparsed_bytes", decoder.stats().unparsed_bytes);
+    if (out.recorded_cupti_api != 0 && out.recorded_cupti_api != out.decoder_cupti_api)
+      set("gpu_raw_recorded_cupti_api", out.recorded_cupti_api);
     meta["node_count"] = tree.size();
     out.meta_json = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return out;
