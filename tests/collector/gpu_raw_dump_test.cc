@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -337,6 +338,56 @@ std::vector<RawRecord> Records(const std::string& path) {
   return out;
 }
 
+// A dump of a run cut into iterations: two ended (CPU time on `step` in
+// each), launches in them, outside them, in the still open third one, and
+// one with an index beyond any iteration (a damaged or hand-made dump: it
+// must count in the run only, not allocate 2^32 iterations). Returns the
+// CPU tree it was written with.
+SampleTree WriteIterationDump(const std::string& path) {
+  SampleTree s = BuildTree(/*with_graph=*/false);
+  const cct::MetricId cputime = s.tree.metrics().Find("cputime");
+  store::RunIterations its;
+  its.range = "^step$";
+  for (uint32_t k = 0; k < 2; ++k) {
+    store::Iteration it;
+    it.index = k;
+    it.start_ns = 1000000 * (k + 1);
+    it.duration_ns = 500000;
+    it.columns.push_back(store::IterationColumn{cputime, {s.step}, {1e6 * (k + 1)}});
+    its.iterations.push_back(it);
+  }
+  {
+    auto created = RawDumpWriter::Create(path, 7, R"({"pid":7})");
+    REQUIRE(created.ok());
+    RawDumpWriter& w = **created;
+    const uint8_t kernel = static_cast<uint8_t>(GpuOpKind::kKernel);
+    // Launches 1 (iteration 0), 2 and 3 (iteration 1), 4 (outside), 5 (the
+    // open iteration 2), a copy in iteration 1.
+    // Launch 7: an index beyond any iteration.
+    const RawCorrelation cs[] = {{1, 101, kernel, 0},          {2, 101, kernel, 1}, {3, 101, kernel, 1},
+                                 {4, 101, kernel},             {5, 101, kernel, 2}, {6, 102, uint8_t(GpuOpKind::kCopyIn), 1},
+                                 {7, 101, kernel, 0xFFFFFFF0u}};
+    w.Correlations(cs);
+    RecordBuffer b;
+    b.Add(Device(0, 9, 0));
+    b.Add(Kernel(1, kMangledSaxpy, 1000, 1100, 10, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(2, kMangledSaxpy, 2000, 2200, 20, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(3, kMangledSaxpy, 3000, 3300, 30, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(4, kMangledSaxpy, 4000, 4400, 40, 1, 1, 256, 1, 1, 32));
+    b.Add(Kernel(5, kMangledSaxpy, 5000, 5500, 50, 1, 1, 256, 1, 1, 32));
+    b.Add(Memcpy(6, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 6000, 6060));
+    b.Add(Kernel(7, kMangledSaxpy, 7000, 7700, 70, 1, 1, 256, 1, 1, 32));
+    cupti::ActivityDecoder adapter;
+    std::vector<GpuActivity> all;
+    adapter.DecodeBuffer(b.data(), b.size(), all);
+    const std::vector<uint8_t> bytes = b.Scrambled();
+    w.Batch(bytes.data(), bytes.size(), all, 0);
+    w.Snapshot(s.tree, RunMetaJson("steps"), s.sites, &its);
+    REQUIRE(w.status().ok());
+  }
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("gpu raw dump: gpu_nodes places kernels, lines and unknown activity") {
@@ -591,50 +642,7 @@ TEST_CASE("gpu raw dump: a format-1 dump (correlations without iterations) still
 TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU work launched in them") {
   TempDir dir;
   const std::string path = dir / "gpu-7.cctraw";
-  SampleTree s = BuildTree(/*with_graph=*/false);
-  const cct::MetricId cputime = s.tree.metrics().Find("cputime");
-  // Two iterations so far: CPU time on `step` in each; a third is still open.
-  store::RunIterations its;
-  its.range = "^step$";
-  for (uint32_t k = 0; k < 2; ++k) {
-    store::Iteration it;
-    it.index = k;
-    it.start_ns = 1000000 * (k + 1);
-    it.duration_ns = 500000;
-    it.columns.push_back(store::IterationColumn{cputime, {s.step}, {1e6 * (k + 1)}});
-    its.iterations.push_back(it);
-  }
-  {
-    auto created = RawDumpWriter::Create(path, 7, R"({"pid":7})");
-    REQUIRE(created.ok());
-    RawDumpWriter& w = **created;
-    const uint8_t kernel = static_cast<uint8_t>(GpuOpKind::kKernel);
-    // Launches 1 (iteration 0), 2 and 3 (iteration 1), 4 (outside), 5 (the
-    // open iteration 2), a copy in iteration 1.
-    // Launch 7 carries an index far beyond any iteration (a damaged or
-    // hand-made dump): it must count in the run only, not allocate 2^32
-    // iterations.
-    const RawCorrelation cs[] = {{1, 101, kernel, 0},          {2, 101, kernel, 1}, {3, 101, kernel, 1},
-                                 {4, 101, kernel},             {5, 101, kernel, 2}, {6, 102, uint8_t(GpuOpKind::kCopyIn), 1},
-                                 {7, 101, kernel, 0xFFFFFFF0u}};
-    w.Correlations(cs);
-    RecordBuffer b;
-    b.Add(Device(0, 9, 0));
-    b.Add(Kernel(1, kMangledSaxpy, 1000, 1100, 10, 1, 1, 256, 1, 1, 32));
-    b.Add(Kernel(2, kMangledSaxpy, 2000, 2200, 20, 1, 1, 256, 1, 1, 32));
-    b.Add(Kernel(3, kMangledSaxpy, 3000, 3300, 30, 1, 1, 256, 1, 1, 32));
-    b.Add(Kernel(4, kMangledSaxpy, 4000, 4400, 40, 1, 1, 256, 1, 1, 32));
-    b.Add(Kernel(5, kMangledSaxpy, 5000, 5500, 50, 1, 1, 256, 1, 1, 32));
-    b.Add(Memcpy(6, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 6000, 6060));
-    b.Add(Kernel(7, kMangledSaxpy, 7000, 7700, 70, 1, 1, 256, 1, 1, 32));
-    cupti::ActivityDecoder adapter;
-    std::vector<GpuActivity> all;
-    adapter.DecodeBuffer(b.data(), b.size(), all);
-    const std::vector<uint8_t> bytes = b.Scrambled();
-    w.Batch(bytes.data(), bytes.size(), all, 0);
-    w.Snapshot(s.tree, RunMetaJson("steps"), s.sites, &its);
-    REQUIRE(w.status().ok());
-  }
+  const SampleTree s = WriteIterationDump(path);
   auto r = ReplayRawDump(path);
   REQUIRE_MESSAGE(r.ok(), r.status().message());
   const cct::Tree& t = r->tree;
@@ -919,4 +927,95 @@ TEST_CASE("gpu raw dump: cct-import --from cupti-raw") {
   r = testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "cupti-raw", dump, "--unit", "ns"});
   CHECK(r.exit_code == 2);
   CHECK(testutil::LineCount(r.err) == 1);
+}
+
+TEST_CASE("gpu raw dump: payloads damaged behind valid checksums never crash the replay") {
+  // Random damage is caught by the checksums; this damages the payloads and
+  // frames them again with valid checksums, so every payload parser, the
+  // record walk over the raw bytes, the snapshot's tree and iterations, and
+  // the attribution meet garbage. Each replay must return — a run or one
+  // line of kCorrupt — and cct-import must exit 0 or 2.
+  TempDir dir;
+  std::vector<std::string> bases = {dir / "sample.cctraw", dir / "iterations.cctraw"};
+  WriteSampleDump(bases[0]);
+  WriteIterationDump(bases[1]);
+  struct Rec {
+    uint8_t type;
+    std::string payload;
+  };
+  std::vector<std::vector<Rec>> dumps;
+  for (const std::string& base : bases) {
+    std::vector<Rec> recs;
+    const std::string full = ReadFileOrDie(base);
+    // The header record too (the reader does not return it).
+    const uint32_t header_len = static_cast<uint8_t>(full[4]) | static_cast<uint8_t>(full[5]) << 8 |
+                                static_cast<uint8_t>(full[6]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(full[7])) << 24;
+    recs.push_back({static_cast<uint8_t>(RawRecordType::kHeader), full.substr(16, header_len)});
+    auto reader = RawDumpReader::Open(base);
+    REQUIRE(reader.ok());
+    RawRecord rec;
+    for (;;) {
+      auto more = (*reader)->Next(&rec);
+      REQUIRE(more.ok());
+      if (!*more) break;
+      recs.push_back({rec.type, std::string(rec.payload)});
+    }
+    dumps.push_back(std::move(recs));
+  }
+
+  std::mt19937_64 rng(20261124);
+  const std::string bad = dir / "bad.cctraw";
+  const uint32_t extremes[] = {0, 1, 2, 7, 0xFF, 0xFFFF, 0x7FFFFFFF, 0x80000000u, 0xFFFFFFF0u, 0xFFFFFFFFu};
+  int replayed = 0, refused = 0;
+  const int kCases = 4000;
+  for (int i = 0; i < kCases; ++i) {
+    std::vector<Rec> recs = dumps[rng() % dumps.size()];
+    Rec& victim = recs[1 + rng() % (recs.size() - 1)];  // not the header: that one is checked first
+    std::string& p = victim.payload;
+    switch (rng() % 5) {
+      case 0:  // a few flipped bytes
+        for (int k = 1 + rng() % 4; k > 0 && !p.empty(); --k) p[rng() % p.size()] ^= static_cast<char>(1 + rng() % 255);
+        break;
+      case 1:  // an extreme 32-bit value (counts, lengths, ids, kinds) at a 4-byte boundary
+        if (p.size() >= 4) {
+          const uint32_t v = extremes[rng() % std::size(extremes)];
+          std::memcpy(p.data() + 4 * (rng() % (p.size() / 4)), &v, 4);
+        }
+        break;
+      case 2:  // cut short
+        p.resize(rng() % (p.size() + 1));
+        break;
+      case 3:  // trailing garbage
+        for (int k = 1 + rng() % 64; k > 0; --k) p.push_back(static_cast<char>(rng()));
+        break;
+      default:  // a byte anywhere set to an extreme
+        if (!p.empty()) p[rng() % p.size()] = static_cast<char>(rng() % 2 ? 0xFF : 0x00);
+        break;
+    }
+    if (rng() % 8 == 0) victim.type = static_cast<uint8_t>(1 + rng() % 7);  // a record of another type
+    std::string file;
+    for (const Rec& r : recs) file += Frame(r.type, r.payload);
+    WriteFileOrDie(bad, file);
+    auto r = ReplayRawDump(bad);
+    if (r.ok()) {
+      ++replayed;
+    } else {
+      ++refused;
+      INFO("case " << i << ": " << r.status().message());
+      CHECK(r.status().message().find('\n') == std::string::npos);
+      CHECK((r.status().code() == cct::ErrorCode::kCorrupt || r.status().code() == cct::ErrorCode::kIo));
+    }
+    if (i % 100 == 0) {  // the tool as well
+      auto imp = testutil::Run({testutil::Tool("cct-import"), "-d", dir / "fuzz.db", "--from", "cupti-raw", bad});
+      INFO("case " << i << ": " << imp.err);
+      CHECK(imp.signal == 0);
+      CHECK((imp.exit_code == 0 || imp.exit_code == 2));
+      if (imp.exit_code == 2) CHECK(testutil::LineCount(imp.err) == 1);
+    }
+  }
+  MESSAGE(replayed << " damaged dumps replayed, " << refused << " refused");
+  // The damage reached both outcomes: the parsers refused some, and damage
+  // that still made sense (a changed duration, a name byte) replayed.
+  CHECK(replayed > kCases / 20);
+  CHECK(refused > kCases / 20);
 }
