@@ -410,23 +410,27 @@ void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node, uint32_t
 
 GpuNodeMetrics& GpuAttributor::IterationAt(uint32_t iteration, uint32_t node) {
   const uint64_t key = (uint64_t{iteration} << 32) | node;
-  if (key == iteration_last_key_) return *iteration_last_;
-  auto it = iteration_open_.find(key);
-  if (it == iteration_open_.end()) {
+  if (iteration_last_ < iteration_open_.size() && iteration_open_[iteration_last_].first == key)
+    return iteration_open_[iteration_last_].second;
+  const uint64_t hash = cct::MixHash(key);
+  uint32_t at = iteration_index_.Find(hash, [&](uint32_t i) { return iteration_open_[i].first == key; });
+  if (at == cct::FlatIndex::kNone) {
     if (iteration_open_.size() >= kIterationWorkingSet) SealIterations();
-    it = iteration_open_.emplace(key, GpuNodeMetrics{}).first;
+    if (iteration_open_.empty()) iteration_index_.Reserve(kIterationWorkingSet);  // one allocation per fold
+    at = static_cast<uint32_t>(iteration_open_.size());
+    iteration_open_.emplace_back(key, GpuNodeMetrics{});
+    iteration_index_.Insert(hash, at);
   }
-  iteration_last_key_ = key;
-  iteration_last_ = &it->second;  // unordered_map values never move
-  return it->second;
+  iteration_last_ = at;
+  return iteration_open_[at].second;
 }
 
 void GpuAttributor::SealIterations() {
   for (const auto& [key, m] : iteration_open_)
     iteration_values_.Add(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key), m);
   iteration_open_.clear();
-  iteration_last_key_ = UINT64_MAX;
-  iteration_last_ = nullptr;
+  iteration_index_.Clear();
+  iteration_last_ = SIZE_MAX;
 }
 
 void GpuAttributor::Add(const LaunchSiteLookup& sites, std::span<const GpuActivity> batch) {

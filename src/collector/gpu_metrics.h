@@ -366,9 +366,11 @@ class GpuAttributor {
   const GpuArchLimits* fallback_device_ = nullptr;        // the last device learned
   std::unordered_map<uint32_t, ExternalCorrelation> external_;
   GpuAttributionStats stats_;
-  std::unordered_map<uint64_t, GpuNodeMetrics> iteration_open_;  // (iteration << 32 | node) → accumulators
-  uint64_t iteration_last_key_ = UINT64_MAX;
-  GpuNodeMetrics* iteration_last_ = nullptr;
+  // The working set: (iteration << 32 | node, accumulators), found through
+  // iteration_index_; cleared (capacity kept) when folded.
+  std::vector<std::pair<uint64_t, GpuNodeMetrics>> iteration_open_;
+  cct::FlatIndex iteration_index_;
+  size_t iteration_last_ = SIZE_MAX;  // the pair of the previous activity
   GpuIterationValues iteration_values_;
   // Occupancy by launch configuration, direct-mapped: programs alternate
   // among a few kernels' configurations.
