@@ -73,6 +73,13 @@ std::vector<std::string> PathOf(const cct::Tree& t, cct::NodeId n) {
   return {path.rbegin(), path.rend()};
 }
 
+// "/kind:name/kind:name..." of `n`: a key that matches nodes across trees.
+std::string PathKey(const cct::Tree& t, cct::NodeId n) {
+  std::string key;
+  for (const auto& s : PathOf(t, n)) key += "/" + s;
+  return key;
+}
+
 // Nodes whose path ends with `suffix`.
 std::vector<cct::NodeId> Find(const cct::Tree& t, const std::vector<std::string>& suffix) {
   std::vector<cct::NodeId> out;
@@ -290,8 +297,7 @@ TEST_CASE("gpu record: a raw dump replays into the same run") {
   auto values = [](const cct::Tree& t) {
     std::map<std::string, double> out;
     for (cct::NodeId n = 1; n < t.size(); ++n) {
-      std::string path;
-      for (const auto& s : PathOf(t, n)) path += "/" + s;
+      const std::string path = PathKey(t, n);
       for (cct::MetricId m = 0; m < t.metrics().size(); ++m) {
         const double v = t.Value(n, m);
         if (v != 0) out[path + " " + t.metrics().Get(m).name] += v;
@@ -426,11 +432,9 @@ TEST_CASE("gpu record: GPU work launched inside an --iteration range counts towa
     std::map<std::string, double> out;
     for (const store::Iteration& it : its.iterations)
       for (const store::IterationColumn& c : it.columns)
-        for (size_t i = 0; i < c.nodes.size(); ++i) {
-          std::string path;
-          for (const auto& s : PathOf(tree, c.nodes[i])) path += "/" + s;
-          out[std::to_string(it.index) + path + " " + tree.metrics().Get(c.metric).name] += c.values[i];
-        }
+        for (size_t i = 0; i < c.nodes.size(); ++i)
+          out[std::to_string(it.index) + PathKey(tree, c.nodes[i]) + " " + tree.metrics().Get(c.metric).name] +=
+              c.values[i];
     return out;
   };
   const auto live = keyed(t, iterations), replayed = keyed(back.tree, **back_its);
