@@ -641,12 +641,23 @@ void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
       const char req = 'F';
       if (write(rt->request_pipe[1], &req, 1) == 1) {
         // Wait for the final write, but not forever: the thread that crashed
-        // may hold a lock the writer needs (malloc's, for instance).
-        pollfd pfd{rt->ack_pipe[0], POLLIN, 0};
-        if (poll(&pfd, 1, 5000) > 0) {
-          char c;
-          ssize_t r = read(rt->ack_pipe[0], &c, 1);
-          (void)r;
+        // may hold a lock the writer needs (malloc's, for instance). Another
+        // signal (a sampling tick already on its way, the program's own)
+        // interrupts poll; giving up then would let the process die before
+        // the write, losing the whole run, so wait out the deadline.
+        const int64_t deadline = Now(CLOCK_MONOTONIC) + int64_t{5000} * 1000000;
+        for (;;) {
+          const int64_t left_ms = (deadline - Now(CLOCK_MONOTONIC)) / 1000000;
+          if (left_ms <= 0) break;
+          pollfd pfd{rt->ack_pipe[0], POLLIN, 0};
+          const int r = poll(&pfd, 1, static_cast<int>(left_ms));
+          if (r > 0) {
+            char c;
+            ssize_t n = read(rt->ack_pipe[0], &c, 1);
+            (void)n;
+            break;
+          }
+          if (r == 0 || errno != EINTR) break;
         }
       }
     }
@@ -676,6 +687,8 @@ void InstallFatalHandlers() {
     sa.sa_sigaction = OnFatal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    // No sampling tick inside the handler: it would only interrupt the wait.
+    sigaddset(&sa.sa_mask, rt->signo);
     sigaction(sig, &sa, nullptr);
   }
 }
