@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "cct/node_values.h"
+#include "collector/gpu_adapter_abi.h"
 #include "store/database.h"
 #include "tests/test_util.h"
 
@@ -277,6 +278,45 @@ TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 wit
   auto bad = Run({Tool("cct-record"), "-o", dir / "x.db", "--gpu", "maybe", "--", App()});
   CHECK(bad.exit_code == 125);
   CHECK(testutil::LineCount(bad.err) == 1);
+}
+
+// The real adapter module, loaded as the collector loads it: dlopen, then
+// the entry point by name. The module hides the symbols of the archives it
+// is linked from; the entry point once went with them, and no GPU run could
+// have started ("... is not a GPU adapter of this cctdb version").
+TEST_CASE("gpu record: the real CUPTI adapter module exports its entry point") {
+  const std::string module = testutil::BuildDir() + "/src/collector/cupti/libcct-cupti.so";
+  if (access(module.c_str(), R_OK) != 0) {
+    MESSAGE("skipped: the CUPTI adapter module was not built");
+    return;
+  }
+  void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const char* error = handle ? nullptr : dlerror();
+  INFO((error ? error : ""));
+  REQUIRE(handle != nullptr);
+  auto entry = reinterpret_cast<CctdbGpuAdapterEntry>(dlsym(handle, collector::kGpuAdapterEntry));
+  REQUIRE((entry != nullptr));
+  const collector::GpuAdapter* adapter = entry();
+  REQUIRE(adapter != nullptr);
+  CHECK(adapter->abi == collector::kGpuAdapterAbi);
+  CHECK(std::string(adapter->name) == "cupti");
+  CHECK((adapter->start && adapter->flush && adapter->stop && adapter->stats && adapter->describe));
+
+  // Through cct-record, the real module named as the adapter (which skips
+  // cct-record's own driver probe): the collector loads it and calls start.
+  // Without a GPU, start fails with the adapter's reason, not the loader's.
+  if (!Available()) return;
+  TempDir dir;
+  auto on = Run({Tool("cct-record"), "-o", dir / "real.db", "--gpu", "on", "--", App()}, {{"CCT_GPU_ADAPTER", module}});
+  INFO(on.err);
+  if (on.exit_code == 125) {
+    CHECK(testutil::LineCount(on.err) == 1);
+    CHECK(on.err.find("GPU tracing cannot start: ") != std::string::npos);
+    CHECK(on.err.find("not a GPU adapter") == std::string::npos);
+    CHECK(on.err.find("cannot load") == std::string::npos);
+  } else {
+    CHECK(on.exit_code == 0);  // a machine with a GPU: traced
+  }
 }
 
 TEST_CASE("gpu record: a raw dump replays into the same run") {
