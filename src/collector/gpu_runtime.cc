@@ -46,6 +46,7 @@ struct GpuState {
   std::mutex start_mu;
   bool attempted = false;
   std::atomic<bool> tracing{false};
+  std::atomic<bool> exit_handler_at_launch{false};  // GpuAtExit registered again at the first launch
   std::string status = "off";  // "on", "off: <reason>", "off (--gpu off)"
   void* module = nullptr;
   const GpuAdapter* adapter = nullptr;
@@ -158,8 +159,13 @@ void RawCorrelate(uint32_t correlation_id, const LaunchSite& site) {
   if (g->raw) g->raw_pending.push_back({correlation_id, site.node, static_cast<uint8_t>(site.kind), site.iteration});
 }
 
+// The final GPU flush, as an exit handler (registered in Attach and OnLaunch).
+void GpuAtExit() { GpuFlush(/*final=*/true); }
+
 void OnLaunch(void*, uint32_t correlation_id, uint8_t kind, const char* kernel_name) {
   if (!g || getpid() != g->pid || !g->tracing.load(std::memory_order_relaxed)) return;
+  if (!g->exit_handler_at_launch.load(std::memory_order_relaxed) && !g->exit_handler_at_launch.exchange(true))
+    atexit(GpuAtExit);  // see Attach
   try {
     uint32_t handle = 0;
     const uint32_t name_id = kernel_name && *kernel_name ? KernelNameId(kernel_name) : 0;
@@ -341,6 +347,17 @@ std::string Attach() {
     return g->status = std::string("off: ") + (error[0] ? error : "the adapter could not start");
   }
   g->status = "on";
+  // The final flush must come before CUDA and CUPTI tear down at exit.
+  // Exit handlers run in reverse order of registration, and the
+  // collector's own (on_exit, at its start) comes before libcupti was even
+  // loaded, so it would run after libcupti's static destructors and
+  // CUDA's teardown. Registered here, inside the program's cuInit when
+  // injected, as NVIDIA's injection samples do; and again at the first
+  // launch (OnLaunch), which comes after the handlers CUDA registers while
+  // the program starts (nvcc's fatbinary registration) also when tracing
+  // attached before the program ran (--gpu on). The first of these to run
+  // stops tracing; the others, and the collector's own, then find it stopped.
+  atexit(GpuAtExit);
   return "";
 }
 

@@ -135,6 +135,16 @@ void CallHook(const F& hook, Args&&... args) {
   }
 }
 
+// Hands over the records CUPTI holds (`flag`: 0, or FLUSH_FORCED for
+// buffers not yet complete as well). Not from the buffer callbacks.
+void FlushActivity(uint32_t flag) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.started.load()) return;
+  if (s.pc_sampling) cupti::PcFlush();
+  (void)cuptiActivityFlushAll(flag);
+}
+
 void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     if (S().pc_sampling) cupti::PcOnResource(cbid, data);
@@ -143,6 +153,12 @@ void CUPTIAPI OnApi(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (cb == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) {
+    // The reset destroys the device's contexts and the records CUPTI still
+    // holds for them: hand them over first (NVIDIA's samples flush here).
+    if (cb->callbackSite == CUPTI_API_ENTER) FlushActivity(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    return;
+  }
   const std::optional<cct::GpuOpKind> kind = cupti::LaunchKindOf(domain, cbid);
   if (!kind) return;
   State& s = S();
@@ -284,6 +300,11 @@ cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
     }
     cct::Status st = EnableCallbacks(s, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
     if (st.ok()) st = EnableCallbacks(s, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    if (st.ok()) {
+      const CUptiResult rr =
+          cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+      if (rr != CUPTI_SUCCESS) st = CuptiError("cuptiEnableCallback (cudaDeviceReset)", rr);
+    }
     if (st.ok() && s.pc_sampling) {
       for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
                                     CUPTI_CBID_RESOURCE_MODULE_LOADED}) {
@@ -298,6 +319,15 @@ cct::Status StartCupti(GpuHooks hooks, GpuStartOptions options) {
       Teardown(s);
       return st;
     }
+    // CUPTI 12.x and 13 give every thread that produces records its own
+    // buffer by default, each held until it fills or a flush comes. Our pool
+    // is bounded (kActivityBuffers), so a program with more recording
+    // threads than buffers would have requests declined and records
+    // dropped: one stream of buffers instead. Must precede the
+    // registration; a CUPTI without the attribute has only that stream.
+    uint8_t per_thread = 0;
+    size_t per_thread_size = sizeof per_thread;
+    (void)cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &per_thread_size, &per_thread);
     r = cuptiActivityRegisterCallbacks(OnBufferRequested, OnBufferCompleted);
     if (r != CUPTI_SUCCESS) {
       Teardown(s);
@@ -337,13 +367,7 @@ cct::Status StartGpuTracing(GpuMode mode, GpuHooks hooks, GpuStartOptions option
 
 bool GpuTracingActive() { return S().started.load(); }
 
-void FlushGpuActivity() {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.started.load()) return;
-  if (s.pc_sampling) cupti::PcFlush();
-  (void)cuptiActivityFlushAll(0);
-}
+void FlushGpuActivity() { FlushActivity(0); }
 
 void StopGpuTracing() {
   State& s = S();
@@ -465,7 +489,9 @@ int AbiStart(const GpuAdapterOptions* options, const GpuAdapterCallbacks* callba
 void AbiStats(GpuTracingStats* out) { *out = GetGpuTracingStats(); }
 
 const char* AbiDescribe() {
-  static std::string text;
+  // Never destroyed: the final call comes from an exit handler, which may run
+  // after the destructors of statics made since the collector's own start.
+  static std::string& text = *new std::string;
   try {
     text = DescribeGpus();
   } catch (...) {

@@ -7,7 +7,8 @@
 // CUPTI's own structs — to a buffer that flush/stop decode with the real
 // ActivityDecoder and deliver with the raw bytes, as the CUPTI adapter does.
 // fakecuda_init() plays cuInit: it loads CUDA_INJECTION64_PATH and calls its
-// InitializeInjection, as the driver does.
+// InitializeInjection, as the driver does, after registering the exit-time
+// teardown the CUDA runtime registers when it starts (Teardown below).
 //
 // Environment: FAKEGPU_FAIL=reason makes start() fail with that reason;
 // FAKEGPU_DROPPED=N reports N dropped records with the first batch.
@@ -45,6 +46,7 @@ struct Fake {
   cupti::ActivityDecoder decoder;
   cupti::DemangledNames names;  // launch names, as the adapter demangles them
   GpuTracingStats stats;
+  bool torn_down = false;  // CUDA's exit-time teardown ran: nothing more is delivered
 };
 Fake& F() {
   static Fake* f = new Fake;
@@ -90,6 +92,7 @@ void Deliver(bool final) {
   std::vector<GpuActivity> out;
   {
     std::lock_guard<std::mutex> lock(f.mu);
+    if (f.torn_down) return;
     records = f.pending;
     f.pending.Clear();
     api.swap(f.api);
@@ -156,11 +159,25 @@ __attribute__((visibility("default"))) const GpuAdapter* cctdb_gpu_adapter_v1() 
   return &adapter;
 }
 
+// CUDA's teardown at exit: what CUPTI still held for the destroyed contexts
+// can no longer be handed over. The runtime registers it when CUDA starts,
+// before the driver runs the injection. Exit handlers run in reverse
+// order: one the tracer registered at its own start runs after this and
+// finds nothing; one registered inside the injection runs before it.
+static void Teardown() {
+  Fake& f = F();
+  std::lock_guard<std::mutex> lock(f.mu);
+  f.torn_down = true;
+  f.pending.Clear();
+  f.api.clear();
+}
+
 // cuInit: the driver's injection.
 __attribute__((visibility("default"), noinline)) void fakecuda_init() {
   static bool done = false;
   if (done) return;
   done = true;
+  atexit(Teardown);
   const char* path = getenv("CUDA_INJECTION64_PATH");
   if (!path || !*path) return;
   void* lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
