@@ -237,10 +237,13 @@ struct RawReplay {
   uint64_t unknown = 0;    // activities attributed to `<gpu unknown>`
   uint64_t snapshots = 0;  // snapshot records (the last one is the tree)
   bool truncated = false;  // the file ended inside a record (a crash while writing): the rest was used
-  // The CUPTI API version of the libcupti that wrote the records (the run's
-  // gpu.facts.cupti_api; 0: not recorded) and the one whose record structs
-  // this replay decodes with: when they differ, record layouts may differ
-  // (the tools warn; gpu_raw_unparsed_bytes and gpu_skipped_records show it).
+  // The CUPTI API version whose record layouts the dump's buffers have (the
+  // run's gpu.facts.cupti_layout_api: the adapter's headers, for which it
+  // lays out again the records of a libcupti whose sizes differ; in older
+  // dumps gpu.facts.cupti_api, the libcupti's; 0: not recorded) and the one
+  // whose record structs this replay decodes with: when they differ, record
+  // layouts may differ (the tools warn; gpu_raw_unparsed_bytes and
+  // gpu_skipped_records show it).
   uint32_t recorded_cupti_api = 0, decoder_cupti_api = 0;
 };
 

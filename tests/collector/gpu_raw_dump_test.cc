@@ -691,13 +691,14 @@ TEST_CASE("gpu raw dump: iterations replay with their CPU values and the GPU wor
 
 TEST_CASE("gpu raw dump: a dump from another CUPTI version replays with a warning") {
   TempDir dir;
-  const auto dump_with = [&](const std::string& name, uint32_t cupti_api) {
+  const auto dump_with = [&](const std::string& name, uint32_t cupti_api, uint32_t layout_api = 0) {
     const std::string path = dir / name;
     auto created = RawDumpWriter::Create(path, 9, R"({"pid":9})");
     REQUIRE(created.ok());
     SampleTree s = BuildTree(/*with_graph=*/false);
     auto meta = nlohmann::json::parse(RunMetaJson(name));
     meta["gpu"] = {{"tracing", "on"}, {"facts", {{"gpu_model", "NVIDIA H100 80GB HBM3"}, {"cupti_api", cupti_api}}}};
+    if (layout_api != 0) meta["gpu"]["facts"]["cupti_layout_api"] = layout_api;
     (*created)->Snapshot(s.tree, meta.dump(), s.sites);
     REQUIRE((*created)->status().ok());
     return path;
@@ -723,6 +724,19 @@ TEST_CASE("gpu raw dump: a dump from another CUPTI version replays with a warnin
   CHECK(testutil::LineCount(warned.err) == 1);
   CHECK(warned.err.find("recorded with CUPTI API version " + std::to_string(CUPTI_API_VERSION - 1000)) !=
         std::string::npos);
+
+  // Another libcupti, but the adapter laid its records out in the layout of
+  // this build's headers (cupti_layout_api): nothing to warn about.
+  const std::string relaid = dump_with("relaid.cctraw", CUPTI_API_VERSION - 1000, CUPTI_API_VERSION);
+  auto c = ReplayRawDump(relaid);
+  REQUIRE(c.ok());
+  CHECK(c->recorded_cupti_api == CUPTI_API_VERSION);
+  CHECK_FALSE(nlohmann::json::parse(c->meta_json)["diagnostics"].contains("gpu_raw_recorded_cupti_api"));
+  // And a layout other than this build's warns whatever the libcupti was.
+  const std::string other = dump_with("other.cctraw", CUPTI_API_VERSION, CUPTI_API_VERSION - 1000);
+  auto d = ReplayRawDump(other);
+  REQUIRE(d.ok());
+  CHECK(nlohmann::json::parse(d->meta_json)["diagnostics"]["gpu_raw_recorded_cupti_api"] == CUPTI_API_VERSION - 1000);
 }
 
 TEST_CASE("gpu raw dump: damaged dumps are refused with one line") {

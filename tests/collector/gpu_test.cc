@@ -174,6 +174,102 @@ TEST_CASE("gpu decode: copies of every direction, memsets, memory, syncs, extern
   CHECK(d.stats().skipped == 0);
 }
 
+// A libcupti other than the headers' may write records of another size
+// (a kind grew fields, or this build is newer). CUPTI's iterator still finds
+// them; the raw dump's bytes are laid out again in this build's sizes so
+// its replay (WalkRecords) reads the same records. Expected bytes: the same
+// records in a RecordBuffer, which lays them out with the headers' sizes.
+TEST_CASE("gpu decode: records of another CUPTI's sizes are laid out again in this build's") {
+  const auto kernel = Kernel(11, "_Z3fooPf", 1000, 2000, 64, 1, 1, 256, 1, 1, 32);
+  const auto copy = Memcpy(12, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 2000, 2500);
+  const auto sync = Sync(13, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 3000, 3100);
+  const auto device = Device(0, 9, 0);
+  RecordBuffer expected;
+  expected.Add(device);
+  expected.Add(kernel);
+  expected.Add(copy);
+  expected.Add(sync);
+
+  // Lays records out as a libcupti would whose every record is `delta`
+  // bytes longer (negative: shorter) than these headers' structs; the
+  // extra bytes are not zero, as a newer CUPTI's fields would not be.
+  struct Laid {
+    std::vector<uint64_t> words;
+    std::vector<size_t> offsets;
+    size_t bytes = 0;
+    const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words.data()); }
+  };
+  const auto lay = [&](int delta, bool with_unknown_kind) {
+    Laid l;
+    std::vector<uint8_t> bytes;
+    const auto put = [&](const void* record, size_t size) {
+      l.offsets.push_back(bytes.size());
+      const size_t stride = static_cast<size_t>(static_cast<long>(size) + delta);
+      const auto* p = static_cast<const uint8_t*>(record);
+      bytes.insert(bytes.end(), p, p + std::min(size, stride));
+      bytes.resize(l.offsets.back() + stride, 0xAB);
+    };
+    put(&device, sizeof device);
+    put(&kernel, sizeof kernel);
+    if (with_unknown_kind) {
+      uint64_t unknown[4] = {};
+      const auto kind = static_cast<CUpti_ActivityKind>(0x7fff0000);
+      std::memcpy(unknown, &kind, sizeof kind);
+      put(unknown, sizeof unknown);
+    }
+    put(&copy, sizeof copy);
+    put(&sync, sizeof sync);
+    l.bytes = bytes.size();
+    l.words.assign((bytes.size() + 7) / 8, 0);
+    std::memcpy(l.words.data(), bytes.data(), bytes.size());
+    return l;
+  };
+  const auto same_bytes = [&](const std::vector<uint64_t>& words, size_t n) {
+    return n == expected.size() && std::memcmp(words.data(), expected.data(), n) == 0;
+  };
+
+  SUBCASE("the headers' own sizes: nothing to do") {
+    const Laid l = lay(0, false);
+    REQUIRE(l.bytes == expected.size());
+    CHECK(cupti::MatchesBuildLayout(l.data(), l.bytes, l.offsets));
+  }
+  SUBCASE("longer records (a newer CUPTI): each cut to the struct this build reads") {
+    const Laid l = lay(16, false);
+    CHECK_FALSE(cupti::MatchesBuildLayout(l.data(), l.bytes, l.offsets));
+    std::vector<uint64_t> out;
+    const size_t n = cupti::RepackRecords(l.data(), l.bytes, l.offsets, out);
+    CHECK(same_bytes(out, n));
+    // Walked with this build's sizes, the unrepacked bytes do not decode to
+    // the four records (the reason for laying them out again).
+    cupti::ActivityDecoder d;
+    std::vector<GpuActivity> wrong;
+    d.DecodeBuffer(l.data(), l.bytes, wrong);
+    CHECK((wrong.size() != 4 || d.stats().unparsed_bytes != 0 || d.stats().skipped != 0));
+  }
+  SUBCASE("shorter records (an older CUPTI): zero-filled to the struct") {
+    // The kernel's last 8 bytes are zero in the expected record, so a
+    // record without them lays out to the same bytes.
+    const auto* k = reinterpret_cast<const uint8_t*>(&kernel);
+    REQUIRE(std::all_of(k + sizeof kernel - 8, k + sizeof kernel, [](uint8_t b) { return b == 0; }));
+    const auto* dv = reinterpret_cast<const uint8_t*>(&device);
+    const auto* cp = reinterpret_cast<const uint8_t*>(&copy);
+    const auto* sy = reinterpret_cast<const uint8_t*>(&sync);
+    REQUIRE(std::all_of(dv + sizeof device - 8, dv + sizeof device, [](uint8_t b) { return b == 0; }));
+    REQUIRE(std::all_of(cp + sizeof copy - 8, cp + sizeof copy, [](uint8_t b) { return b == 0; }));
+    REQUIRE(std::all_of(sy + sizeof sync - 8, sy + sizeof sync, [](uint8_t b) { return b == 0; }));
+    const Laid l = lay(-8, false);
+    CHECK_FALSE(cupti::MatchesBuildLayout(l.data(), l.bytes, l.offsets));
+    std::vector<uint64_t> out;
+    CHECK(same_bytes(out, cupti::RepackRecords(l.data(), l.bytes, l.offsets, out)));
+  }
+  SUBCASE("a kind of unknown size is left out") {
+    const Laid l = lay(0, true);
+    CHECK_FALSE(cupti::MatchesBuildLayout(l.data(), l.bytes, l.offsets));
+    std::vector<uint64_t> out;
+    CHECK(same_bytes(out, cupti::RepackRecords(l.data(), l.bytes, l.offsets, out)));
+  }
+}
+
 TEST_CASE("gpu decode: CUPTI's own record iterator walks these buffers like DecodeBuffer") {
   // cuptiActivityGetNextRecord (what the adapter uses) needs no GPU: it
   // must find the same records at the same offsets as the struct-size walk,

@@ -93,6 +93,8 @@ struct State {
   // moving them out leaves the capacity here, so decoding touches no new
   // pages after the first buffers.
   std::vector<GpuActivity> scratch;
+  std::vector<size_t> record_offsets;  // where CUPTI's iterator found this buffer's records
+  std::vector<uint64_t> repacked;      // the records in this build's layout, when CUPTI's differs
 
   std::mutex api_mu;  // kMemoryApi activities waiting for the next delivery
   std::vector<GpuActivity> api_activities;
@@ -226,10 +228,23 @@ void CUPTIAPI OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* 
     std::vector<GpuActivity>& out = s.scratch;
     out.clear();
     const cupti::DecodeStats before = s.decoder.stats();
+    const uint8_t* raw = buffer;
+    size_t raw_bytes = valid;
     if (buffer != nullptr && valid > 0) {
       out.reserve(valid / sizeof(CUpti_ActivitySynchronization2));
+      s.record_offsets.clear();
       CUpti_Activity* record = nullptr;
-      while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) s.decoder.Decode(record, out);
+      while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+        s.record_offsets.push_back(static_cast<size_t>(reinterpret_cast<uint8_t*>(record) - buffer));
+        s.decoder.Decode(record, out);
+      }
+      // The raw bytes go to the raw dump, whose replay walks them with this
+      // build's record sizes: a libcupti whose records differ in size from
+      // these headers' gets its records laid out again first.
+      if (!cupti::MatchesBuildLayout(buffer, valid, s.record_offsets)) {
+        raw_bytes = cupti::RepackRecords(buffer, valid, s.record_offsets, s.repacked);
+        raw = reinterpret_cast<const uint8_t*>(s.repacked.data());
+      }
     }
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) != CUPTI_SUCCESS) dropped = 0;
@@ -245,7 +260,7 @@ void CUPTIAPI OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* 
     s.counters.activities.fetch_add(out.size(), std::memory_order_relaxed);
     s.counters.dropped.fetch_add(dropped, std::memory_order_relaxed);
     if (!out.empty() || dropped > 0)
-      CallHook(s.hooks.on_activity, std::move(out), uint64_t{dropped}, static_cast<const uint8_t*>(buffer), valid);
+      CallHook(s.hooks.on_activity, std::move(out), uint64_t{dropped}, raw, raw_bytes);
     out.clear();  // moved from or not, empty again
   } catch (...) {
     // Out of memory while decoding: this buffer's records are lost.
@@ -452,6 +467,9 @@ std::string DescribeGpus() {
   uint32_t cupti = 0;
   (void)cuptiGetVersion(&cupti);
   facts["cupti_api"] = cupti;
+  // The layout of the raw bytes handed to on_activity (a raw dump's): these
+  // headers', whatever the libcupti (OnBufferCompleted lays records out again).
+  facts["cupti_layout_api"] = CUPTI_API_VERSION;
   if (S().pc_sampling) {
     const cct::Status st = cupti::PcLastError();
     if (!st.ok()) facts["pc_sampling_error"] = st.message();

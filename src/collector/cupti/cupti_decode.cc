@@ -1,5 +1,7 @@
 #include "collector/cupti/cupti_decode.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "collector/symbolizer.h"  // Demangle
@@ -40,6 +42,48 @@ size_t RecordSize(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: return sizeof(CUpti_ActivityGraphTrace2);
     default: return 0;
   }
+}
+
+namespace {
+CUpti_ActivityKind KindAt(const uint8_t* buffer, size_t offset) {
+  CUpti_ActivityKind kind;
+  std::memcpy(&kind, buffer + offset + offsetof(CUpti_Activity, kind), sizeof kind);
+  return kind;
+}
+size_t Aligned8(size_t n) { return (n + 7) & ~size_t{7}; }
+}  // namespace
+
+bool MatchesBuildLayout(const uint8_t* buffer, size_t valid_bytes, const std::vector<size_t>& offsets) {
+  size_t expected = 0;
+  for (size_t offset : offsets) {
+    if (offset != expected || offset + sizeof(CUpti_Activity) > valid_bytes) return false;
+    const size_t size = RecordSize(KindAt(buffer, offset));
+    if (size == 0) return false;
+    expected = offset + Aligned8(size);
+  }
+  return expected == valid_bytes;
+}
+
+size_t RepackRecords(const uint8_t* buffer, size_t valid_bytes, const std::vector<size_t>& offsets,
+                     std::vector<uint64_t>& out) {
+  size_t total = 0;
+  for (size_t offset : offsets)
+    if (offset + sizeof(CUpti_Activity) <= valid_bytes) total += Aligned8(RecordSize(KindAt(buffer, offset)));
+  out.assign(total / 8, 0);
+  auto* to = reinterpret_cast<uint8_t*>(out.data());
+  size_t at = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    const size_t offset = offsets[i];
+    if (offset + sizeof(CUpti_Activity) > valid_bytes) continue;
+    const size_t size = RecordSize(KindAt(buffer, offset));
+    if (size == 0) continue;
+    // CUPTI's record runs to the next one (or the buffer's end).
+    size_t extent = valid_bytes - offset;
+    if (i + 1 < offsets.size() && offsets[i + 1] > offset) extent = std::min(extent, offsets[i + 1] - offset);
+    std::memcpy(to + at, buffer + offset, std::min(extent, size));
+    at += Aligned8(size);
+  }
+  return at;
 }
 
 namespace {

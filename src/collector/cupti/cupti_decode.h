@@ -101,6 +101,22 @@ RecordWalk WalkRecords(const uint8_t* buffer, size_t bytes, Fn&& fn) {
   return w;
 }
 
+// The adapter finds records with CUPTI's iterator, which knows the size of
+// every record its libcupti wrote; a raw dump's replay walks the bytes with
+// this build's sizes (WalkRecords). The two differ when the libcupti at run
+// time is not the one of these headers (a record kind grew, or shrank).
+// `offsets` are where the iterator found the records, in order.
+//
+// Whether the records lie where WalkRecords finds them and fill the buffer.
+bool MatchesBuildLayout(const uint8_t* buffer, size_t valid_bytes, const std::vector<size_t>& offsets);
+// Lays the records out again with this build's sizes — each record's first
+// RecordSize(kind) bytes (zero-filled where CUPTI's record is shorter; the
+// decoder reads no further), 8-byte aligned, back to back — so WalkRecords
+// finds exactly them. Records of kinds without a known size are left out
+// (the decoder skips them anyway). Returns the bytes written into `out`.
+size_t RepackRecords(const uint8_t* buffer, size_t valid_bytes, const std::vector<size_t>& offsets,
+                     std::vector<uint64_t>& out);
+
 class ActivityDecoder {
  public:
   ActivityDecoder();

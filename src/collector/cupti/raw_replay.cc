@@ -263,8 +263,13 @@ cct::Result<RawReplay> ReplayRawDump(const std::string& path) {
     out.decoder_cupti_api = CUPTI_API_VERSION;
     if (const auto gpu = meta.find("gpu"); gpu != meta.end() && gpu->is_object())
       if (const auto facts = gpu->find("facts"); facts != gpu->end() && facts->is_object())
-        if (const auto api = facts->find("cupti_api"); api != facts->end() && api->is_number_unsigned())
-          out.recorded_cupti_api = api->get<uint32_t>();
+        // The layout the buffers have: the adapter's headers' when it says
+        // so (it lays records out again for them), else its libcupti's.
+        for (const char* key : {"cupti_layout_api", "cupti_api"})
+          if (const auto api = facts->find(key); api != facts->end() && api->is_number_unsigned()) {
+            out.recorded_cupti_api = api->get<uint32_t>();
+            break;
+          }
 
     nlohmann::json& diag = meta["diagnostics"];
     if (!diag.is_object()) diag = nlohmann::json::object();
