@@ -13,12 +13,12 @@
 #include "diff/diff.h"
 #include "diff/inputs.h"
 #include "cct/tree_ops.h"
-#include "query/flame.h"
+#include "reports/flame.h"
 #include "query/profile.h"
 #include "store/database.h"
 #include "store/fault_guard.h"
 #include "tools/cli.h"
-#include "tools/diff_report.h"
+#include "reports/diff_report.h"
 
 namespace po = boost::program_options;
 

@@ -1,38 +1,6 @@
-// Formatting for reports: values with units chosen for reading, percentages,
-// names elided to fit a terminal column, CSV fields. Pure functions.
+// Moved to output/format.h. This forwarding header stays only until
+// tools/cct_record.cc (being changed on another branch) includes the new
+// path; nothing else may include it.
 #pragma once
 
-#include <string>
-#include <string_view>
-
-#include "cct/metric.h"
-#include "cct/tree_ops.h"
-
-namespace query {
-
-// "1.23 s", "456 ms", "78.9 µs", "12 ns", "1.5 KiB", "12,345" ... with three
-// significant digits; `ascii` writes "us" for "µs". Zero is "0".
-std::string FormatValue(double v, cct::Unit unit, bool ascii = false);
-// "12.3%" (one decimal); empty when total is 0.
-std::string FormatPercent(double part, double total);
-// The value as JSON/CSV carry it: seconds for times, raw otherwise.
-double ExportValue(double v, cct::Unit unit);
-// Inverse of ExportValue (for importers of our own exports).
-double ImportValue(double v, cct::Unit unit);
-
-// Display width in terminal columns (UTF-8 code points).
-size_t DisplayWidth(std::string_view s);
-// Elides the middle of `s` so it fits `width` columns: "std::vec…push_back".
-std::string ElideMiddle(std::string_view s, size_t width, bool ascii = false);
-std::string PadLeft(std::string_view s, size_t width);
-std::string PadRight(std::string_view s, size_t width);
-
-// A CSV field, quoted when it must be (RFC 4180).
-std::string CsvField(std::string_view s);
-// A number the way CSV and JSON carry it: shortest exact form.
-std::string NumberText(double v);
-
-// Shortens "/usr/lib/x86_64-linux-gnu/libc.so.6" to "libc.so.6".
-using cct::BaseName;
-
-}  // namespace query
+#include "output/format.h"

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "query/format.h"
+#include "output/format.h"
 #include "tests/diff/diff_cli.h"
 #include "tests/test_util.h"
 

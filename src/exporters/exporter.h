@@ -1,0 +1,50 @@
+// Exporters: a profile in formats other tools read. One file per format
+// (json.cc, folded.cc, hatchet.cc, hatchet_json.cc, pprof.cc, csv.cc);
+// exporters/registry.h lists them for cct-query export and other front ends.
+//
+// Exports stream to an std::ostream as they walk the tree and return a
+// Status (kInvalidArgument for an unknown or unsuitable metric). Pure
+// functions of their inputs: safe to call from several threads on different
+// profiles (a Progress, when given, is the caller's and not shared).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cct/status.h"
+#include "cct/tree.h"
+#include "query/profile.h"
+
+namespace query {
+
+class Progress;
+
+struct ExportOptions {
+  std::vector<std::string> metrics;  // json/hatchet/pprof/csv: empty = all; folded: the first (default: run's first)
+  Progress* progress = nullptr;      // optional; exporters report nodes done
+};
+
+// The formats' entry points, as the registry calls them.
+cct::Status ExportJson(const Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportFolded(const Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportHatchet(const Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportHatchetJson(const Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportCsv(const Profile& profile, const ExportOptions& options, std::ostream& out);
+
+// The writers behind some of them (pprof.cc, hatchet_json.cc, csv.cc).
+// `progress` may be null.
+cct::Status WritePprof(const Profile& profile, const std::vector<std::string>& metrics, std::ostream& out,
+                       Progress* progress);
+cct::Status WriteHatchetGraphFrame(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
+                                   Progress* progress);
+cct::Status WriteNodeCsv(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
+                         Progress* progress);
+
+// The metrics to export: the named ones, or all (additive ones only with
+// `additive_only`); kNotFound when the run has none.
+cct::Result<std::vector<cct::MetricId>> ExportMetrics(const cct::Tree& tree, const std::vector<std::string>& names,
+                                                      bool additive_only);
+
+}  // namespace query

@@ -1,0 +1,53 @@
+// --to folded: folded stacks, "frame;frame;frame value" (FlameGraph,
+// inferno, speedscope read them).
+#include "cct/node_values.h"
+#include "cct/tree_ops.h"
+#include "exporters/exporter.h"
+#include "output/format.h"
+
+namespace query {
+
+using cct::MetricId;
+using cct::NodeId;
+using cct::Status;
+
+namespace {
+
+// Folded stacks: "frame;frame;frame value", one line per node with an
+// exclusive value. Frame names lose any ';' (the format's separator).
+Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, ResolveMetrics(tree, names));
+  const MetricId m = ids.front();
+  if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive)
+    return cct::InvalidArgument("folded stacks carry additive metrics; '" + tree.metrics().Get(m).name + "' is derived");
+  cct::NodeValues values(tree);
+  const std::vector<double>& exc = values.Exclusive(m);
+  const cct::Children children = cct::BuildChildren(tree);
+  // Preorder with the current path kept as a string of names.
+  struct Item {
+    NodeId node;
+    size_t path_len;  // length of the parent's path
+  };
+  std::string path;
+  std::vector<Item> stack;
+  for (const NodeId* c = children.end(cct::kRootNode); c != children.begin(cct::kRootNode);) stack.push_back({*--c, 0});
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    path.resize(it.path_len);
+    if (!path.empty()) path.push_back(';');
+    for (char c : tree.name(it.node)) path.push_back(c == ';' ? ':' : (c == '\n' ? ' ' : c));
+    if (exc[it.node] != 0) out << path << ' ' << NumberText(exc[it.node]) << '\n';
+    const size_t len = path.size();
+    for (const NodeId* c = children.end(it.node); c != children.begin(it.node);) stack.push_back({*--c, len});
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ExportFolded(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+  return WriteFolded(profile.tree, options.metrics, out);
+}
+
+}  // namespace query

@@ -1,0 +1,298 @@
+// pprof export: a gzipped profile.proto that `go tool pprof` and other pprof
+// readers open.
+//
+// Mapping of a calling-context tree onto pprof's model:
+// - one sample type per exported additive metric (pprof values are int64:
+//   times in nanoseconds, sizes in bytes, counts; other numbers rounded);
+// - one sample per node with an exclusive value, its stack the node's path,
+//   leaf first;
+// - a location is a frame together with the inlined frames (kFrameInlined)
+//   directly below it: their functions become the lines of one location,
+//   innermost first, as pprof describes inlining; a source-line node (kLine)
+//   sets the line number of its function's entry instead of adding a frame;
+// - frames that are not CPU functions become functions with a readable prefix
+//   ("[thread] main", "[nvtx] step", "[gpu-op] <gpu kernel>", "[kernel] sgemm")
+//   so they stay visible in pprof's views.
+//
+// Streaming: samples are written while the tree is walked; the function,
+// location and string tables (one entry per distinct frame, not per node)
+// follow at the end. Protocol buffers allow a message's fields in any order,
+// and repeated fields may be split; every pprof reader accepts this.
+//
+// libprotobuf (Debian's) provides the message classes and the gzip stream,
+// so the wire encoding and compression are not hand-written here.
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "cct/node_values.h"
+#include "cct/tree_ops.h"
+#include "profile.pb.h"
+#include "exporters/exporter.h"
+#include "output/format.h"
+#include "output/progress.h"
+
+namespace query {
+
+using cct::FrameKind;
+using cct::MetricId;
+using cct::NodeId;
+using cct::Status;
+using google::protobuf::internal::WireFormatLite;
+
+namespace {
+
+namespace pb = perftools::profiles;
+
+std::string_view PprofUnit(cct::Unit u) {
+  switch (u) {
+    case cct::Unit::kNanoseconds: return "nanoseconds";
+    case cct::Unit::kBytes: return "bytes";
+    case cct::Unit::kCount: return "count";
+    case cct::Unit::kPercent: return "percent";
+    case cct::Unit::kNone: return "units";
+  }
+  return "units";
+}
+
+class StringIndex {
+ public:
+  StringIndex() { Get(""); }
+  int64_t Get(std::string_view s) {
+    auto it = ids_.find(std::string(s));
+    if (it != ids_.end()) return it->second;
+    const int64_t id = static_cast<int64_t>(order_.size());
+    order_.emplace_back(s);
+    ids_.emplace(order_.back(), id);
+    return id;
+  }
+  const std::vector<std::string>& strings() const { return order_; }
+
+ private:
+  std::unordered_map<std::string, int64_t> ids_;
+  std::vector<std::string> order_;
+};
+
+// The pprof function name of a frame: CPU functions (and failed unwinds)
+// keep their names, other kinds get "[kind] ".
+std::string PprofName(const cct::Tree& tree, const cct::Frame& f) {
+  const std::string_view name = tree.str(f.name);
+  switch (f.kind) {
+    case FrameKind::kFunction:
+    case FrameKind::kUnknown: return std::string(name);
+    default: return "[" + std::string(cct::FrameKindName(f.kind)) + "] " + std::string(name);
+  }
+}
+
+// Writes fields of the top-level Profile message one at a time.
+class ProfileWriter {
+ public:
+  explicit ProfileWriter(google::protobuf::io::CodedOutputStream& out) : out_(out) {}
+  void Message(int field, const google::protobuf::MessageLite& m) {
+    buf_.clear();
+    m.SerializeToString(&buf_);
+    out_.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    out_.WriteVarint32(static_cast<uint32_t>(buf_.size()));
+    out_.WriteRaw(buf_.data(), static_cast<int>(buf_.size()));
+  }
+  void String(int field, std::string_view s) {
+    out_.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    out_.WriteVarint32(static_cast<uint32_t>(s.size()));
+    out_.WriteRaw(s.data(), static_cast<int>(s.size()));
+  }
+  void Int(int field, int64_t v) {
+    if (v == 0) return;  // proto3 default
+    out_.WriteTag(WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_VARINT));
+    out_.WriteVarint64(static_cast<uint64_t>(v));
+  }
+
+ private:
+  google::protobuf::io::CodedOutputStream& out_;
+  std::string buf_;
+};
+
+}  // namespace
+
+Status WritePprof(const Profile& profile, const std::vector<std::string>& names, std::ostream& out,
+                  Progress* progress) {
+  const cct::Tree& tree = profile.tree;
+  std::vector<MetricId> ids;
+  if (names.empty()) {
+    for (MetricId m = 0; m < tree.metrics().size(); ++m)
+      if (tree.metrics().Get(m).kind == cct::MetricKind::kAdditive) ids.push_back(m);
+    if (ids.empty()) return cct::NotFound("the run has no additive metrics to export");
+  } else {
+    CCT_ASSIGN_OR_RETURN(ids, ResolveMetrics(tree, names));
+    for (MetricId m : ids)
+      if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive)
+        return cct::InvalidArgument("pprof samples carry additive metrics; '" + tree.metrics().Get(m).name +
+                                    "' is derived");
+  }
+  if (progress) progress->SetTotal(tree.size());
+
+  StringIndex strings;
+  std::vector<std::pair<int64_t, int64_t>> sample_types;
+  for (MetricId m : ids) {
+    const cct::MetricDesc& d = tree.metrics().Get(m);
+    sample_types.emplace_back(strings.Get(d.name), strings.Get(PprofUnit(d.unit)));
+  }
+  std::vector<const cct::SparseColumn*> columns;
+  for (MetricId m : ids) columns.push_back(&tree.column(m));
+  std::vector<std::vector<double>> exclusive;  // dense per metric: one pass reads them per node
+  {
+    cct::NodeValues values(tree);
+    for (MetricId m : ids) exclusive.push_back(values.Exclusive(m));
+  }
+
+  // Functions: one per distinct (name, file, start line).
+  std::vector<pb::Function> functions;
+  std::unordered_map<std::string, uint64_t> function_ids;
+  std::vector<uint64_t> frame_function(tree.frames().size(), 0);
+  auto function_of = [&](cct::FrameId fid) -> uint64_t {
+    if (frame_function[fid] != 0) return frame_function[fid];
+    const cct::Frame f = tree.frames().Get(fid);
+    std::string name = f.kind == FrameKind::kLine
+                           ? cct::LineName(tree.str(f.file), f.line)
+                           : PprofName(tree, f);
+    const bool has_line = f.kind != FrameKind::kLine && f.kind != FrameKind::kThread && f.kind != FrameKind::kNvtx;
+    std::string key = name;
+    key.push_back('\0');
+    key.append(tree.str(f.file));
+    key.push_back('\0');
+    key.append(std::to_string(has_line ? f.line : 0));
+    auto [it, inserted] = function_ids.emplace(key, functions.size() + 1);
+    if (inserted) {
+      pb::Function fn;
+      fn.set_id(it->second);
+      fn.set_name(strings.Get(name));
+      // No system name: pprof then takes `name` as already demangled and
+      // shows it as it is, instead of stripping "(...)" and "<...>" from
+      // names that look like C++ (which also empties "<gpu kernel>").
+      fn.set_filename(strings.Get(tree.str(f.file)));
+      fn.set_start_line(has_line ? f.line : 0);
+      functions.push_back(std::move(fn));
+    }
+    return frame_function[fid] = it->second;
+  };
+
+  // Per node: its own line entry, the node its location continues from
+  // (inlining), the node whose location comes next on the stack, and the
+  // node's location id.
+  const size_t n = tree.size();
+  std::vector<uint64_t> entry_fn(n, 0);
+  std::vector<int64_t> entry_line(n, 0);
+  std::vector<NodeId> chain_prev(n, cct::kNoNode), outer(n, cct::kRootNode);
+  std::vector<uint32_t> location(n, 0);
+  std::vector<pb::Location> locations;
+  std::unordered_map<std::string, uint32_t> location_ids;
+  std::string key;
+
+  auto inlinable_parent = [&](NodeId p) {
+    if (p == cct::kRootNode) return false;
+    const FrameKind k = tree.kind(p);
+    return k == FrameKind::kFunction || k == FrameKind::kKernel || k == FrameKind::kUnknown;
+  };
+
+  google::protobuf::io::OstreamOutputStream raw(&out);
+  google::protobuf::io::GzipOutputStream::Options gz_options;
+  gz_options.format = google::protobuf::io::GzipOutputStream::GZIP;
+  google::protobuf::io::GzipOutputStream gz(&raw, gz_options);
+  {
+    google::protobuf::io::CodedOutputStream coded(&gz);
+    ProfileWriter w(coded);
+    for (const auto& [type, unit] : sample_types) {
+      pb::ValueType vt;
+      vt.set_type(type);
+      vt.set_unit(unit);
+      w.Message(1, vt);
+    }
+
+    pb::Sample sample;
+    for (NodeId node = 1; node < n; ++node) {
+      const cct::Frame f = tree.frame(node);
+      const NodeId parent = tree.parent(node);
+      if (f.kind == FrameKind::kLine && inlinable_parent(parent)) {
+        // A source line refines its function's entry.
+        entry_fn[node] = entry_fn[parent];
+        entry_line[node] = f.line;
+        chain_prev[node] = chain_prev[parent];
+        outer[node] = outer[parent];
+      } else {
+        entry_fn[node] = function_of(tree.frame_id(node));
+        entry_line[node] = f.line;
+        if ((f.flags & cct::kFrameInlined) != 0 && f.kind == FrameKind::kFunction && inlinable_parent(parent)) {
+          chain_prev[node] = parent;
+          outer[node] = outer[parent];
+        } else {
+          outer[node] = parent;
+        }
+      }
+      // The location: this node's entry, then the chain it was inlined into.
+      key.clear();
+      for (NodeId c = node; c != cct::kNoNode; c = chain_prev[c]) {
+        const uint64_t fn = entry_fn[c];
+        const int64_t line = entry_line[c];
+        key.append(reinterpret_cast<const char*>(&fn), sizeof fn);
+        key.append(reinterpret_cast<const char*>(&line), sizeof line);
+      }
+      auto [it, inserted] = location_ids.emplace(key, static_cast<uint32_t>(locations.size() + 1));
+      if (inserted) {
+        pb::Location loc;
+        loc.set_id(it->second);
+        for (size_t off = 0; off < key.size(); off += 16) {
+          uint64_t fn;
+          int64_t line;
+          std::memcpy(&fn, key.data() + off, 8);
+          std::memcpy(&line, key.data() + off + 8, 8);
+          pb::Line* l = loc.add_line();
+          l->set_function_id(fn);
+          l->set_line(line);
+        }
+        locations.push_back(std::move(loc));
+      }
+      location[node] = it->second;
+
+      bool any = false;
+      for (const auto& e : exclusive) any |= std::llround(e[node]) != 0;
+      if (any) {
+        sample.Clear();
+        for (NodeId c = node; c != cct::kRootNode; c = outer[c]) sample.add_location_id(location[c]);
+        for (const auto& e : exclusive) sample.add_value(std::llround(e[node]));
+        w.Message(2, sample);
+      }
+      if (progress) progress->Update(node);
+    }
+    for (const pb::Location& loc : locations) w.Message(4, loc);
+    for (const pb::Function& fn : functions) w.Message(5, fn);
+    // Strings used by the scalar fields below must be interned before the
+    // table is written.
+    const int64_t comment = strings.Get(profile.label.empty() ? "cctdb profile" : profile.label);
+    for (const std::string& s : strings.strings()) w.String(6, s);
+    if (profile.runs.size() == 1) {
+      w.Int(9, profile.runs.front().start_time_ns);
+      w.Int(10, profile.runs.front().duration_ns);
+    }
+    pb::ValueType period;
+    period.set_type(sample_types.front().first);
+    period.set_unit(sample_types.front().second);
+    w.Message(11, period);
+    w.Int(12, 1);
+    w.Int(13, comment);
+    w.Int(14, sample_types.front().first);
+    if (coded.HadError()) return cct::IoError("cannot write the pprof profile");
+  }
+  if (!gz.Close()) return cct::IoError("cannot write the pprof profile (compression failed)");
+  if (progress) progress->Update(n);
+  return Status::Ok();
+}
+
+Status ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+  return WritePprof(profile, options.metrics, out, options.progress);
+}
+
+}  // namespace query

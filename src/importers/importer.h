@@ -1,0 +1,111 @@
+// Importers: profiles written by other tools, turned into runs (or into
+// metrics attached to a run). One file per format (folded.cc, hatchet.cc,
+// hpctoolkit.cc, ncu.cc, cupti_raw.cc); importers/registry.h lists them for
+// cct-import and other front ends.
+//
+// The format readers return a Tree (the store writes it); a malformed input
+// yields kBadInput naming the file and line. They are pure functions of their
+// inputs, safe to call from several threads on different inputs. The import
+// flows (ImportRequest below) also open the database and write the run.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cct/status.h"
+#include "cct/tree.h"
+
+namespace query {
+
+struct ImportOptions {
+  std::string metric;              // folded: the metric the numbers are (default "samples")
+  std::optional<std::string> unit;  // ns|us|ms|s|bytes|count|percent|1; time units are stored as ns
+  bool skip_bad_lines = false;
+};
+
+struct ImportResult {
+  cct::Tree tree;
+  size_t records = 0;  // lines (folded) or nodes (hatchet) read
+  size_t skipped = 0;  // malformed records skipped (--skip-bad-lines)
+  std::string first_skip;  // where the first skipped record was, for the report
+};
+
+cct::Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options);
+cct::Result<ImportResult> ImportHatchet(const std::string& path, const ImportOptions& options);
+// An HPCToolkit database directory (experiment.xml + *.metric-db): one run;
+// each metric-db file (rank, thread) becomes a thread node; metrics keep
+// HPCToolkit's names without the " (I)"/" (E)" suffix. --metric/--unit
+// convert one metric's numbers (e.g. "CPUTIME (usec)" with unit us).
+cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOptions& options);
+
+// Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
+// export (also the long `--page details` layout) to the kernel nodes of a
+// run's tree, matched by normalized kernel name, NVTX context and launch
+// order (import_ncu.cc describes the rule). Each ncu metric M becomes an
+// additive accumulator "M:acc" plus a derived per-launch average "M" =
+// M:acc / ncu:count; attaching again replaces the previous values.
+struct NcuAttachOptions {
+  std::string metric_regex;  // ncu metrics to attach (empty: every numeric one but device__attribute_*)
+};
+struct NcuAttachResult {
+  size_t launches = 0;                 // rows (kernel launches) in the file
+  size_t matched = 0;                  // rows attached to a kernel node
+  size_t kernel_nodes = 0;             // kernel nodes that received metrics
+  std::vector<std::string> unmatched;  // kernel names (as ncu wrote them) with no node, each once
+  std::vector<std::string> metrics;    // ncu metric names attached
+};
+cct::Result<NcuAttachResult> AttachNcuMetrics(const std::string& csv_path, cct::Tree& tree,
+                                              const NcuAttachOptions& options);
+
+// Resolves --unit for a metric: the catalog's unit for known names, else the
+// given unit (default: count). `scale` converts input numbers to stored ones.
+cct::Status ResolveImportUnit(const std::string& metric, const std::optional<std::string>& unit, cct::Unit& out,
+                              double& scale);
+
+// Reads a whole file (kIo / kNotFound on failure).
+cct::Result<std::string> ReadFile(const std::string& path);
+
+// What a front end asks of an import flow (importers/registry.h): the
+// command line's values, already parsed.
+struct ImportRequest {
+  std::string tool;     // names the program in fault messages (store::FaultGuard)
+  std::string file;     // the input file or directory
+  std::string db_path;  // the database (store::DefaultDatabasePath applied)
+  std::set<std::string> given;  // the options given, by cct-import name: each flow rejects those it does not take
+  ImportOptions options;        // --metric, --unit, --skip-bad-lines
+  std::optional<std::string> name;          // --name
+  std::map<std::string, std::string> tags;  // --tag
+  std::optional<std::string> run;           // --run (importers that attach to a run)
+};
+
+// What an import flow did, for the front end to print: `notes` are
+// diagnostics (cct-import prints each as "cct-import: <note>" on stderr,
+// before the summary), `summary` the result (stdout, newline-terminated).
+struct ImportReport {
+  std::vector<std::string> notes;
+  std::string summary;
+};
+
+// The flows behind the registry (one per format file). A flow fails with
+// kInvalidArgument for options that do not apply to its format.
+cct::Result<ImportReport> ImportFoldedRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportHatchetRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportHpctoolkitRun(const ImportRequest& request);
+cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
+
+// The flow of folded, hatchet and hpctoolkit: reads the input with `read`
+// and stores the tree as a new run named after the file (or --name), source
+// "import:<format>".
+using ReadImport = cct::Result<ImportResult> (*)(const std::string& path, const ImportOptions& options);
+cct::Result<ImportReport> ImportNewRun(const ImportRequest& request, const std::string& format, ReadImport read);
+// kInvalidArgument "--<option> does not apply to --from <format>" for the
+// first of `options` that was given.
+cct::Status RejectOptions(const ImportRequest& request, const std::vector<std::string>& options,
+                          const std::string& format);
+
+}  // namespace query

@@ -1,0 +1,69 @@
+#include "importers/registry.h"
+
+#include "cctdb_config.h"
+
+namespace query {
+
+namespace {
+
+#if !CCTDB_HAVE_CUPTI
+// The raw dump's records are CUPTI's structs: without its headers at build
+// time there is no decoder to replay them with.
+cct::Result<ImportReport> CuptiRawUnavailable(const ImportRequest& request) {
+  CCT_RETURN_IF_ERROR(RejectOptions(request, {"metric", "unit", "skip-bad-lines", "run"}, "cupti-raw"));
+  return cct::InvalidArgument(
+      "--from cupti-raw: this cct-import was built without CUPTI (no CUDA toolkit with CUPTI was found at build "
+      "time); rebuild with one to replay raw GPU dumps");
+}
+#endif
+
+}  // namespace
+
+const std::vector<ImporterInfo>& Importers() {
+  static const std::vector<ImporterInfo> kImporters = {
+      {"folded", {".folded", ".txt"}, "folded stacks, one \"frame;frame;frame value\" line per stack",
+       "\"frame;frame;frame value\" lines (FlameGraph stackcollapse, inferno);\n"
+       "each value is the exclusive value of its stack",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportFoldedRun},
+      {"hatchet", {".json"}, "Hatchet JSON (literal format or GraphFrame.to_json)",
+       "Hatchet JSON: the literal format or GraphFrame.to_json's graph+dataframe",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportHatchetRun},
+      {"hpctoolkit", {""}, "an HPCToolkit database directory",
+       "an HPCToolkit database directory (experiment.xml + *.metric-db); one\n"
+       "run, ranks and threads as thread nodes, HPCToolkit's metric names",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportHpctoolkitRun},
+      {"ncu-csv", {".csv"}, "Nsight Compute CSV metrics attached to a run's kernel nodes",
+       "Nsight Compute `ncu --csv --page raw` output: attaches the kernels'\n"
+       "metrics to the kernel nodes of an existing run (--run RUN)",
+       ImportProduces::kAttachToRun, {"run", "metric"}, &AttachNcuRun},
+      {"cupti-raw", {".cctraw"}, "a raw GPU dump of cct-record --gpu-raw, replayed into its run",
+       "a raw GPU dump (`cct-record --gpu-raw DIR`, one file per process):\n"
+       "replays it into the run the collector stored (its metadata, tree\n"
+       "and GPU metrics); a dump cut short by a crash is replayed up to\n"
+       "its last whole record, with a warning",
+       ImportProduces::kNewRun, {"name", "tag"},
+#if CCTDB_HAVE_CUPTI
+       &ImportCuptiRawRun
+#else
+       &CuptiRawUnavailable
+#endif
+      },
+  };
+  return kImporters;
+}
+
+std::string ImporterNames() {
+  std::string out;
+  const std::vector<ImporterInfo>& all = Importers();
+  for (size_t i = 0; i < all.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + std::string(all[i].name);
+  return out;
+}
+
+cct::Result<const ImporterInfo*> FindImporter(std::string_view name) {
+  for (const ImporterInfo& i : Importers())
+    if (i.name == name) return &i;
+  return cct::InvalidArgument("unknown format '" + std::string(name) + "' (expected " + ImporterNames() + ")");
+}
+
+}  // namespace query

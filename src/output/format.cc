@@ -1,0 +1,144 @@
+#include "output/format.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace query {
+
+namespace {
+
+// Three significant digits: 1.23, 12.3, 123, 1234 (no exponent).
+std::string Sig3(double v) {
+  char buf[64];
+  const double a = std::fabs(v);
+  int decimals = a >= 100 ? 0 : a >= 10 ? 1 : 2;
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  // Rounding can carry into another digit (9.995 -> "10.00"): redo with one
+  // decimal fewer so the width stays three digits.
+  const double printed = std::fabs(std::strtod(buf, nullptr));
+  if (decimals > 0 && ((decimals == 2 && printed >= 10) || (decimals == 1 && printed >= 100)))
+    std::snprintf(buf, sizeof buf, "%.*f", decimals - 1, v);
+  return buf;
+}
+
+std::string Scaled(double v, const double* steps, const char* const* names, int n) {
+  const double a = std::fabs(v);
+  int i = n - 1;
+  while (i > 0 && a < steps[i] * 0.9995) --i;
+  return Sig3(v / steps[i]) + " " + names[i];
+}
+
+}  // namespace
+
+std::string FormatValue(double v, cct::Unit unit, bool ascii) {
+  if (std::isnan(v)) return "";
+  if (v == 0) return "0";
+  switch (unit) {
+    case cct::Unit::kNanoseconds: {
+      static const double steps[] = {1, 1e3, 1e6, 1e9};
+      static const char* const utf8[] = {"ns", "µs", "ms", "s"};
+      static const char* const plain[] = {"ns", "us", "ms", "s"};
+      if (std::fabs(v) >= 1e12) {  // beyond 1000 s: whole seconds read better
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.0f s", v / 1e9);
+        return buf;
+      }
+      return Scaled(v, steps, ascii ? plain : utf8, 4);
+    }
+    case cct::Unit::kBytes: {
+      if (std::fabs(v) < 1024 && v == std::floor(v)) return std::to_string(static_cast<long long>(v)) + " B";
+      static const double steps[] = {1, 1024.0, 1048576.0, 1073741824.0, 1099511627776.0};
+      static const char* const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+      return Scaled(v, steps, names, 5);
+    }
+    case cct::Unit::kPercent: return Sig3(v) + "%";
+    case cct::Unit::kCount:
+    case cct::Unit::kNone: {
+      if (v == std::floor(v) && std::fabs(v) < 1e6) return std::to_string(static_cast<long long>(v));
+      if (std::fabs(v) < 1e6) return Sig3(v);
+      static const double steps[] = {1, 1e3, 1e6, 1e9, 1e12};
+      static const char* const names[] = {"", "k", "M", "G", "T"};
+      std::string s = Scaled(v, steps, names, 5);
+      s.erase(s.find(' '), 1);
+      return s;
+    }
+  }
+  return Sig3(v);
+}
+
+std::string FormatPercent(double part, double total) {
+  if (total == 0 || std::isnan(part)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * part / total);
+  return buf;
+}
+
+double ExportValue(double v, cct::Unit unit) { return unit == cct::Unit::kNanoseconds ? v / 1e9 : v; }
+double ImportValue(double v, cct::Unit unit) { return unit == cct::Unit::kNanoseconds ? v * 1e9 : v; }
+
+size_t DisplayWidth(std::string_view s) {
+  size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+namespace {
+// Byte offset of the code point that starts display column `cols`.
+size_t ByteOffsetOfColumn(std::string_view s, size_t cols) {
+  size_t seen = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (seen == cols) return i;
+      ++seen;
+    }
+  }
+  return s.size();
+}
+}  // namespace
+
+std::string ElideMiddle(std::string_view s, size_t width, bool ascii) {
+  const size_t w = DisplayWidth(s);
+  if (w <= width) return std::string(s);
+  const std::string_view mark = ascii ? "..." : "…";
+  const size_t mark_w = DisplayWidth(mark);
+  if (width <= mark_w) return std::string(mark.substr(0, width));
+  const size_t keep = width - mark_w;
+  const size_t head = (keep + 1) / 2, tail = keep - head;
+  std::string out(s.substr(0, ByteOffsetOfColumn(s, head)));
+  out += mark;
+  out += s.substr(ByteOffsetOfColumn(s, w - tail));
+  return out;
+}
+
+std::string PadLeft(std::string_view s, size_t width) {
+  const size_t w = DisplayWidth(s);
+  return (w < width ? std::string(width - w, ' ') : std::string()) + std::string(s);
+}
+
+std::string PadRight(std::string_view s, size_t width) {
+  const size_t w = DisplayWidth(s);
+  return std::string(s) + (w < width ? std::string(width - w, ' ') : std::string());
+}
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string NumberText(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string();
+}
+
+
+}  // namespace query

@@ -1,0 +1,61 @@
+// A calling-context tree as JSON, the way `cct-query tree --format json` and
+// `cct-query export --to json` both write it: which nodes are shown and in
+// what order (VisibleTree), and the nested node objects (WriteTreeJson).
+// Depends on cct only. VisibleTree borrows the tree, children and key it is
+// given (they must outlive it); const use is thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cct/tree.h"
+#include "cct/tree_ops.h"
+#include "output/json_writer.h"
+#include "output/metric_columns.h"
+
+namespace query {
+
+// Which nodes a tree report shows and in what order: children by the first
+// metric's inclusive value, largest first (ties by name, then creation).
+// With `with_values` (iteration profiles), nodes without any value are hidden.
+class VisibleTree {
+ public:
+  VisibleTree(const cct::Tree& tree, const cct::Children& children, const std::vector<double>& key, double threshold,
+              int max_depth, const std::vector<char>* with_values = nullptr)
+      : tree_(tree), children_(children), key_(key), threshold_(threshold), max_depth_(max_depth),
+        with_values_(with_values) {}
+
+  std::vector<cct::NodeId> Children(cct::NodeId n, int depth) const {
+    std::vector<cct::NodeId> out;
+    if (max_depth_ >= 0 && depth >= max_depth_) return out;
+    for (const cct::NodeId* it = children_.begin(n); it != children_.end(n); ++it)
+      if (Shown(*it)) out.push_back(*it);
+    std::sort(out.begin(), out.end(), [&](cct::NodeId a, cct::NodeId b) {
+      if (key_[a] != key_[b]) return key_[a] > key_[b];
+      const int c = tree_.name(a).compare(tree_.name(b));
+      return c != 0 ? c < 0 : a < b;
+    });
+    return out;
+  }
+  bool Shown(cct::NodeId n) const {
+    if (with_values_ && !(*with_values_)[n]) return false;
+    return threshold_ <= 0 || std::fabs(key_[n]) >= threshold_;
+  }
+
+ private:
+  const cct::Tree& tree_;
+  const cct::Children& children_;
+  const std::vector<double>& key_;
+  double threshold_;
+  int max_depth_;
+  const std::vector<char>* with_values_;
+};
+
+// One node object {"name", "kind", "module", "file", "line", "inclusive",
+// "exclusive", "children": [...]} for `top` and its visible subtree;
+// `with_path` adds the node's "path" (a --focus root).
+void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, cct::NodeId top,
+                   JsonWriter& w, bool with_path);
+
+}  // namespace query

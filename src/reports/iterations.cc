@@ -1,0 +1,147 @@
+// `cct-query iterations RUN`: the iterations an NVTX range (--iteration
+// REGEX) cut a run into: each one's start (relative to the run's start),
+// duration, total of the chosen metric and its share of the run's total,
+// then the duration statistics and the iteration @iter=median picks.
+#include <algorithm>
+#include <cmath>
+
+#include "cct/node_values.h"
+#include "output/format.h"
+#include "reports/registry.h"
+#include "reports/reports.h"
+#include "store/selector.h"
+
+namespace query {
+
+using cct::Status;
+
+namespace {
+
+struct DurationStats {
+  double mean = NAN, median = NAN, min = NAN, max = NAN;
+};
+
+// The usual statistics; an even count's median is the mean of the middle two.
+DurationStats Stats(const store::RunIterations& its) {
+  DurationStats s;
+  std::vector<double> d;
+  for (const store::Iteration& it : its.iterations) d.push_back(static_cast<double>(it.duration_ns));
+  if (d.empty()) return s;
+  std::sort(d.begin(), d.end());
+  double sum = 0;
+  for (double x : d) sum += x;
+  s.mean = sum / static_cast<double>(d.size());
+  const size_t mid = d.size() / 2;
+  s.median = d.size() % 2 ? d[mid] : (d[mid - 1] + d[mid]) / 2;
+  s.min = d.front();
+  s.max = d.back();
+  return s;
+}
+
+}  // namespace
+
+Status WriteIterationsReport(const std::string& selector, const std::string& default_db,
+                             const ReportOptions& opt, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(selector, default_db));
+  if (sel.iteration)
+    return cct::InvalidArgument("iterations lists every iteration of a run; drop the @iter= from '" + selector + "'");
+  if (opt.metrics.size() > 1) return cct::InvalidArgument("iterations takes one metric (-m)");
+  CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(sel.db_path, store::Database::Mode::kRead));
+  CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, store::SelectRuns(*db, sel));
+  if (sel.is_group() || runs.size() != 1)
+    return cct::InvalidArgument("'" + selector + "' names a group of " + std::to_string(runs.size()) +
+                                " runs; iterations lists one run's iterations");
+  const store::RunMeta& run = runs.front();
+  CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
+  CCT_ASSIGN_OR_RETURN(std::optional<store::RunIterations> its, db->ReadIterations(run.id));
+  if (!its)
+    return cct::InvalidArgument("'" + selector + "': " + RunLabel(run) +
+                                " has no iterations (record with --iteration REGEX)");
+  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, opt.metrics));
+  const cct::MetricId metric = ids.front();
+  const cct::MetricDesc& desc = tree.metrics().Get(metric);
+  const bool additive = desc.kind == cct::MetricKind::kAdditive;
+  cct::NodeValues values(tree);
+  const double run_total = values.Total(metric);
+  const std::vector<double> totals = IterationTotals(*its, tree.metrics(), metric);
+  const size_t n = its->iterations.size();
+  const int64_t base = run.start_time_ns > 0 ? run.start_time_ns : (n ? its->iterations.front().start_ns : 0);
+  const DurationStats stats = Stats(*its);
+  double in_iterations = 0;
+  for (double t : totals) in_iterations += t;
+  auto share = [&](double v) { return additive && run_total != 0 ? v / run_total : NAN; };
+  const std::string range = its->range.empty() ? "an NVTX range" : "NVTX range /" + its->range + "/";
+
+  switch (opt.format) {
+    case OutputFormat::kText: {
+      auto time = [&](double ns) { return FormatValue(ns, cct::Unit::kNanoseconds, opt.ascii); };
+      out << RunLabel(run) << ": " << n << (n == 1 ? " iteration" : " iterations") << " of " << range << '\n';
+      if (n == 0) break;
+      TextTable t({{"iter"}, {"start"}, {"duration"}, {desc.name}, {"share"}}, "");
+      for (size_t i = 0; i < n; ++i) {
+        const store::Iteration& it = its->iterations[i];
+        t.AddRow({std::to_string(i + 1), time(static_cast<double>(it.start_ns - base)),
+                  time(static_cast<double>(it.duration_ns)), FormatValue(totals[i], desc.unit, opt.ascii),
+                  additive ? FormatPercent(totals[i], run_total) : ""},
+                 "", "");
+      }
+      t.Render(out, opt.width, opt.ascii);
+      out << "duration: mean " << time(stats.mean) << ", median " << time(stats.median) << ", min "
+          << time(stats.min) << ", max " << time(stats.max) << '\n';
+      if (additive) {
+        out << desc.name << ": " << FormatValue(in_iterations, desc.unit, opt.ascii) << " in iterations";
+        if (run_total != 0) out << " (" << FormatPercent(in_iterations, run_total) << " of the run)";
+        out << '\n';
+      }
+      out << "median iteration by " << desc.name << ": " << MedianIteration(totals) + 1 << " (@iter=median)\n";
+      break;
+    }
+    case OutputFormat::kJson: {
+      JsonWriter w(out);
+      w.BeginObject();
+      w.FieldInt("run", run.id).Field("name", run.name).Field("label", RunLabel(run)).Field("range", its->range);
+      w.FieldInt("run_start_time_ns", run.start_time_ns);
+      w.Field("metric", desc.name).Field("unit", cct::UnitName(desc.unit));
+      w.Field("run_total", ExportValue(run_total, desc.unit));
+      w.Key("iterations").BeginArray();
+      for (size_t i = 0; i < n; ++i) {
+        const store::Iteration& it = its->iterations[i];
+        w.BeginObject().FieldInt("iteration", static_cast<long long>(i + 1));
+        w.Field("start", static_cast<double>(it.start_ns - base) / 1e9).FieldInt("start_time_ns", it.start_ns);
+        w.Field("duration", static_cast<double>(it.duration_ns) / 1e9);
+        w.Field("value", ExportValue(totals[i], desc.unit)).Field("share", share(totals[i]));
+        w.EndObject();
+      }
+      w.EndArray();
+      w.Key("duration").BeginObject();
+      w.Field("mean", stats.mean / 1e9).Field("median", stats.median / 1e9);
+      w.Field("min", stats.min / 1e9).Field("max", stats.max / 1e9);
+      w.EndObject();
+      w.Key("median_iteration");
+      n ? w.Int(static_cast<long long>(MedianIteration(totals) + 1)) : w.Null();
+      w.EndObject();
+      out << '\n';
+      break;
+    }
+    case OutputFormat::kCsv: {
+      out << "iteration,start,start_time_ns,duration," << CsvField(desc.name) << ",share\n";
+      for (size_t i = 0; i < n; ++i) {
+        const store::Iteration& it = its->iterations[i];
+        const double sh = share(totals[i]);
+        out << i + 1 << ',' << NumberText(static_cast<double>(it.start_ns - base) / 1e9) << ',' << it.start_ns << ','
+            << NumberText(static_cast<double>(it.duration_ns) / 1e9) << ','
+            << (std::isnan(totals[i]) ? "" : NumberText(ExportValue(totals[i], desc.unit))) << ','
+            << (std::isnan(sh) ? "" : NumberText(sh)) << '\n';
+      }
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+cct::Status IterationsCommand(const ReportRequest& request, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
+  return WriteIterationsReport(request.args.at(0), request.db_path, opt, out);
+}
+
+}  // namespace query

@@ -1,0 +1,62 @@
+#include "reports/registry.h"
+
+namespace query {
+
+const std::vector<ReportInfo>& Reports() {
+  static const std::vector<ReportInfo> kReports = {
+      {"runs", "[SELECTOR]", "list the runs in the database", {}, 0, 1, "runs takes at most one selector", false,
+       &RunsCommand},
+      {"show", "RUN", "a run's metadata, diagnostics and metric totals", {"merge-threads"}, 1, 1,
+       "show expects one RUN (see cct-query --help)", false, &ShowCommand},
+      {"metrics", "RUN", "the metrics a run has", {"merge-threads"}, 1, 1,
+       "metrics expects one RUN (see cct-query --help)", false, &MetricsCommand},
+      {"tree", "RUN", "the calling-context tree, top-down",
+       {"metric", "depth", "min", "focus", "lines", "merge-threads"}, 1, 1,
+       "tree expects one RUN (see cct-query --help)", false, &TreeCommand},
+      {"top", "RUN", "a flat profile by function, kernel, nvtx, line or module",
+       {"metric", "n", "by", "inclusive", "exclusive", "merge-threads"}, 1, 1,
+       "top expects one RUN (see cct-query --help)", false, &TopCommand},
+      {"callers", "RUN REGEX", "bottom-up: who reaches the frames matching REGEX",
+       {"metric", "depth", "min", "merge-threads", "lines"}, 2, 2, "callers expects RUN and REGEX (see cct-query --help)",
+       false, &CallersCommand},
+      {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric"}, 1, 1,
+       "iterations expects one RUN (see cct-query --help)", false, &IterationsCommand},
+      {"flame", "RUN -o FILE.svg", "an interactive flame graph (SVG)",
+       {"metric", "output", "merge-threads", "lines", "title", "min-width", "image-width"}, 1, 1,
+       "flame expects one RUN (see cct-query --help)", true, &FlameCommand},
+      {"kernels", "RUN|SELECTOR",
+       "GPU kernels: time, launches, Nsight Compute metrics, bottleneck; for a group, kernel popularity across its runs",
+       {"metric", "n"}, 1, 1, "kernels expects one RUN or SELECTOR (see cct-query --help)", false, &KernelsCommand},
+      {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
+       {"metric", "by", "nodes", "confidence"}, 1, 1,
+       "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},
+  };
+  return kReports;
+}
+
+cct::Result<const ReportInfo*> FindReport(std::string_view name) {
+  for (const ReportInfo& r : Reports())
+    if (r.name == name) return &r;
+  return cct::InvalidArgument("unknown command '" + std::string(name) + "' (see cct-query --help)");
+}
+
+cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request) {
+  ReportOptions opt = request.options;
+  if (request.by) {
+    CCT_ASSIGN_OR_RETURN(opt.by, ParseGroupBy(*request.by));
+  }
+  if (request.format) {
+    CCT_ASSIGN_OR_RETURN(opt.format, ParseOutputFormat(*request.format));
+  }
+  return opt;
+}
+
+cct::Result<Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines) {
+  LoadOptions load;
+  load.keep_lines = request.lines || keep_lines;
+  load.merge_threads = request.merge_threads;
+  if (!request.options.metrics.empty()) load.median_metric = request.options.metrics.front();  // @iter=median
+  return LoadProfile(request.args.at(0), request.db_path, load);
+}
+
+}  // namespace query

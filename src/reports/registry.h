@@ -1,0 +1,80 @@
+// The reports cctdb knows, for every front end to enumerate: cct-query's
+// commands (but export, which the exporters' registry serves), the options
+// each accepts, their help lines and the dispatch come from here. Adding a
+// report: a file in src/reports/ with its command function (declared below)
+// and one entry in registry.cc.
+//
+// The table is immutable static data: safe to read from any thread. The
+// command functions open the database themselves (read-only).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cct/status.h"
+#include "reports/reports.h"
+
+namespace query {
+
+// A cct-query command line, parsed: the options every report reads the same
+// way are in `options`; the ones whose meaning depends on the command are
+// kept as given.
+struct ReportRequest {
+  std::vector<std::string> args;  // after the command name
+  std::string db_path;            // store::DefaultDatabasePath applied
+  ReportOptions options;          // -m, --depth, --min, --focus, -n, --exclusive, --ascii, --width
+  std::optional<std::string> by;      // --by: top's grouping, table's tag:KEY
+  std::optional<std::string> format;  // --format: text|json|csv, table also markdown|latex
+  std::optional<std::string> nodes;   // table --nodes
+  std::optional<double> confidence;   // table --confidence
+  std::optional<std::string> title;   // flame --title
+  std::optional<double> min_width;    // flame --min-width
+  std::optional<size_t> image_width;  // flame --image-width
+  bool lines = false;                 // --lines
+  bool merge_threads = false;         // --merge-threads
+};
+
+using ReportCommand = cct::Status (*)(const ReportRequest& request, std::ostream& out);
+
+struct ReportInfo {
+  std::string_view name;         // the cct-query command
+  std::string_view usage;        // its arguments, for --help ("RUN", "RUN REGEX")
+  std::string_view description;  // one line (--help may wrap it)
+  std::vector<std::string_view> options;  // the cct-query options it takes besides -d, --format, --ascii, --width
+  size_t min_args, max_args;     // how many arguments it takes
+  std::string_view args_error;   // the message when it gets another number
+  bool writes_output = false;    // takes -o FILE (written whole or not at all)
+  ReportCommand run;
+};
+
+// Every report, in the order cct-query lists them.
+const std::vector<ReportInfo>& Reports();
+
+// The report named `name`; kInvalidArgument "unknown command 'NAME' (see
+// cct-query --help)" when there is none.
+cct::Result<const ReportInfo*> FindReport(std::string_view name);
+
+// The commands, one file each (the registry's `run`).
+cct::Status RunsCommand(const ReportRequest& request, std::ostream& out);
+cct::Status ShowCommand(const ReportRequest& request, std::ostream& out);
+cct::Status MetricsCommand(const ReportRequest& request, std::ostream& out);
+cct::Status TreeCommand(const ReportRequest& request, std::ostream& out);
+cct::Status TopCommand(const ReportRequest& request, std::ostream& out);
+cct::Status CallersCommand(const ReportRequest& request, std::ostream& out);
+cct::Status IterationsCommand(const ReportRequest& request, std::ostream& out);
+cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
+cct::Status KernelsCommand(const ReportRequest& request, std::ostream& out);
+cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
+
+// Helpers of the commands: --by and --format parsed into ReportOptions (as
+// GroupBy and OutputFormat), and the profile of args[0] loaded with the
+// request's --lines, --merge-threads and -m (for @iter=median); `keep_lines`
+// keeps source lines regardless.
+cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request);
+cct::Result<Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines);
+
+}  // namespace query

@@ -1,0 +1,76 @@
+// Reports: what cct-query prints. Each writes text, JSON or CSV to a stream
+// and returns a Status (kInvalidArgument for bad options such as an unknown
+// metric or an invalid regex). Pure functions of the Profile and options.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cct/node_values.h"
+#include "cct/status.h"
+#include "output/metric_columns.h"
+#include "query/profile.h"
+
+namespace query {
+
+enum class OutputFormat { kText, kJson, kCsv };
+cct::Result<OutputFormat> ParseOutputFormat(const std::string& s);
+
+enum class GroupBy { kFunction, kKernel, kNvtx, kLine, kModule };
+cct::Result<GroupBy> ParseGroupBy(const std::string& s);
+
+struct ReportOptions {
+  std::vector<std::string> metrics;  // empty: the run's first metric
+  int depth = -1;                    // -1: unlimited
+  double min_pct = 0;                // hide nodes below this share of the total
+  std::string focus;                 // regex: subtrees rooted at matching frames
+  size_t limit = 20;                 // top -n
+  bool sort_exclusive = false;       // top: order by exclusive value
+  GroupBy by = GroupBy::kFunction;
+  OutputFormat format = OutputFormat::kText;
+  bool ascii = false;
+  size_t width = 80;  // 0: unlimited
+};
+
+cct::Status WriteTreeReport(Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteTopReport(Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteCallersReport(Profile& profile, const std::string& regex, const ReportOptions& options,
+                               std::ostream& out);
+cct::Status WriteMetricsReport(Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteShowReport(Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteRunsReport(const std::vector<store::RunMeta>& runs, const std::string& db_path,
+                            const ReportOptions& options, std::ostream& out);
+
+// `iterations RUN`: per iteration its start (relative to the run's; JSON
+// also absolute), duration, total of the metric (-m, default the run's first)
+// and its share of the run's total; then duration statistics and the
+// iteration @iter=median picks (iterations_report.cc).
+cct::Status WriteIterationsReport(const std::string& selector, const std::string& default_db,
+                                  const ReportOptions& options, std::ostream& out);
+
+// `kernels`: per GPU kernel its time (-m, default gker), launches
+// (gker:count), attached Nsight Compute metrics and bottleneck class; for a
+// group selector, kernel popularity across the runs (kernels_report.cc).
+cct::Status WriteKernelsReport(const std::string& selector, const std::string& default_db,
+                               const ReportOptions& options, std::ostream& out);
+
+// `table`: per group of runs (the values of tag KEY) the mean of each metric
+// with a confidence interval (Student t) and n, for papers
+// (table_report.cc).
+enum class TableFormat { kText, kMarkdown, kCsv, kLatex, kJson };
+cct::Result<TableFormat> ParseTableFormat(const std::string& s);
+struct TableOptions {
+  std::string by;                    // "tag:KEY"
+  std::vector<std::string> metrics;  // empty: the first run's first metric
+  std::string nodes;                 // regex: values of the matching frames instead of run totals
+  double confidence = 0.95;
+  TableFormat format = TableFormat::kText;
+  bool ascii = false;
+};
+cct::Status WriteTableReport(const std::string& selector, const std::string& default_db,
+                             const TableOptions& options, std::ostream& out);
+// The p-quantile of Student's t distribution with df degrees of freedom.
+double StudentTQuantile(double p, double df);
+
+}  // namespace query

@@ -1,0 +1,151 @@
+// `cct-query runs`: the runs in a database.
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <optional>
+
+#include "output/format.h"
+#include "store/database.h"
+#include "store/selector.h"
+#include "reports/registry.h"
+#include "reports/reports.h"
+#include "reports/run_text.h"
+
+namespace query {
+
+using cct::Status;
+using store::RunMeta;
+
+std::string LocalTime(int64_t ns) {
+  if (ns <= 0) return "";
+  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string IsoUtc(int64_t ns) {
+  if (ns <= 0) return "";
+  const std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Tags(const std::map<std::string, std::string>& tags) {
+  std::string s;
+  for (const auto& [k, v] : tags) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+std::string Outcome(const RunMeta& r) {
+  if (r.term_signal) return "signal " + std::to_string(*r.term_signal);
+  if (r.exit_code) return "exit " + std::to_string(*r.exit_code);
+  return "";
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) {
+    if (!s.empty()) s += ' ';
+    const bool quote = x.empty() || x.find_first_of(" \t'\"\\$") != std::string::npos;
+    if (!quote) {
+      s += x;
+      continue;
+    }
+    s += '\'';
+    for (char c : x) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    s += '\'';
+  }
+  return s;
+}
+
+namespace {
+
+void WriteRunJson(JsonWriter& w, const RunMeta& r) {
+  w.BeginObject();
+  w.FieldInt("id", r.id).Field("name", r.name).Field("state", store::RunStateName(store::EffectiveState(r)));
+  w.Field("start_time", IsoUtc(r.start_time_ns)).FieldInt("start_time_ns", r.start_time_ns);
+  w.Field("duration", static_cast<double>(r.duration_ns) / 1e9);
+  w.Key("tags").BeginObject();
+  for (const auto& [k, v] : r.tags) w.Field(k, v);
+  w.EndObject();
+  w.Field("source", r.source);
+  w.Key("exit_code");
+  r.exit_code ? w.Int(*r.exit_code) : w.Null();
+  w.Key("term_signal");
+  r.term_signal ? w.Int(*r.term_signal) : w.Null();
+  w.FieldInt("parent_run", r.parent_run).FieldInt("nodes", static_cast<long long>(r.node_count));
+  w.EndObject();
+}
+
+}  // namespace
+
+Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_path, const ReportOptions& opt,
+                       std::ostream& out) {
+  switch (opt.format) {
+    case OutputFormat::kText: {
+      if (runs.empty()) {
+        out << db_path << ": no runs\n";
+        return Status::Ok();
+      }
+      TextTable table({{"id"}, {"state", 0, true}, {"started", 3, true}, {"duration"}, {"outcome", 1, true},
+                       {"nodes", 2}},
+                      "name  tags");
+      for (const RunMeta& r : runs) {
+        std::string label = r.name.empty() ? "-" : r.name;
+        const std::string tags = Tags(r.tags);
+        if (!tags.empty()) label += "  " + tags;
+        table.AddRow({std::to_string(r.id), std::string(store::RunStateName(store::EffectiveState(r))),
+                      LocalTime(r.start_time_ns),
+                      r.duration_ns > 0 ? FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii) : "-",
+                      Outcome(r), std::to_string(r.node_count)},
+                     "", label);
+      }
+      table.Render(out, opt.width, opt.ascii);
+      break;
+    }
+    case OutputFormat::kJson: {
+      JsonWriter w(out);
+      w.BeginArray();
+      for (const RunMeta& r : runs) WriteRunJson(w, r);
+      w.EndArray();
+      out << '\n';
+      break;
+    }
+    case OutputFormat::kCsv: {
+      out << "id,name,state,start_time,duration,exit_code,term_signal,nodes,tags\n";
+      for (const RunMeta& r : runs) {
+        out << r.id << ',' << CsvField(r.name) << ',' << store::RunStateName(store::EffectiveState(r)) << ','
+            << IsoUtc(r.start_time_ns) << ',' << NumberText(static_cast<double>(r.duration_ns) / 1e9) << ','
+            << (r.exit_code ? std::to_string(*r.exit_code) : "") << ','
+            << (r.term_signal ? std::to_string(*r.term_signal) : "") << ',' << r.node_count << ','
+            << CsvField(Tags(r.tags)) << '\n';
+      }
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+cct::Status RunsCommand(const ReportRequest& request, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
+  std::vector<RunMeta> runs;
+  std::string path = request.db_path;
+  if (request.args.empty()) {
+    CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(path, store::Database::Mode::kRead));
+    CCT_ASSIGN_OR_RETURN(runs, db->ListRuns());
+  } else {
+    CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(request.args[0], request.db_path));
+    path = sel.db_path;
+    CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(path, store::Database::Mode::kRead));
+    CCT_ASSIGN_OR_RETURN(runs, store::SelectRuns(*db, sel));
+  }
+  return WriteRunsReport(runs, path, opt, out);
+}
+
+}  // namespace query

@@ -1,0 +1,158 @@
+// `cct-query tree`: the calling-context tree, top-down.
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "cct/tree_ops.h"
+#include "output/format.h"
+#include "output/tree_json.h"
+#include "reports/registry.h"
+#include "reports/reports.h"
+
+namespace query {
+
+using cct::NodeId;
+using cct::Status;
+
+namespace {
+
+// Nodes whose name matches, outermost only (a match inside a match is part
+// of the outer subtree).
+cct::Result<std::vector<NodeId>> FocusRoots(const cct::Tree& tree, const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return cct::InvalidArgument("invalid --focus regex '" + pattern + "': " + e.what());
+  }
+  std::vector<char> frame_matches(tree.frames().size(), 0);  // 0 unknown, 1 no, 2 yes
+  std::vector<char> inside(tree.size(), 0);
+  std::vector<NodeId> roots;
+  for (NodeId n = 1; n < tree.size(); ++n) {
+    inside[n] = inside[tree.parent(n)];
+    if (inside[n]) continue;
+    char& m = frame_matches[tree.frame_id(n)];
+    if (m == 0) {
+      const std::string_view name = tree.name(n);
+      m = std::regex_search(name.begin(), name.end(), re) ? 2 : 1;
+    }
+    if (m == 2) {
+      roots.push_back(n);
+      inside[n] = 1;
+    }
+  }
+  return roots;
+}
+
+void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, const ReportOptions& opt,
+               NodeId top, std::ostream& out) {
+  TextTable table(cols.TextColumns(), "calling context");
+  const TreeGlyphs& g = Glyphs(opt.ascii);
+  struct Item {
+    NodeId node;
+    int depth;
+    std::string prefix;  // drawn before this node's name
+    std::string child_prefix;
+  };
+  std::vector<Item> stack{{top, 0, "", ""}};
+  while (!stack.empty()) {
+    Item it = std::move(stack.back());
+    stack.pop_back();
+    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), it.prefix, DisplayName(tree, it.node));
+    const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
+    for (size_t i = kids.size(); i-- > 0;) {
+      const bool last = i + 1 == kids.size();
+      stack.push_back({kids[i], it.depth + 1, it.child_prefix + (last ? g.last : g.branch),
+                       it.child_prefix + (last ? g.space : g.pipe)});
+    }
+  }
+  table.Render(out, opt.width, opt.ascii);
+}
+
+void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top, bool header,
+              std::ostream& out) {
+  if (header) out << "depth,name,kind,module,file,line," << cols.CsvHeader() << ",path\n";
+  struct Item {
+    NodeId node;
+    int depth;
+  };
+  std::vector<Item> stack{{top, 0}};
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    const cct::Frame f = tree.frame(it.node);
+    std::string path;
+    for (const std::string& p : cct::PathNames(tree, it.node)) path += (path.empty() ? "" : ";") + p;
+    out << it.depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
+        << CsvField(tree.str(f.module)) << ',' << CsvField(tree.str(f.file)) << ',' << f.line << ','
+        << cols.CsvCells(cols.NodeInclusive(it.node), cols.NodeExclusive(it.node)) << ',' << CsvField(path) << '\n';
+    const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
+    for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
+  }
+}
+
+}  // namespace
+
+Status WriteTreeReport(Profile& profile, const ReportOptions& opt, std::ostream& out) {
+  const cct::Tree& tree = profile.tree;
+  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, opt.metrics));
+  cct::NodeValues values(tree);
+  MetricColumns cols(values, ids);
+  const cct::Children children = cct::BuildChildren(tree);
+  const double threshold = opt.min_pct > 0 ? std::fabs(cols.total(0)) * opt.min_pct / 100.0 : 0.0;
+  // An iteration keeps the run's whole tree; show only what it touched.
+  const std::vector<char> with_values = profile.selector.iteration ? NodesWithValues(tree) : std::vector<char>();
+  VisibleTree vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth,
+              profile.selector.iteration ? &with_values : nullptr);
+
+  std::vector<NodeId> tops{cct::kRootNode};
+  if (!opt.focus.empty()) {
+    CCT_ASSIGN_OR_RETURN(tops, FocusRoots(tree, opt.focus));
+    if (tops.empty()) return cct::NotFound("no frame matches --focus '" + opt.focus + "'");
+  }
+
+  switch (opt.format) {
+    case OutputFormat::kText: {
+      out << profile.label << ": " << cols.TotalsLine(opt.ascii) << '\n';
+      for (NodeId top : tops) {
+        if (!opt.focus.empty()) {
+          out << '\n' << "focus: ";
+          const std::vector<std::string> path = cct::PathNames(tree, top);
+          for (size_t i = 0; i < path.size(); ++i) out << (i ? (opt.ascii ? " > " : " › ") : "") << path[i];
+          out << '\n';
+        }
+        WriteText(tree, vis, cols, opt, top, out);
+      }
+      break;
+    }
+    case OutputFormat::kJson: {
+      JsonWriter w(out);
+      if (opt.focus.empty()) {
+        WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false);
+      } else {
+        w.BeginArray();
+        for (NodeId top : tops) WriteTreeJson(tree, vis, cols, top, w, true);
+        w.EndArray();
+      }
+      out << '\n';
+      break;
+    }
+    case OutputFormat::kCsv: {
+      bool header = true;
+      for (NodeId top : tops) {
+        WriteCsv(tree, vis, cols, top, header, out);
+        header = false;
+      }
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+cct::Status TreeCommand(const ReportRequest& request, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
+  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/false));
+  return WriteTreeReport(profile, opt, out);
+}
+
+}  // namespace query
