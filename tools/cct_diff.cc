@@ -1,24 +1,15 @@
 // cct-diff: compares two runs, two iterations or two groups of runs, and
 // gates CI on regressions (exit 1 with --fail-on-regression).
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 #include "cctdb_config.h"
 #include "diff/diff.h"
 #include "diff/inputs.h"
-#include "cct/tree_ops.h"
-#include "reports/flame.h"
-#include "query/profile.h"
+#include "reports/diff_report.h"
 #include "store/database.h"
 #include "store/fault_guard.h"
 #include "tools/cli.h"
-#include "reports/diff_report.h"
 
 namespace po = boost::program_options;
 
@@ -45,80 +36,6 @@ Exit status: 0 no regression (or no --fail-on-regression), 1 a regression
 with --fail-on-regression, 2 bad usage or input.
 
 Options)";
-
-// "5", "5%" -> 0.05.
-bool ParsePercent(std::string s, double& out) {
-  if (!s.empty() && s.back() == '%') s.pop_back();
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) return false;
-  out = v / 100;
-  return true;
-}
-
-// "1%" (of the base total), "0.01" (seconds for times), "10ms", "4KiB".
-bool ParseMinAbs(const std::string& text, diff::MinAbs& out) {
-  if (!text.empty() && text.back() == '%') {
-    out.fraction = true;
-    return ParsePercent(text, out.value) && out.value >= 0;
-  }
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(v) || v < 0) return false;
-  std::string unit(end);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1},           {"s", 1},          {"ms", 1e-3},  {"us", 1e-6},  {"µs", 1e-6},
-      {"ns", 1e-9},      {"B", 1},          {"KiB", 1024}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-  };
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name) {
-      out.fraction = false;
-      out.value = v * scale;
-      return true;
-    }
-  }
-  return false;
-}
-
-// The tree a flame graph draws for a side: its run, or its runs' mean.
-cct::Result<cct::Tree> SideTree(const diff::Side& side) {
-  if (side.runs.size() == 1) return side.runs.front().tree;
-  cct::Tree mean;
-  const double scale = 1.0 / static_cast<double>(side.runs.size());
-  for (const diff::RunTree& r : side.runs) CCT_RETURN_IF_ERROR(cct::MergeInto(mean, r.tree, scale).WithContext(r.label));
-  return mean;
-}
-
-// A differential flame graph of the candidate against the base, written to
-// `path` through a temporary file, so a failure leaves no partial file.
-cct::Status WriteFlame(const diff::DiffResult& result, const diff::Side& base, const diff::Side& cand,
-                       const std::string& path) {
-  CCT_ASSIGN_OR_RETURN(cct::Tree b, SideTree(base));
-  CCT_ASSIGN_OR_RETURN(cct::Tree c, SideTree(cand));
-  query::FlameOptions fo;
-  for (const diff::MetricDiff& m : result.metrics())
-    if (m.additive && fo.metric.empty()) fo.metric = m.name;
-  fo.subtitle = base.label + " -> " + cand.label;
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) return cct::IoError("cannot write " + path);
-  cct::Status s = query::WriteDiffFlameGraph(b, c, fo, out);
-  out.close();
-  if (s.ok() && (!out || std::rename(tmp.c_str(), path.c_str()) != 0)) s = cct::IoError("cannot write " + path);
-  if (!s.ok()) std::remove(tmp.c_str());
-  return s;
-}
-
-bool UseColor(const std::string& mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  const char* no_color = std::getenv("NO_COLOR");
-  if (no_color != nullptr && *no_color != '\0') return false;
-  const char* term = std::getenv("TERM");
-  if (term != nullptr && std::string(term) == "dumb") return false;
-  return isatty(STDOUT_FILENO) != 0;
-}
 
 }  // namespace
 
@@ -179,10 +96,16 @@ int main(int argc, char** argv) {
 
   diff::DiffOptions opt;
   if (vm.count("metric")) opt.metrics = vm["metric"].as<std::vector<std::string>>();
-  if (vm.count("threshold") && (!ParsePercent(vm["threshold"].as<std::string>(), opt.threshold) || opt.threshold < 0))
-    cli::Fail(kTool, "--threshold must be a percentage, 0 or more (e.g. 5 or 5%)");
-  if (vm.count("min-abs") && !ParseMinAbs(vm["min-abs"].as<std::string>(), opt.min_abs))
-    cli::Fail(kTool, "--min-abs must be PCT% of the base total or a value such as 0.01, 10ms, 4KiB");
+  if (vm.count("threshold")) {
+    auto t = diff::ParsePercent(vm["threshold"].as<std::string>());
+    if (!t.ok() || *t < 0) cli::Fail(kTool, "--threshold must be a percentage, 0 or more (e.g. 5 or 5%)");
+    opt.threshold = *t;
+  }
+  if (vm.count("min-abs")) {
+    auto m = diff::ParseMinAbs(vm["min-abs"].as<std::string>());
+    if (!m.ok()) cli::Fail(kTool, "--min-abs must be PCT% of the base total or a value such as 0.01, 10ms, 4KiB");
+    opt.min_abs = *m;
+  }
   if (vm.count("alpha")) {
     opt.alpha = vm["alpha"].as<double>();
     if (!(opt.alpha > 0 && opt.alpha < 1)) cli::Fail(kTool, "--alpha must be between 0 and 1");
@@ -195,9 +118,9 @@ int main(int argc, char** argv) {
   opt.align.fold_recursion = vm.count("fold-recursion") > 0;
   opt.normalize_total = vm.count("normalize-total") > 0;
 
-  cctdiff::ReportOptions ro;
+  query::DiffReportOptions ro;
   if (vm.count("format")) {
-    auto f = cctdiff::ParseFormat(vm["format"].as<std::string>());
+    auto f = query::ParseDiffFormat(vm["format"].as<std::string>());
     if (!f.ok()) cli::Fail(kTool, f.status());
     ro.format = *f;
   }
@@ -212,10 +135,9 @@ int main(int argc, char** argv) {
     ro.min_pct = vm["min"].as<double>();
     if (!(ro.min_pct >= 0 && ro.min_pct <= 100)) cli::Fail(kTool, "--min must be a percentage from 0 to 100");
   }
-  const std::string color = vm.count("color") ? vm["color"].as<std::string>() : "auto";
-  if (color != "auto" && color != "always" && color != "never")
-    cli::Fail(kTool, "--color must be auto, always or never");
-  ro.color = ro.format == cctdiff::Format::kText && UseColor(color);
+  auto color = query::UseColor(vm.count("color") ? vm["color"].as<std::string>() : "auto");
+  if (!color.ok()) cli::Fail(kTool, color.status());
+  ro.color = ro.format == query::DiffFormat::kText && *color;
   ro.ascii = vm.count("ascii") > 0;
   if (vm.count("width")) ro.width = vm["width"].as<size_t>();
   else if (const size_t tw = cli::TerminalWidth(); tw > 0) ro.width = tw;
@@ -223,21 +145,11 @@ int main(int argc, char** argv) {
   const std::string db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
   store::FaultGuard guard(kTool, db_path);
 
-  // Every tree goes through the reader the reports use, so source lines fold
-  // the same way and iterations work wherever LoadProfile knows them.
   query::LoadOptions load;
   load.merge_threads = vm.count("merge-threads") > 0;
   // @iter=median picks the median iteration by the metric being compared.
   if (!opt.metrics.empty()) load.median_metric = opt.metrics.front();
-  const diff::TreeLoader loader = [&](const std::string& selector,
-                                      const std::string& db) -> cct::Result<diff::RunTree> {
-    CCT_ASSIGN_OR_RETURN(query::Profile p, query::LoadProfile(selector, db, load));
-    diff::RunTree t;
-    t.label = p.label;
-    t.run_id = p.runs.empty() ? 0 : p.runs.front().id;
-    t.tree = std::move(p.tree);
-    return t;
-  };
+  const diff::TreeLoader loader = query::ProfileTreeLoader(load);
   auto base = diff::LoadSide(args[0], db_path, loader);
   if (!base.ok()) cli::Fail(kTool, base.status());
   auto cand = diff::LoadSide(args[1], db_path, loader);
@@ -246,10 +158,10 @@ int main(int argc, char** argv) {
   auto result = diff::Compare(*base, *cand, opt);
   if (!result.ok()) cli::Fail(kTool, result.status());
   if (vm.count("flame")) {
-    const cct::Status s = WriteFlame(*result, *base, *cand, vm["flame"].as<std::string>());
+    const cct::Status s = query::WriteDiffFlame(*result, *base, *cand, vm["flame"].as<std::string>());
     if (!s.ok()) cli::Fail(kTool, s);
   }
-  cctdiff::WriteReport(*result, *base, *cand, ro, std::cout);
+  query::WriteDiffReport(*result, *base, *cand, ro, std::cout);
   std::cout.flush();
   if (!std::cout) cli::Fail(kTool, "cannot write the output");
   const bool fail = vm.count("fail-on-regression") && result->regressions() > 0;

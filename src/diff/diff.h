@@ -64,6 +64,12 @@ struct MinAbs {
   double value = 0.01;
 };
 
+// cct-diff's option texts (options.cc). --threshold: "5" or "5%" -> 0.05.
+// --min-abs: "1%" (of the base total), "0.01" (seconds for times), "10ms",
+// "4KiB". kInvalidArgument for anything else (and for a negative --min-abs).
+cct::Result<double> ParsePercent(std::string text);
+cct::Result<MinAbs> ParseMinAbs(const std::string& text);
+
 struct DiffOptions {
   std::vector<std::string> metrics;  // empty: the first metric the inputs share
   AlignOptions align;

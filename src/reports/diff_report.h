@@ -1,24 +1,28 @@
 // Reports of cct-diff: a DiffResult as text, markdown, JSON or CSV, either
 // the summary (totals, regressions, improvements, new and gone subtrees) or
-// the differential tree (--tree).
+// the differential tree (--tree); and the differential flame graph of a
+// comparison. The files: diff_report.cc (shared formatting, dispatch),
+// diff_text.cc, diff_markdown.cc, diff_json.cc, diff_csv.cc, diff_tree.cc,
+// diff_flame.cc; diff_report_internal.h is what they share.
 //
-// Lives with the tools because it formats with the query library's helpers
-// (values with units, JSON writer, tree glyphs), which src/diff must not
-// depend on. Pure functions of their inputs; thread-compatible.
+// Pure functions of their inputs (but WriteDiffFlame, which writes a file,
+// and UseColor, which reads the environment); thread-compatible.
 #pragma once
 
 #include <ostream>
 #include <string>
 
 #include "diff/diff.h"
+#include "diff/inputs.h"
+#include "query/profile.h"
 
-namespace cctdiff {
+namespace query {
 
-enum class Format { kText, kJson, kMarkdown, kCsv };
-cct::Result<Format> ParseFormat(const std::string& s);
+enum class DiffFormat { kText, kJson, kMarkdown, kCsv };
+cct::Result<DiffFormat> ParseDiffFormat(const std::string& s);
 
-struct ReportOptions {
-  Format format = Format::kText;
+struct DiffReportOptions {
+  DiffFormat format = DiffFormat::kText;
   size_t limit = 10;  // rows per list; 0: all
   bool tree = false;  // the differential tree instead of the summary
   int depth = -1;     // tree: levels shown (-1: all)
@@ -28,7 +32,23 @@ struct ReportOptions {
   size_t width = 80;  // text: columns (0: no limit)
 };
 
-void WriteReport(const diff::DiffResult& result, const diff::Side& base, const diff::Side& candidate,
-                 const ReportOptions& options, std::ostream& out);
+void WriteDiffReport(const diff::DiffResult& result, const diff::Side& base, const diff::Side& candidate,
+                     const DiffReportOptions& options, std::ostream& out);
 
-}  // namespace cctdiff
+// --color auto|always|never: whether text gets ANSI colours. auto: stdout is
+// a terminal, NO_COLOR is unset or empty and TERM is not "dumb".
+// kInvalidArgument for another mode.
+cct::Result<bool> UseColor(const std::string& mode);
+
+// A differential flame graph of the candidate against the base (each side's
+// run, or its runs' mean), width by the first additive metric compared,
+// written to `path` whole or not at all (diff_flame.cc).
+cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& base, const diff::Side& candidate,
+                           const std::string& path);
+
+// The loader cct-diff compares through: every tree goes through the reader
+// the reports use (LoadProfile), so source lines fold the same way and
+// iterations work wherever LoadProfile knows them.
+diff::TreeLoader ProfileTreeLoader(const LoadOptions& load);
+
+}  // namespace query

@@ -1,0 +1,46 @@
+// cct-diff --flame FILE, and the loader cct-diff reads its sides with.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "cct/tree_ops.h"
+#include "output/write_file.h"
+#include "reports/diff_report.h"
+#include "reports/flame.h"
+
+namespace query {
+
+cct::Result<bool> UseColor(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  if (mode != "auto") return cct::InvalidArgument("--color must be auto, always or never");
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string(term) == "dumb") return false;
+  return isatty(STDOUT_FILENO) != 0;
+}
+
+cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& base, const diff::Side& cand,
+                           const std::string& path) {
+  CCT_ASSIGN_OR_RETURN(cct::Tree b, diff::SideTree(base));
+  CCT_ASSIGN_OR_RETURN(cct::Tree c, diff::SideTree(cand));
+  FlameOptions fo;
+  for (const diff::MetricDiff& m : result.metrics())
+    if (m.additive && fo.metric.empty()) fo.metric = m.name;
+  fo.subtitle = base.label + " -> " + cand.label;
+  return WriteFileAtomically(path, [&](std::ostream& out) { return WriteDiffFlameGraph(b, c, fo, out); });
+}
+
+diff::TreeLoader ProfileTreeLoader(const LoadOptions& load) {
+  return [load](const std::string& selector, const std::string& db) -> cct::Result<diff::RunTree> {
+    CCT_ASSIGN_OR_RETURN(Profile p, LoadProfile(selector, db, load));
+    diff::RunTree t;
+    t.label = p.label;
+    t.run_id = p.runs.empty() ? 0 : p.runs.front().id;
+    t.tree = std::move(p.tree);
+    return t;
+  };
+}
+
+}  // namespace query

@@ -1,0 +1,177 @@
+// cct-diff --tree: the differential tree as text, JSON or CSV.
+#include "reports/diff_report_internal.h"
+
+#include "output/json_writer.h"
+
+#include <algorithm>
+
+namespace query::diff_report {
+
+namespace {
+
+void TreeNodeJson(query::JsonWriter& w, const DiffResult& r, NodeId n) {
+  const cct::Frame f = r.tree().frame(n);
+  w.Field("name", n == cct::kRootNode ? cct::kRootName : r.name(n));
+  w.Field("kind", cct::FrameKindName(f.kind));
+  w.Field("module", r.tree().str(f.module));
+  w.Field("file", r.tree().str(f.file));
+  w.FieldInt("line", f.line);
+  w.Field("status", diff::StatusName(r.status(n)));
+  for (int pass = 0; pass < 2; ++pass) {
+    w.Key(pass == 0 ? "inclusive" : "exclusive").BeginObject();
+    for (size_t m = 0; m < r.metrics().size(); ++m) {
+      const MetricDiff& md = r.metrics()[m];
+      const double b = pass == 0 ? md.base_inc[n] : md.base_exc[n];
+      const double c = pass == 0 ? md.cand_inc[n] : md.cand_exc[n];
+      w.Key(md.name).BeginObject();
+      w.Field("base", Export(b, md.unit));
+      w.Field("candidate", Export(c, md.unit));
+      w.Field("delta", Export(c - b, md.unit));
+      w.Key("ratio");
+      if (b != 0) w.Number(c / b);
+      else w.Null();
+      if (pass == 0 && r.tested()) w.Field("p_value", r.PValue(m, n));
+      w.EndObject();
+    }
+    w.EndObject();
+  }
+  w.Key("verdicts").BeginObject();
+  for (const MetricDiff& md : r.metrics())
+    if (md.verdict[n] != Verdict::kNone) w.Field(md.name, diff::VerdictName(md.verdict[n]));
+  w.EndObject();
+}
+
+}  // namespace
+
+void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOptions& o, std::ostream& out) {
+  std::vector<query::TextTable::Column> cols;
+  const bool multi = r.metrics().size() > 1;
+  for (size_t m = 0; m < r.metrics().size(); ++m) {
+    const bool first = m == 0;
+    cols.push_back({multi ? r.metrics()[m].name : "base", first ? 2 : 6});
+    cols.push_back({"cand", first ? 3 : 7});
+    cols.push_back({"delta", first ? 0 : 5});
+    cols.push_back({"change", first ? 0 : 4});
+    if (r.tested()) cols.push_back({"p", first ? 1 : 8});
+  }
+  cols.push_back({"", 0, true});  // verdict marker of the first metric
+  query::TextTable table(cols, "calling context");
+  const query::TreeGlyphs& g = query::Glyphs(o.ascii);
+  struct Item {
+    NodeId node;
+    int depth;
+    std::string prefix, child_prefix;
+  };
+  std::vector<Verdict> row_verdicts;
+  std::vector<Item> stack{{cct::kRootNode, 0, "", ""}};
+  while (!stack.empty()) {
+    Item it = std::move(stack.back());
+    stack.pop_back();
+    std::vector<std::string> cells;
+    for (size_t m = 0; m < r.metrics().size(); ++m) {
+      const MetricDiff& md = r.metrics()[m];
+      const NodeId n = it.node;
+      cells.push_back(md.base_inc[n] == 0 ? "" : Value(md.base_inc[n], md.unit, o.ascii));
+      cells.push_back(md.cand_inc[n] == 0 ? "" : Value(md.cand_inc[n], md.unit, o.ascii));
+      const double d = md.cand_inc[n] - md.base_inc[n];
+      cells.push_back(d == 0 ? "" : Delta(d, md.unit, o.ascii));
+      cells.push_back(ChangeText(r, m, n));
+      if (r.tested()) cells.push_back(PText(r.PValue(m, n)));
+    }
+    const Verdict v = r.metrics().front().verdict[it.node];
+    cells.push_back(v == Verdict::kRegression ? (o.ascii ? "^" : "▲") : v == Verdict::kImprovement ? (o.ascii ? "v" : "▼") : "");
+    row_verdicts.push_back(v);
+    table.AddRow(cells, it.prefix, it.node == cct::kRootNode ? std::string(cct::kRootName) : Display(r, it.node));
+    const std::vector<NodeId> kids = view.Children(it.node, it.depth);
+    for (size_t i = kids.size(); i-- > 0;) {
+      const bool last = i + 1 == kids.size();
+      stack.push_back({kids[i], it.depth + 1, it.child_prefix + (last ? g.last : g.branch),
+                       it.child_prefix + (last ? g.space : g.pipe)});
+    }
+  }
+  std::ostringstream text;
+  table.Render(text, o.width, o.ascii);
+  if (!o.color) {
+    out << text.str();
+    return;
+  }
+  std::istringstream lines(text.str());
+  std::string line;
+  std::getline(lines, line);  // header
+  out << line << '\n';
+  for (size_t i = 0; std::getline(lines, line); ++i) {
+    const Verdict v = i < row_verdicts.size() ? row_verdicts[i] : Verdict::kNone;
+    const char* on = v == Verdict::kRegression ? kRed : v == Verdict::kImprovement ? kGreen : nullptr;
+    if (on) out << on << line << kReset << '\n';
+    else out << line << '\n';
+  }
+}
+
+void WriteTreeJson(const DiffResult& r, const TreeView& view, std::ostream& out) {
+  query::JsonWriter w(out);
+  struct Item {
+    std::vector<NodeId> kids;
+    size_t next;
+    int depth;
+  };
+  auto open = [&](NodeId n, int depth) {
+    w.BeginObject();
+    TreeNodeJson(w, r, n);
+    w.Key("children").BeginArray();
+    return Item{view.Children(n, depth), 0, depth};
+  };
+  std::vector<Item> stack;
+  stack.push_back(open(cct::kRootNode, 0));
+  while (!stack.empty()) {
+    Item& it = stack.back();
+    if (it.next < it.kids.size()) {
+      const NodeId child = it.kids[it.next++];
+      const int depth = it.depth + 1;
+      stack.push_back(open(child, depth));
+    } else {
+      w.EndArray().EndObject();
+      stack.pop_back();
+    }
+  }
+  out << '\n';
+}
+
+void WriteTreeCsv(const DiffResult& r, const TreeView& view, std::ostream& out) {
+  out << "depth,name,kind,status";
+  for (const MetricDiff& md : r.metrics()) {
+    for (const char* col : {"base", "candidate", "delta", "ratio", "base_exclusive", "candidate_exclusive"})
+      out << ',' << query::CsvField(md.name + " " + col);
+    if (r.tested()) out << ',' << query::CsvField(md.name + " p_value");
+    out << ',' << query::CsvField(md.name + " verdict");
+  }
+  out << ",path\n";
+  struct Item {
+    NodeId node;
+    int depth;
+  };
+  std::vector<Item> stack{{cct::kRootNode, 0}};
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    const NodeId n = it.node;
+    std::string path;
+    for (const std::string& p : r.Path(n)) path += (path.empty() ? "" : ";") + p;
+    out << it.depth << ',' << query::CsvField(n == cct::kRootNode ? cct::kRootName : r.name(n)) << ','
+        << cct::FrameKindName(r.tree().kind(n)) << ',' << diff::StatusName(r.status(n));
+    for (size_t m = 0; m < r.metrics().size(); ++m) {
+      const MetricDiff& md = r.metrics()[m];
+      auto num = [&](double v) { return query::NumberText(Export(v, md.unit)); };
+      const auto ratio = r.Ratio(m, n);
+      out << ',' << num(md.base_inc[n]) << ',' << num(md.cand_inc[n]) << ',' << num(md.cand_inc[n] - md.base_inc[n])
+          << ',' << (ratio ? query::NumberText(*ratio) : "") << ',' << num(md.base_exc[n]) << ','
+          << num(md.cand_exc[n]);
+      if (r.tested()) out << ',' << query::NumberText(r.PValue(m, n));
+      out << ',' << diff::VerdictName(md.verdict[n]);
+    }
+    out << ',' << query::CsvField(path) << '\n';
+    const std::vector<NodeId> kids = view.Children(n, it.depth);
+    for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
+  }
+}
+
+}  // namespace query::diff_report
