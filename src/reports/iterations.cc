@@ -7,7 +7,6 @@
 
 #include "cct/node_values.h"
 #include "output/format.h"
-#include "reports/registry.h"
 #include "reports/reports.h"
 #include "store/selector.h"
 
@@ -137,11 +136,6 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
     }
   }
   return Status::Ok();
-}
-
-cct::Status IterationsCommand(const ReportRequest& request, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  return WriteIterationsReport(request.args.at(0), request.db_path, opt, out);
 }
 
 }  // namespace query

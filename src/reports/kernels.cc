@@ -16,7 +16,6 @@
 #include "cct/node_values.h"
 #include "output/format.h"
 #include "query/gpu_kernels.h"
-#include "reports/registry.h"
 #include "reports/reports.h"
 #include "store/selector.h"
 
@@ -226,11 +225,6 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
     }
   }
   return Status::Ok();
-}
-
-cct::Status KernelsCommand(const ReportRequest& request, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  return WriteKernelsReport(request.args.at(0), request.db_path, opt, out);
 }
 
 }  // namespace query

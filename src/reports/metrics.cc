@@ -1,6 +1,5 @@
 // `cct-query metrics RUN`: the metrics a run has.
 #include "output/format.h"
-#include "reports/registry.h"
 #include "reports/reports.h"
 
 namespace query {
@@ -55,12 +54,6 @@ Status WriteMetricsReport(Profile& profile, const ReportOptions& opt, std::ostre
     }
   }
   return Status::Ok();
-}
-
-cct::Status MetricsCommand(const ReportRequest& request, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/true));  // all the data
-  return WriteMetricsReport(profile, opt, out);
 }
 
 }  // namespace query

@@ -2,17 +2,41 @@
 
 namespace query {
 
+namespace {
+
+// The common ways to run a report: on the profile of RUN (loaded with all
+// source lines when `kKeepLines`, as the summaries of show and metrics
+// want), or on a RUN or SELECTOR the report resolves itself.
+using ProfileReport = cct::Status (*)(Profile& profile, const ReportOptions& options, std::ostream& out);
+using SelectorReport = cct::Status (*)(const std::string& selector, const std::string& default_db,
+                                       const ReportOptions& options, std::ostream& out);
+
+template <ProfileReport kWrite, bool kKeepLines>
+cct::Status OnProfile(const ReportRequest& request, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
+  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, kKeepLines));
+  return kWrite(profile, opt, out);
+}
+
+template <SelectorReport kWrite>
+cct::Status OnSelector(const ReportRequest& request, std::ostream& out) {
+  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
+  return kWrite(request.args.at(0), request.db_path, opt, out);
+}
+
+}  // namespace
+
 const std::vector<ReportInfo>& Reports() {
   static const std::vector<ReportInfo> kReports = {
       {"runs", "[SELECTOR]", "list the runs in the database", {}, 0, 1, "runs takes at most one selector", false,
        &RunsCommand},
       {"show", "RUN", "a run's metadata, diagnostics and metric totals", {"merge-threads"}, 1, 1,
-       "show expects one RUN (see cct-query --help)", false, &ShowCommand},
+       "show expects one RUN (see cct-query --help)", false, &OnProfile<WriteShowReport, true>},
       {"metrics", "RUN", "the metrics a run has", {"merge-threads"}, 1, 1,
-       "metrics expects one RUN (see cct-query --help)", false, &MetricsCommand},
+       "metrics expects one RUN (see cct-query --help)", false, &OnProfile<WriteMetricsReport, true>},
       {"tree", "RUN", "the calling-context tree, top-down",
        {"metric", "depth", "min", "focus", "lines", "merge-threads"}, 1, 1,
-       "tree expects one RUN (see cct-query --help)", false, &TreeCommand},
+       "tree expects one RUN (see cct-query --help)", false, &OnProfile<WriteTreeReport, false>},
       {"top", "RUN", "a flat profile by function, kernel, nvtx, line or module",
        {"metric", "n", "by", "inclusive", "exclusive", "merge-threads"}, 1, 1,
        "top expects one RUN (see cct-query --help)", false, &TopCommand},
@@ -20,13 +44,13 @@ const std::vector<ReportInfo>& Reports() {
        {"metric", "depth", "min", "merge-threads", "lines"}, 2, 2, "callers expects RUN and REGEX (see cct-query --help)",
        false, &CallersCommand},
       {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric"}, 1, 1,
-       "iterations expects one RUN (see cct-query --help)", false, &IterationsCommand},
+       "iterations expects one RUN (see cct-query --help)", false, &OnSelector<WriteIterationsReport>},
       {"flame", "RUN -o FILE.svg", "an interactive flame graph (SVG)",
        {"metric", "output", "merge-threads", "lines", "title", "min-width", "image-width"}, 1, 1,
        "flame expects one RUN (see cct-query --help)", true, &FlameCommand},
       {"kernels", "RUN|SELECTOR",
        "GPU kernels: time, launches, Nsight Compute metrics, bottleneck; for a group, kernel popularity across its runs",
-       {"metric", "n"}, 1, 1, "kernels expects one RUN or SELECTOR (see cct-query --help)", false, &KernelsCommand},
+       {"metric", "n"}, 1, 1, "kernels expects one RUN or SELECTOR (see cct-query --help)", false, &OnSelector<WriteKernelsReport>},
       {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
        {"metric", "by", "nodes", "confidence"}, 1, 1,
        "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},

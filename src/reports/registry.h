@@ -1,8 +1,9 @@
 // The reports cctdb knows, for every front end to enumerate: cct-query's
 // commands (but export, which the exporters' registry serves), the options
 // each accepts, their help lines and the dispatch come from here. Adding a
-// report: a file in src/reports/ with its command function (declared below)
-// and one entry in registry.cc.
+// report: a file in src/reports/ with its Write...Report function (declared
+// in reports.h; a command function below when the common adapters in
+// registry.cc do not fit) and one entry in registry.cc.
 //
 // The table is immutable static data: safe to read from any thread. The
 // command functions open the database themselves (read-only).
@@ -58,16 +59,13 @@ const std::vector<ReportInfo>& Reports();
 // cct-query --help)" when there is none.
 cct::Result<const ReportInfo*> FindReport(std::string_view name);
 
-// The commands, one file each (the registry's `run`).
+// The commands whose arguments need more than the common ways registry.cc
+// runs a report (on the profile of RUN, or on a selector), each in its
+// report's file.
 cct::Status RunsCommand(const ReportRequest& request, std::ostream& out);
-cct::Status ShowCommand(const ReportRequest& request, std::ostream& out);
-cct::Status MetricsCommand(const ReportRequest& request, std::ostream& out);
-cct::Status TreeCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TopCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CallersCommand(const ReportRequest& request, std::ostream& out);
-cct::Status IterationsCommand(const ReportRequest& request, std::ostream& out);
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
-cct::Status KernelsCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 
 // Helpers of the commands: --by and --format parsed into ReportOptions (as

@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "output/format.h"
-#include "reports/registry.h"
 #include "reports/reports.h"
 #include "reports/run_text.h"
 
@@ -163,12 +162,6 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
         << '\n';
   }
   return Status::Ok();
-}
-
-cct::Status ShowCommand(const ReportRequest& request, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/true));  // all the data
-  return WriteShowReport(profile, opt, out);
 }
 
 }  // namespace query

@@ -6,7 +6,6 @@
 #include "cct/tree_ops.h"
 #include "output/format.h"
 #include "output/tree_json.h"
-#include "reports/registry.h"
 #include "reports/reports.h"
 
 namespace query {
@@ -147,12 +146,6 @@ Status WriteTreeReport(Profile& profile, const ReportOptions& opt, std::ostream&
     }
   }
   return Status::Ok();
-}
-
-cct::Status TreeCommand(const ReportRequest& request, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/false));
-  return WriteTreeReport(profile, opt, out);
 }
 
 }  // namespace query

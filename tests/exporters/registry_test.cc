@@ -10,27 +10,29 @@
 TEST_CASE("the exporter registry lists cct-query export's formats") {
   // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof or csv".
   const std::vector<std::string> expected = {"json", "folded", "hatchet", "hatchet-json", "pprof", "csv"};
-  std::vector<std::string> names;
-  for (const query::ExporterInfo& e : query::Exporters()) {
-    names.emplace_back(e.name);
-    CHECK(!e.description.empty());
-    CHECK(!e.extension.empty());
-    CHECK(static_cast<bool>(e.write));
+  const std::vector<query::ExporterInfo>& all = query::Exporters();
+  REQUIRE(all.size() == expected.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    CAPTURE(expected[i]);
+    CHECK(all[i].name == expected[i]);
+    CHECK(all[i].extension.front() == '.');
+    CHECK(all[i].description.size() > 10);
+    // Lookup finds the entry itself, not a copy.
+    auto found = query::FindExporter(expected[i]);
+    REQUIRE(found.ok());
+    CHECK(*found == &all[i]);
+    CHECK(static_cast<bool>(all[i].write));
   }
-  CHECK(names == expected);
   CHECK(query::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv");
   CHECK(query::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof or csv");
-  for (const std::string& n : expected) {
-    auto found = query::FindExporter(n);
-    REQUIRE(found.ok());
-    CHECK((*found)->name == n);
-  }
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
-  auto found = query::FindExporter("speedscope");
-  REQUIRE(!found.ok());
-  CHECK(found.status().code() == cct::ErrorCode::kInvalidArgument);
-  CHECK(found.status().message() ==
-        "unknown export format 'speedscope' (expected json, folded, hatchet, hatchet-json, pprof or csv)");
+  for (const char* name : {"speedscope", "JSON", ""}) {
+    CAPTURE(name);
+    const cct::Status status = query::FindExporter(name).status();
+    CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
+    CHECK(status.message() == "unknown export format '" + std::string(name) +
+                                  "' (expected json, folded, hatchet, hatchet-json, pprof or csv)");
+  }
 }
