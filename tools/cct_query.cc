@@ -36,6 +36,7 @@ std::string Usage() {
   };
   for (const query::ReportInfo& r : query::Reports()) {
     line(std::string(r.name) + " " + std::string(r.usage), r.description);
+    // export (the exporters' command) is listed where the help always had it.
     if (r.name == "iterations")
       line("export RUN --to FORMAT", query::ExporterNames(", ", " or ") + ", to stdout or -o FILE");
   }

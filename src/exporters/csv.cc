@@ -14,8 +14,8 @@
 #include "cct/tree_ops.h"
 #include "exporters/exporter.h"
 #include "output/format.h"
-#include "output/progress.h"
 #include "output/metric_columns.h"
+#include "output/progress.h"
 
 namespace query {
 

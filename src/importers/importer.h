@@ -12,7 +12,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <ostream>
 #include <string>
 #include <vector>
 

@@ -8,9 +8,9 @@
 
 #include "cct/node_values.h"
 #include "cct/tree_ops.h"
-#include "reports/flame.h"
 #include "output/format.h"
 #include "output/progress.h"
+#include "reports/flame.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
 

@@ -1,6 +1,11 @@
-// Reports: what cct-query prints. Each writes text, JSON or CSV to a stream
-// and returns a Status (kInvalidArgument for bad options such as an unknown
-// metric or an invalid regex). Pure functions of the Profile and options.
+// Reports: what cct-query prints, one file each (tree.cc, top.cc,
+// callers.cc, runs.cc, show.cc, metrics.cc, iterations.cc, kernels.cc,
+// table.cc, flame.cc; cct-diff's in diff_report.h). Each writes text, JSON
+// or CSV to a stream and returns a Status (kInvalidArgument for bad options
+// such as an unknown metric or an invalid regex). Pure functions of the
+// Profile and options (those taking a selector read the database); safe to
+// call from several threads on different profiles. reports/registry.h
+// lists them for cct-query.
 #pragma once
 
 #include <ostream>
@@ -70,7 +75,8 @@ struct TableOptions {
 };
 cct::Status WriteTableReport(const std::string& selector, const std::string& default_db,
                              const TableOptions& options, std::ostream& out);
-// The p-quantile of Student's t distribution with df degrees of freedom.
+// The p-quantile of Student's t distribution with df degrees of freedom
+// (table.cc, for the intervals).
 double StudentTQuantile(double p, double df);
 
 }  // namespace query

@@ -5,11 +5,11 @@
 #include <optional>
 
 #include "output/format.h"
-#include "store/database.h"
-#include "store/selector.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
 #include "reports/run_text.h"
+#include "store/database.h"
+#include "store/selector.h"
 
 namespace query {
 
