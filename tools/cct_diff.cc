@@ -118,9 +118,9 @@ int main(int argc, char** argv) {
   opt.align.fold_recursion = vm.count("fold-recursion") > 0;
   opt.normalize_total = vm.count("normalize-total") > 0;
 
-  query::DiffReportOptions ro;
+  reports::DiffReportOptions ro;
   if (vm.count("format")) {
-    auto f = query::ParseDiffFormat(vm["format"].as<std::string>());
+    auto f = reports::ParseDiffFormat(vm["format"].as<std::string>());
     if (!f.ok()) cli::Fail(kTool, f.status());
     ro.format = *f;
   }
@@ -135,9 +135,9 @@ int main(int argc, char** argv) {
     ro.min_pct = vm["min"].as<double>();
     if (!(ro.min_pct >= 0 && ro.min_pct <= 100)) cli::Fail(kTool, "--min must be a percentage from 0 to 100");
   }
-  auto color = query::UseColor(vm.count("color") ? vm["color"].as<std::string>() : "auto");
+  auto color = reports::UseColor(vm.count("color") ? vm["color"].as<std::string>() : "auto");
   if (!color.ok()) cli::Fail(kTool, color.status());
-  ro.color = ro.format == query::DiffFormat::kText && *color;
+  ro.color = ro.format == reports::DiffFormat::kText && *color;
   ro.ascii = vm.count("ascii") > 0;
   if (vm.count("width")) ro.width = vm["width"].as<size_t>();
   else if (const size_t tw = cli::TerminalWidth(); tw > 0) ro.width = tw;
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   load.merge_threads = vm.count("merge-threads") > 0;
   // @iter=median picks the median iteration by the metric being compared.
   if (!opt.metrics.empty()) load.median_metric = opt.metrics.front();
-  const diff::TreeLoader loader = query::ProfileTreeLoader(load);
+  const diff::TreeLoader loader = reports::ProfileTreeLoader(load);
   auto base = diff::LoadSide(args[0], db_path, loader);
   if (!base.ok()) cli::Fail(kTool, base.status());
   auto cand = diff::LoadSide(args[1], db_path, loader);
@@ -158,10 +158,10 @@ int main(int argc, char** argv) {
   auto result = diff::Compare(*base, *cand, opt);
   if (!result.ok()) cli::Fail(kTool, result.status());
   if (vm.count("flame")) {
-    const cct::Status s = query::WriteDiffFlame(*result, *base, *cand, vm["flame"].as<std::string>());
+    const cct::Status s = reports::WriteDiffFlame(*result, *base, *cand, vm["flame"].as<std::string>());
     if (!s.ok()) cli::Fail(kTool, s);
   }
-  query::WriteDiffReport(*result, *base, *cand, ro, std::cout);
+  reports::WriteDiffReport(*result, *base, *cand, ro, std::cout);
   std::cout.flush();
   if (!std::cout) cli::Fail(kTool, "cannot write the output");
   const bool fail = vm.count("fail-on-regression") && result->regressions() > 0;

@@ -15,7 +15,7 @@ constexpr const char* kTool = "cct-import";
 // The usage text: the formats come from the importers' registry.
 std::string Usage() {
   std::string usage = "usage: cct-import [-d DB] --from FORMAT FILE [OPTIONS]\n\nFormats:\n";
-  for (const query::ImporterInfo& i : query::Importers()) {
+  for (const importers::ImporterInfo& i : importers::Importers()) {
     const std::string name(i.name);
     std::string help(i.help);
     // Continuation lines are indented like the first line's text.
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("from", po::value<std::string>(), ("input format: " + query::ImporterNames()).c_str())
+      ("from", po::value<std::string>(), ("input format: " + importers::ImporterNames()).c_str())
       ("run", po::value<std::string>(), "ncu-csv: the run whose kernel nodes get the metrics (a RUN selector)")
       ("name", po::value<std::string>(), "run name (default: the file's name; cupti-raw: the recorded run's name, "
                                          "else the file's)")
@@ -66,12 +66,12 @@ int main(int argc, char** argv) {
     std::cout << "cct-import " << CCTDB_VERSION << '\n';
     return 0;
   }
-  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (" + query::ImporterNames() + ")");
+  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (" + importers::ImporterNames() + ")");
   const std::vector<std::string> files =
       vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>();
   if (files.size() != 1) cli::Fail(kTool, "expected one input FILE (see cct-import --help)");
 
-  query::ImportRequest request;
+  importers::ImportRequest request;
   request.tool = kTool;
   request.file = files[0];
   for (const char* o : {"name", "tag", "metric", "unit", "skip-bad-lines", "run"})
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   request.tags = std::move(*tags);
   request.db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
 
-  auto importer = query::FindImporter(vm["from"].as<std::string>());
+  auto importer = importers::FindImporter(vm["from"].as<std::string>());
   if (!importer.ok()) cli::Fail(kTool, importer.status());
   auto report = (*importer)->flow(request);
   if (!report.ok()) cli::Fail(kTool, report.status());

@@ -34,11 +34,11 @@ std::string Usage() {
     usage += std::string(description.substr(0, semi + 1)) + "\n" + std::string(27, ' ') +
              std::string(description.substr(semi + 2)) + "\n";
   };
-  for (const query::ReportInfo& r : query::Reports()) {
+  for (const reports::ReportInfo& r : reports::Reports()) {
     line(std::string(r.name) + " " + std::string(r.usage), r.description);
     // export (the exporters' command) is listed where the help always had it.
     if (r.name == "iterations")
-      line("export RUN --to FORMAT", query::ExporterNames(", ", " or ") + ", to stdout or -o FILE");
+      line("export RUN --to FORMAT", exporters::ExporterNames(", ", " or ") + ", to stdout or -o FILE");
   }
   usage += R"(
 RUN selects a run: an id, latest, latest~N, a run name, tag:KEY=VALUE (a group:
@@ -56,26 +56,26 @@ const std::set<std::string> kCommonOptions = {"db", "format", "ascii", "width", 
 // Runs `write` on -o FILE (whole or not at all) or on stdout.
 cct::Status WriteOutput(const po::variables_map& vm, const std::function<cct::Status(std::ostream&)>& write) {
   if (!vm.count("output")) return write(std::cout);
-  return query::WriteFileAtomically(vm["output"].as<std::string>(), write);
+  return output::WriteFileAtomically(vm["output"].as<std::string>(), write);
 }
 
 // export RUN --to FORMAT: the profile through the exporter's registry entry.
-cct::Status Export(const po::variables_map& vm, const query::ReportRequest& request) {
+cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& request) {
   if (request.args.size() != 1) cli::Fail(kTool, "export expects one RUN (see cct-query --help)");
   if (request.format) {
-    auto f = query::ParseOutputFormat(*request.format);  // a bad --format is reported as such, as for reports
+    auto f = reports::ParseOutputFormat(*request.format);  // a bad --format is reported as such, as for reports
     if (!f.ok()) return f.status();
   }
-  CCT_ASSIGN_OR_RETURN(query::Profile profile, query::LoadRequestProfile(request, /*keep_lines=*/true));
-  if (!vm.count("to")) cli::Fail(kTool, "export needs --to " + query::ExporterNames("|", "|"));
+  CCT_ASSIGN_OR_RETURN(query::Profile profile, reports::LoadRequestProfile(request, /*keep_lines=*/true));
+  if (!vm.count("to")) cli::Fail(kTool, "export needs --to " + exporters::ExporterNames("|", "|"));
   if (request.format) cli::Fail(kTool, "export takes --to, not --format");
   const std::string to = vm["to"].as<std::string>();
-  CCT_ASSIGN_OR_RETURN(const query::ExporterInfo* exporter, query::FindExporter(to));
-  query::ExportOptions eo;
+  CCT_ASSIGN_OR_RETURN(const exporters::ExporterInfo* exporter, exporters::FindExporter(to));
+  exporters::ExportOptions eo;
   eo.metrics = request.options.metrics;
-  query::Progress progress = query::Progress::ForStderr("exporting " + to);
+  output::Progress progress = output::Progress::ForStderr("exporting " + to);
   eo.progress = &progress;
-  return WriteOutput(vm, [&](std::ostream& out) { return query::WriteExport(profile, *exporter, eo, out); });
+  return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(profile, *exporter, eo, out); });
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       ("exclusive", "top: order by exclusive value")
       ("lines", "keep source-line nodes (folded into their functions otherwise)")
       ("merge-threads", "merge the threads' subtrees into one")
-      ("to", po::value<std::string>(), ("export: " + query::ExporterNames("|", "|")).c_str())
+      ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
       ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
       ("ascii", "draw trees and units with ASCII only")
@@ -133,9 +133,9 @@ int main(int argc, char** argv) {
   }
   if (!vm.count("command")) cli::Fail(kTool, "no command given (see cct-query --help)");
   const std::string command = vm["command"].as<std::string>();
-  const query::ReportInfo* report = nullptr;
+  const reports::ReportInfo* report = nullptr;
   if (command != "export") {
-    auto found = query::FindReport(command);
+    auto found = reports::FindReport(command);
     if (!found.ok()) cli::Fail(kTool, found.status());
     report = *found;
   }
@@ -146,9 +146,9 @@ int main(int argc, char** argv) {
     cli::Fail(kTool, "option --" + name + " does not apply to '" + command + "'");
   }
 
-  query::ReportRequest request;
+  reports::ReportRequest request;
   if (vm.count("args")) request.args = vm["args"].as<std::vector<std::string>>();
-  query::ReportOptions& opt = request.options;
+  reports::ReportOptions& opt = request.options;
   if (vm.count("metric")) opt.metrics = vm["metric"].as<std::vector<std::string>>();
   if (vm.count("depth")) {
     opt.depth = vm["depth"].as<int>();

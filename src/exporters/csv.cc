@@ -17,23 +17,24 @@
 #include "output/metric_columns.h"
 #include "output/progress.h"
 
-namespace query {
+namespace exporters {
 
 using cct::MetricId;
 using cct::NodeId;
 using cct::Status;
+using output::CsvField;
 
 Status WriteNodeCsv(const cct::Tree& tree, const std::vector<std::string>& names, std::ostream& out,
-                    Progress* progress) {
+                    output::Progress* progress) {
   std::vector<MetricId> ids;
   if (names.empty()) {
     for (MetricId m = 0; m < tree.metrics().size(); ++m) ids.push_back(m);
     if (ids.empty()) return cct::NotFound("the run has no metrics to export");
   } else {
-    CCT_ASSIGN_OR_RETURN(ids, ResolveMetrics(tree, names));
+    CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(tree, names));
   }
   cct::NodeValues values(tree);
-  MetricColumns cols(values, ids);
+  output::MetricColumns cols(values, ids);
   const cct::Children children = cct::BuildChildren(tree);
   if (progress) progress->SetTotal(tree.size());
 
@@ -66,8 +67,8 @@ Status WriteNodeCsv(const cct::Tree& tree, const std::vector<std::string>& names
   return Status::Ok();
 }
 
-Status ExportCsv(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+Status ExportCsv(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
   return WriteNodeCsv(profile.tree, options.metrics, out, options.progress);
 }
 
-}  // namespace query
+}  // namespace exporters

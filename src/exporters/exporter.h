@@ -16,35 +16,37 @@
 #include "cct/tree.h"
 #include "query/profile.h"
 
-namespace query {
-
+namespace output {
 class Progress;
+}  // namespace output
+
+namespace exporters {
 
 struct ExportOptions {
   std::vector<std::string> metrics;  // json/hatchet/pprof/csv: empty = all; folded: the first (default: run's first)
-  Progress* progress = nullptr;      // optional; exporters report nodes done
+  output::Progress* progress = nullptr;  // optional; exporters report nodes done
 };
 
 // The formats' entry points, as the registry calls them.
-cct::Status ExportJson(const Profile& profile, const ExportOptions& options, std::ostream& out);
-cct::Status ExportFolded(const Profile& profile, const ExportOptions& options, std::ostream& out);
-cct::Status ExportHatchet(const Profile& profile, const ExportOptions& options, std::ostream& out);
-cct::Status ExportHatchetJson(const Profile& profile, const ExportOptions& options, std::ostream& out);
-cct::Status ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out);
-cct::Status ExportCsv(const Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportFolded(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportHatchet(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportHatchetJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportPprof(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportCsv(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 // The writers behind some of them (pprof.cc, hatchet_json.cc, csv.cc).
 // `progress` may be null.
-cct::Status WritePprof(const Profile& profile, const std::vector<std::string>& metrics, std::ostream& out,
-                       Progress* progress);
+cct::Status WritePprof(const query::Profile& profile, const std::vector<std::string>& metrics, std::ostream& out,
+                       output::Progress* progress);
 cct::Status WriteHatchetGraphFrame(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
-                                   Progress* progress);
+                                   output::Progress* progress);
 cct::Status WriteNodeCsv(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
-                         Progress* progress);
+                         output::Progress* progress);
 
 // The metrics to export: the named ones, or all (additive ones only with
 // `additive_only`); kNotFound when the run has none.
 cct::Result<std::vector<cct::MetricId>> ExportMetrics(const cct::Tree& tree, const std::vector<std::string>& names,
                                                       bool additive_only);
 
-}  // namespace query
+}  // namespace exporters

@@ -5,7 +5,7 @@
 #include "exporters/exporter.h"
 #include "output/format.h"
 
-namespace query {
+namespace exporters {
 
 using cct::MetricId;
 using cct::NodeId;
@@ -16,7 +16,7 @@ namespace {
 // Folded stacks: "frame;frame;frame value", one line per node with an
 // exclusive value. Frame names lose any ';' (the format's separator).
 Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, ResolveMetrics(tree, names));
+  CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, query::ResolveMetrics(tree, names));
   const MetricId m = ids.front();
   if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive)
     return cct::InvalidArgument("folded stacks carry additive metrics; '" + tree.metrics().Get(m).name + "' is derived");
@@ -37,7 +37,7 @@ Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names,
     path.resize(it.path_len);
     if (!path.empty()) path.push_back(';');
     for (char c : tree.name(it.node)) path.push_back(c == ';' ? ':' : (c == '\n' ? ' ' : c));
-    if (exc[it.node] != 0) out << path << ' ' << NumberText(exc[it.node]) << '\n';
+    if (exc[it.node] != 0) out << path << ' ' << output::NumberText(exc[it.node]) << '\n';
     const size_t len = path.size();
     for (const NodeId* c = children.end(it.node); c != children.begin(it.node);) stack.push_back({*--c, len});
   }
@@ -46,8 +46,8 @@ Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names,
 
 }  // namespace
 
-Status ExportFolded(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+Status ExportFolded(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
   return WriteFolded(profile.tree, options.metrics, out);
 }
 
-}  // namespace query
+}  // namespace exporters

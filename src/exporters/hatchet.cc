@@ -5,7 +5,7 @@
 #include "output/format.h"
 #include "output/json_writer.h"
 
-namespace query {
+namespace exporters {
 
 using cct::MetricId;
 using cct::NodeId;
@@ -29,7 +29,7 @@ Status WriteHatchetLiteral(const cct::Tree& tree, const std::vector<std::string>
   CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, ExportMetrics(tree, names, true));
   cct::NodeValues values(tree);
   const cct::Children children = cct::BuildChildren(tree);
-  JsonWriter w(out);
+  output::JsonWriter w(out);
   auto open = [&](NodeId n) {
     const cct::Frame f = tree.frame(n);
     w.BeginObject().Key("frame").BeginObject();
@@ -40,8 +40,8 @@ Status WriteHatchetLiteral(const cct::Tree& tree, const std::vector<std::string>
     w.EndObject().Key("metrics").BeginObject();
     for (MetricId m : ids) {
       const cct::MetricDesc& d = tree.metrics().Get(m);
-      w.Field(d.name, ExportValue(values.Exclusive(m)[n], d.unit));
-      w.Field(d.name + " (inc)", ExportValue(values.Inclusive(m)[n], d.unit));
+      w.Field(d.name, output::ExportValue(values.Exclusive(m)[n], d.unit));
+      w.Field(d.name + " (inc)", output::ExportValue(values.Inclusive(m)[n], d.unit));
     }
     w.EndObject().Key("children").BeginArray();
   };
@@ -73,8 +73,8 @@ Status WriteHatchetLiteral(const cct::Tree& tree, const std::vector<std::string>
 
 }  // namespace
 
-Status ExportHatchet(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+Status ExportHatchet(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
   return WriteHatchetLiteral(profile.tree, options.metrics, out);
 }
 
-}  // namespace query
+}  // namespace exporters

@@ -22,7 +22,7 @@
 #include "output/json_writer.h"
 #include "output/progress.h"
 
-namespace query {
+namespace exporters {
 
 using cct::FrameKind;
 using cct::MetricId;
@@ -69,7 +69,7 @@ std::optional<ThreadIndex> ParseThreadName(std::string_view name) {
   return t.rank ? std::optional<ThreadIndex>(t) : std::nullopt;
 }
 
-void WriteFrame(JsonWriter& w, const cct::Tree& tree, NodeId n) {
+void WriteFrame(output::JsonWriter& w, const cct::Tree& tree, NodeId n) {
   const cct::Frame f = tree.frame(n);
   w.BeginObject().Field("name", tree.str(f.name)).Field("type", TypeName(f.kind));
   if (f.module) w.Field("module", tree.str(f.module));
@@ -81,14 +81,14 @@ void WriteFrame(JsonWriter& w, const cct::Tree& tree, NodeId n) {
 }  // namespace
 
 Status WriteHatchetGraphFrame(const cct::Tree& src, const std::vector<std::string>& names, std::ostream& out,
-                              Progress* progress) {
+                              output::Progress* progress) {
   std::vector<MetricId> ids;
   if (names.empty()) {
     for (MetricId m = 0; m < src.metrics().size(); ++m)
       if (src.metrics().Get(m).kind == cct::MetricKind::kAdditive) ids.push_back(m);
     if (ids.empty()) return cct::NotFound("the run has no metrics to export");
   } else {
-    CCT_ASSIGN_OR_RETURN(ids, ResolveMetrics(src, names));
+    CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(src, names));
   }
 
   const cct::Children src_children = cct::BuildChildren(src);
@@ -134,7 +134,7 @@ Status WriteHatchetGraphFrame(const cct::Tree& src, const std::vector<std::strin
   }
   if (progress) progress->SetTotal(graph.size() + src.size());
 
-  JsonWriter w(out);
+  output::JsonWriter w(out);
   w.BeginObject().Key("graph").BeginArray();
   uint64_t done = 0;
   for (const NodeId* r = children.begin(cct::kRootNode); r != children.end(cct::kRootNode); ++r) {
@@ -192,10 +192,10 @@ Status WriteHatchetGraphFrame(const cct::Tree& src, const std::vector<std::strin
       const bool derived = d.kind == cct::MetricKind::kDerived;
       w.Key(d.name);
       if (derived && (*exc[i])[n] == 0) w.Null();
-      else w.Number(ExportValue((*exc[i])[n], d.unit));
+      else w.Number(output::ExportValue((*exc[i])[n], d.unit));
       w.Key(d.name + " (inc)");
       if (derived && (*inc[i])[n] == 0) w.Null();
-      else w.Number(ExportValue((*inc[i])[n], d.unit));
+      else w.Number(output::ExportValue((*inc[i])[n], d.unit));
     }
     w.EndObject();
   }
@@ -209,8 +209,8 @@ Status WriteHatchetGraphFrame(const cct::Tree& src, const std::vector<std::strin
   return Status::Ok();
 }
 
-Status ExportHatchetJson(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+Status ExportHatchetJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
   return WriteHatchetGraphFrame(profile.tree, options.metrics, out, options.progress);
 }
 
-}  // namespace query
+}  // namespace exporters

@@ -7,23 +7,23 @@
 #include "output/metric_columns.h"
 #include "output/tree_json.h"
 
-namespace query {
+namespace exporters {
 
-cct::Status ExportJson(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+cct::Status ExportJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
   const cct::Tree& tree = profile.tree;
   auto ids = ExportMetrics(tree, options.metrics, false);
   if (!ids.ok()) return ids.status();
   cct::NodeValues values(tree);
-  MetricColumns cols(values, *ids);
+  output::MetricColumns cols(values, *ids);
   const cct::Children children = cct::BuildChildren(tree);
   // An iteration keeps the run's whole tree; export only what it touched.
-  const std::vector<char> with_values = profile.selector.iteration ? NodesWithValues(tree) : std::vector<char>();
-  VisibleTree vis(tree, children, values.Inclusive(cols.first()), 0.0, -1,
+  const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
+  output::VisibleTree vis(tree, children, values.Inclusive(cols.first()), 0.0, -1,
                   profile.selector.iteration ? &with_values : nullptr);
-  JsonWriter w(out);
-  WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false);
+  output::JsonWriter w(out);
+  output::WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false);
   out << '\n';
   return cct::Status::Ok();
 }
 
-}  // namespace query
+}  // namespace exporters

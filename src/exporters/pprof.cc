@@ -37,7 +37,7 @@
 #include "output/format.h"
 #include "output/progress.h"
 
-namespace query {
+namespace exporters {
 
 using cct::FrameKind;
 using cct::MetricId;
@@ -118,8 +118,8 @@ class ProfileWriter {
 
 }  // namespace
 
-Status WritePprof(const Profile& profile, const std::vector<std::string>& names, std::ostream& out,
-                  Progress* progress) {
+Status WritePprof(const query::Profile& profile, const std::vector<std::string>& names, std::ostream& out,
+                  output::Progress* progress) {
   const cct::Tree& tree = profile.tree;
   std::vector<MetricId> ids;
   if (names.empty()) {
@@ -127,7 +127,7 @@ Status WritePprof(const Profile& profile, const std::vector<std::string>& names,
       if (tree.metrics().Get(m).kind == cct::MetricKind::kAdditive) ids.push_back(m);
     if (ids.empty()) return cct::NotFound("the run has no additive metrics to export");
   } else {
-    CCT_ASSIGN_OR_RETURN(ids, ResolveMetrics(tree, names));
+    CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(tree, names));
     for (MetricId m : ids)
       if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive)
         return cct::InvalidArgument("pprof samples carry additive metrics; '" + tree.metrics().Get(m).name +
@@ -291,8 +291,8 @@ Status WritePprof(const Profile& profile, const std::vector<std::string>& names,
   return Status::Ok();
 }
 
-Status ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+Status ExportPprof(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
   return WritePprof(profile, options.metrics, out, options.progress);
 }
 
-}  // namespace query
+}  // namespace exporters

@@ -2,7 +2,7 @@
 
 #include "output/progress.h"
 
-namespace query {
+namespace exporters {
 
 const std::vector<ExporterInfo>& Exporters() {
   static const std::vector<ExporterInfo> kExporters = {
@@ -33,11 +33,11 @@ cct::Result<const ExporterInfo*> FindExporter(std::string_view name) {
                               ExporterNames(", ", " or ") + ")");
 }
 
-cct::Status WriteExport(const Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
+cct::Status WriteExport(const query::Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
                         std::ostream& real_out) {
   // Every format's bytes pass through a counter, so the progress line shows
   // how much has been written even for exporters that do not count nodes.
-  CountingStreambuf counting(real_out.rdbuf(), options.progress);
+  output::CountingStreambuf counting(real_out.rdbuf(), options.progress);
   std::ostream counted(&counting);
   std::ostream& out = options.progress ? counted : real_out;
   cct::Status status = exporter.write(profile, options, out);
@@ -49,4 +49,4 @@ cct::Status WriteExport(const Profile& profile, const ExporterInfo& exporter, co
   return status;
 }
 
-}  // namespace query
+}  // namespace exporters

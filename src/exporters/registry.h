@@ -14,9 +14,9 @@
 #include "cct/status.h"
 #include "exporters/exporter.h"
 
-namespace query {
+namespace exporters {
 
-using ExportFn = cct::Status (*)(const Profile& profile, const ExportOptions& options, std::ostream& out);
+using ExportFn = cct::Status (*)(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 struct ExporterInfo {
   std::string_view name;         // the --to value
@@ -38,7 +38,7 @@ std::string ExporterNames(std::string_view separator, std::string_view last);
 
 // Runs `exporter` on `profile`, counting the bytes for options.progress (then
 // finished) and failing with kIo when `out` fails.
-cct::Status WriteExport(const Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
+cct::Status WriteExport(const query::Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
                         std::ostream& out);
 
-}  // namespace query
+}  // namespace exporters

@@ -11,7 +11,7 @@
 #include "store/database.h"
 #include "store/fault_guard.h"
 
-namespace query {
+namespace importers {
 
 cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request) {
   CCT_RETURN_IF_ERROR(RejectOptions(request, {"metric", "unit", "skip-bad-lines", "run"}, "cupti-raw"));
@@ -54,4 +54,4 @@ cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request) {
   return report;
 }
 
-}  // namespace query
+}  // namespace importers

@@ -11,7 +11,7 @@
 #include "cct/metric.h"
 #include "importers/importer.h"
 
-namespace query {
+namespace importers {
 
 using cct::Result;
 using cct::Status;
@@ -109,4 +109,4 @@ cct::Result<ImportReport> ImportFoldedRun(const ImportRequest& request) {
   return ImportNewRun(request, "folded", &ImportFolded);
 }
 
-}  // namespace query
+}  // namespace importers

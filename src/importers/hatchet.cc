@@ -19,7 +19,7 @@
 #include "cct/tree_ops.h"
 #include "importers/importer.h"
 
-namespace query {
+namespace importers {
 
 using cct::Result;
 using cct::Status;
@@ -344,4 +344,4 @@ cct::Result<ImportReport> ImportHatchetRun(const ImportRequest& request) {
   return ImportNewRun(request, "hatchet", &ImportHatchet);
 }
 
-}  // namespace query
+}  // namespace importers

@@ -44,7 +44,7 @@
 #include "cct/node_values.h"
 #include "importers/importer.h"
 
-namespace query {
+namespace importers {
 
 using cct::FrameKind;
 using cct::NodeId;
@@ -440,4 +440,4 @@ cct::Result<ImportReport> ImportHpctoolkitRun(const ImportRequest& request) {
   return ImportNewRun(request, "hpctoolkit", &ImportHpctoolkit);
 }
 
-}  // namespace query
+}  // namespace importers

@@ -17,7 +17,7 @@
 #include "store/database.h"
 #include "store/fault_guard.h"
 
-namespace query {
+namespace importers {
 
 using cct::Result;
 using cct::Status;
@@ -124,4 +124,4 @@ Result<ImportReport> ImportNewRun(const ImportRequest& request, const std::strin
   return report;
 }
 
-}  // namespace query
+}  // namespace importers

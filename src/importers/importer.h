@@ -18,7 +18,7 @@
 #include "cct/status.h"
 #include "cct/tree.h"
 
-namespace query {
+namespace importers {
 
 struct ImportOptions {
   std::string metric;              // folded: the metric the numbers are (default "samples")
@@ -107,4 +107,4 @@ cct::Result<ImportReport> ImportNewRun(const ImportRequest& request, const std::
 cct::Status RejectOptions(const ImportRequest& request, const std::vector<std::string>& options,
                           const std::string& format);
 
-}  // namespace query
+}  // namespace importers

@@ -41,13 +41,14 @@
 #include "store/fault_guard.h"
 #include "store/selector.h"
 
-namespace query {
+namespace importers {
 
 using cct::FrameKind;
 using cct::MetricId;
 using cct::NodeId;
 using cct::Result;
 using cct::Status;
+using query::kNcuDescriptionPrefix;
 
 namespace {
 
@@ -341,9 +342,9 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
     k.node = n;
     const std::string_view name = tree.name(n);
     k.names[0] = Trim(name);
-    k.names[1] = KernelSignatureName(name);
-    k.names[2] = NormalizeKernelName(name);
-    k.names[3] = KernelBaseName(name);
+    k.names[1] = query::KernelSignatureName(name);
+    k.names[2] = query::NormalizeKernelName(name);
+    k.names[3] = query::KernelBaseName(name);
     for (NodeId p = tree.parent(n); p != cct::kRootNode && p != cct::kNoNode; p = tree.parent(p))
       if (tree.kind(p) == FrameKind::kNvtx) k.nvtx.push_back(RangeName(tree.name(p)));
     std::reverse(k.nvtx.begin(), k.nvtx.end());
@@ -357,7 +358,7 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
   // Register metrics: ncu:count, then per ncu metric "M:acc" and "M".
   NcuAttachResult result;
   result.launches = launches.size();
-  cct::MetricDesc count_desc{std::string(kNcuCount), cct::Unit::kCount, cct::MetricKind::kAdditive,
+  cct::MetricDesc count_desc{std::string(query::kNcuCount), cct::Unit::kCount, cct::MetricKind::kAdditive,
                              std::string(kNcuDescriptionPrefix) + "kernel launches profiled", ""};
   CCT_ASSIGN_OR_RETURN(const MetricId ncu_count, tree.metrics().Register(count_desc));
   // Attaching again replaces: clear every accumulator an earlier attach wrote.
@@ -376,7 +377,7 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
     acc_ids[metric] = *id;
     cct::MetricDesc avg{metric, mu.info.unit, cct::MetricKind::kDerived,
                         std::string(kNcuDescriptionPrefix) + metric + unit_note + ", average per profiled launch",
-                        "{" + metric + ":acc} / {" + std::string(kNcuCount) + "}"};
+                        "{" + metric + ":acc} / {" + std::string(query::kNcuCount) + "}"};
     auto aid = tree.metrics().Register(avg);
     if (!aid.ok()) return aid.status().WithContext("attaching " + metric);
     result.metrics.push_back(metric);
@@ -390,8 +391,8 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
   std::set<NodeId> touched;
   std::set<std::string> unmatched_seen;
   for (const Launch& l : launches) {
-    const std::string keys[4] = {l.kernel, KernelSignatureName(l.kernel), NormalizeKernelName(l.kernel),
-                                 KernelBaseName(l.kernel)};
+    const std::string keys[4] = {l.kernel, query::KernelSignatureName(l.kernel), query::NormalizeKernelName(l.kernel),
+                                 query::KernelBaseName(l.kernel)};
     const std::vector<size_t>* found = nullptr;
     for (int level = 0; level < 4 && !found; ++level) {
       auto it = by_name[level].find(keys[level]);
@@ -480,4 +481,4 @@ cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request) {
   return report;
 }
 
-}  // namespace query
+}  // namespace importers

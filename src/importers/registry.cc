@@ -2,7 +2,7 @@
 
 #include "cctdb_config.h"
 
-namespace query {
+namespace importers {
 
 namespace {
 
@@ -66,4 +66,4 @@ cct::Result<const ImporterInfo*> FindImporter(std::string_view name) {
   return cct::InvalidArgument("unknown format '" + std::string(name) + "' (expected " + ImporterNames() + ")");
 }
 
-}  // namespace query
+}  // namespace importers

@@ -13,7 +13,7 @@
 #include "cct/status.h"
 #include "importers/importer.h"
 
-namespace query {
+namespace importers {
 
 // What an import produces.
 enum class ImportProduces {
@@ -43,4 +43,4 @@ cct::Result<const ImporterInfo*> FindImporter(std::string_view name);
 // "folded, hatchet, ... or cupti-raw": the names for messages.
 std::string ImporterNames();
 
-}  // namespace query
+}  // namespace importers

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace query {
+namespace output {
 
 namespace {
 
@@ -141,4 +141,4 @@ std::string NumberText(double v) {
 }
 
 
-}  // namespace query
+}  // namespace output

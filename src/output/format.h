@@ -8,7 +8,7 @@
 #include "cct/metric.h"
 #include "cct/tree_ops.h"
 
-namespace query {
+namespace output {
 
 // "1.23 s", "456 ms", "78.9 µs", "12 ns", "1.5 KiB", "12,345" ... with three
 // significant digits; `ascii` writes "us" for "µs". Zero is "0".
@@ -35,4 +35,4 @@ std::string NumberText(double v);
 // Shortens "/usr/lib/x86_64-linux-gnu/libc.so.6" to "libc.so.6".
 using cct::BaseName;
 
-}  // namespace query
+}  // namespace output

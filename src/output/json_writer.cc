@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace query {
+namespace output {
 
 namespace {
 // Length of the well-formed UTF-8 sequence starting at s[i], or 0.
@@ -149,4 +149,4 @@ JsonWriter& JsonWriter::Null() {
   return *this;
 }
 
-}  // namespace query
+}  // namespace output

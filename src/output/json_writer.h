@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace query {
+namespace output {
 
 class JsonWriter {
  public:
@@ -46,4 +46,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace query
+}  // namespace output

@@ -4,7 +4,7 @@
 
 #include "output/format.h"
 
-namespace query {
+namespace output {
 
 using cct::MetricId;
 using cct::NodeId;
@@ -123,4 +123,4 @@ std::string MetricColumns::TotalsLine(bool ascii) const {
   return s;
 }
 
-}  // namespace query
+}  // namespace output

@@ -14,7 +14,7 @@
 #include "output/json_writer.h"
 #include "output/text_table.h"
 
-namespace query {
+namespace output {
 
 // The display name of a node's frame: NVTX ranges and threads are marked
 // ("[nvtx] step", "[thread] main").
@@ -57,4 +57,4 @@ class MetricColumns {
   std::vector<double> totals_;
 };
 
-}  // namespace query
+}  // namespace output

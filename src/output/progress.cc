@@ -8,7 +8,7 @@
 
 #include "output/format.h"
 
-namespace query {
+namespace output {
 
 namespace {
 double MonotonicSeconds() {
@@ -78,4 +78,4 @@ std::streamsize CountingStreambuf::xsputn(const char* s, std::streamsize n) {
   return target_->sputn(s, n);
 }
 
-}  // namespace query
+}  // namespace output

@@ -18,7 +18,7 @@
 #include <streambuf>
 #include <string>
 
-namespace query {
+namespace output {
 
 class Progress {
  public:
@@ -76,4 +76,4 @@ class CountingStreambuf : public std::streambuf {
   Progress* progress_;
 };
 
-}  // namespace query
+}  // namespace output

@@ -4,7 +4,7 @@
 
 #include "output/format.h"
 
-namespace query {
+namespace output {
 
 namespace {
 constexpr size_t kGap = 2;         // spaces between columns
@@ -80,4 +80,4 @@ void TextTable::Render(std::ostream& out, size_t width, bool ascii) const {
   for (const Row& r : rows_) emit(r.cells, r.prefix, r.name);
 }
 
-}  // namespace query
+}  // namespace output

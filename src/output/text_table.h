@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace query {
+namespace output {
 
 class TextTable {
  public:
@@ -50,4 +50,4 @@ struct TreeGlyphs {
 };
 const TreeGlyphs& Glyphs(bool ascii);
 
-}  // namespace query
+}  // namespace output

@@ -1,6 +1,6 @@
 #include "output/tree_json.h"
 
-namespace query {
+namespace output {
 
 using cct::NodeId;
 
@@ -43,4 +43,4 @@ void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricCo
   }
 }
 
-}  // namespace query
+}  // namespace output

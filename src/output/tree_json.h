@@ -14,7 +14,7 @@
 #include "output/json_writer.h"
 #include "output/metric_columns.h"
 
-namespace query {
+namespace output {
 
 // Which nodes a tree report shows and in what order: children by the first
 // metric's inclusive value, largest first (ties by name, then creation).
@@ -58,4 +58,4 @@ class VisibleTree {
 void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, cct::NodeId top,
                    JsonWriter& w, bool with_path);
 
-}  // namespace query
+}  // namespace output

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
-namespace query {
+namespace output {
 
 cct::Status WriteFileAtomically(const std::string& path, const std::function<cct::Status(std::ostream&)>& write) {
   const std::string tmp = path + ".tmp";
@@ -17,4 +17,4 @@ cct::Status WriteFileAtomically(const std::string& path, const std::function<cct
   return status;
 }
 
-}  // namespace query
+}  // namespace output

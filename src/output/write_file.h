@@ -11,10 +11,10 @@
 
 #include "cct/status.h"
 
-namespace query {
+namespace output {
 
 // Calls `write` on a stream into PATH.tmp and renames it to `path` when
 // `write` succeeds; kIo "cannot write PATH" when the file cannot be written.
 cct::Status WriteFileAtomically(const std::string& path, const std::function<cct::Status(std::ostream&)>& write);
 
-}  // namespace query
+}  // namespace output

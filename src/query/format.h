@@ -4,3 +4,9 @@
 #pragma once
 
 #include "output/format.h"
+
+// cct_record.cc calls query::FormatValue; this goes away when its include
+// changes to output/format.h (and its call to output::FormatValue).
+namespace query {
+using output::FormatValue;
+}  // namespace query

@@ -15,17 +15,22 @@
 #include "reports/registry.h"
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 using cct::NodeId;
 using cct::Status;
+using output::CsvField;
+using output::ExportValue;
+using output::FormatPercent;
+using output::FormatValue;
+using output::NumberText;
 
-Status WriteCallersReport(Profile& profile, const std::string& pattern, const ReportOptions& opt,
+Status WriteCallersReport(query::Profile& profile, const std::string& pattern, const ReportOptions& opt,
                           std::ostream& out) {
   const cct::Tree& tree = profile.tree;
-  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, opt.metrics));
+  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
   cct::NodeValues values(tree);
-  MetricColumns cols(values, ids);
+  output::MetricColumns cols(values, ids);
   std::regex re;
   try {
     re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
@@ -42,7 +47,7 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
   std::vector<char> inside(tree.size(), 0);
   // An iteration keeps the run's whole tree; callers of what it did not
   // touch carry nothing.
-  const std::vector<char> with_values = profile.selector.iteration ? NodesWithValues(tree) : std::vector<char>();
+  const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
   size_t matched = 0;
   for (NodeId n = 1; n < tree.size(); ++n) {
     inside[n] = inside[tree.parent(n)];
@@ -95,10 +100,10 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
           out << " (" << FormatPercent(acc[0][i], cols.total(i)) << " of " << FormatValue(cols.total(i), cols.desc(i).unit, opt.ascii) << ")";
       }
       out << '\n';
-      std::vector<TextTable::Column> header = cols.TextColumns(false);
+      std::vector<output::TextTable::Column> header = cols.TextColumns(false);
       header.push_back({"share", 0});
-      TextTable table(header, "callee <- callers");
-      const TreeGlyphs& g = Glyphs(opt.ascii);
+      output::TextTable table(header, "callee <- callers");
+      const output::TreeGlyphs& g = output::Glyphs(opt.ascii);
       struct Item {
         NodeId node;
         std::string prefix, child_prefix;
@@ -111,7 +116,7 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
         stack.pop_back();
         std::vector<std::string> cells = cols.TextCells(acc[it.node], acc[it.node], opt.ascii, false);
         cells.push_back(FormatPercent(acc[it.node][0], reach));
-        table.AddRow(std::move(cells), it.prefix, DisplayName(inv, it.node));
+        table.AddRow(std::move(cells), it.prefix, output::DisplayName(inv, it.node));
         const std::vector<NodeId> kids = sorted_children(it.node);
         for (size_t i = kids.size(); i-- > 0;) {
           const bool last = i + 1 == kids.size();
@@ -123,7 +128,7 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       // Nested: each entry {name, kind, module, value{}, share, callers[]}.
       struct Item {
         std::vector<NodeId> kids;
@@ -193,8 +198,8 @@ Status WriteCallersReport(Profile& profile, const std::string& pattern, const Re
 
 cct::Status CallersCommand(const ReportRequest& request, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/false));
+  CCT_ASSIGN_OR_RETURN(query::Profile profile, LoadRequestProfile(request, /*keep_lines=*/false));
   return WriteCallersReport(profile, request.args.at(1), opt, out);
 }
 
-}  // namespace query
+}  // namespace reports

@@ -1,18 +1,18 @@
 // cct-diff --format csv: the summary as rows (section, metric, path, values).
 #include "reports/diff_report_internal.h"
 
-namespace query::diff_report {
+namespace reports::diff_report {
 
 namespace {
 
 void CsvRow(std::ostream& out, const char* section, const DiffResult& r, size_t m, NodeId n) {
   const MetricDiff& md = r.metrics()[m];
   const cct::Unit u = md.unit;
-  auto num = [&](double v) { return query::NumberText(Export(v, u)); };
-  auto opt = [](const std::optional<double>& v) { return v ? query::NumberText(*v) : std::string(); };
+  auto num = [&](double v) { return output::NumberText(Export(v, u)); };
+  auto opt = [](const std::optional<double>& v) { return v ? output::NumberText(*v) : std::string(); };
   std::string path;
   for (const std::string& p : r.Path(n)) path += (path.empty() ? "" : ";") + p;
-  out << section << ',' << query::CsvField(md.name) << ',' << query::CsvField(path) << ','
+  out << section << ',' << output::CsvField(md.name) << ',' << output::CsvField(path) << ','
       << cct::FrameKindName(r.tree().kind(n)) << ',' << diff::StatusName(r.status(n)) << ',' << num(md.base_inc[n])
       << ',' << num(md.cand_inc[n]) << ',' << num(md.cand_inc[n] - md.base_inc[n]) << ',' << opt(r.Ratio(m, n))
       << ',' << num(md.base_exc[n]) << ',' << num(md.cand_exc[n]) << ',' << num(md.cand_exc[n] - md.base_exc[n])
@@ -22,8 +22,8 @@ void CsvRow(std::ostream& out, const char* section, const DiffResult& r, size_t 
   out << ',';
   if (r.tested()) {
     const auto ci = r.Interval(m, n);
-    out << (ci ? query::NumberText(ci->first) : "") << ',' << (ci ? query::NumberText(ci->second) : "") << ','
-        << query::NumberText(r.PValue(m, n));
+    out << (ci ? output::NumberText(ci->first) : "") << ',' << (ci ? output::NumberText(ci->second) : "") << ','
+        << output::NumberText(r.PValue(m, n));
   } else {
     out << ",,";
   }
@@ -47,4 +47,4 @@ void WriteCsv(const DiffResult& r, const DiffReportOptions& o, std::ostream& out
   }
 }
 
-}  // namespace query::diff_report
+}  // namespace reports::diff_report

@@ -8,7 +8,7 @@
 #include "reports/diff_report.h"
 #include "reports/flame.h"
 
-namespace query {
+namespace reports {
 
 cct::Result<bool> UseColor(const std::string& mode) {
   if (mode == "always") return true;
@@ -29,12 +29,12 @@ cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& bas
   for (const diff::MetricDiff& m : result.metrics())
     if (m.additive && fo.metric.empty()) fo.metric = m.name;
   fo.subtitle = base.label + " -> " + cand.label;
-  return WriteFileAtomically(path, [&](std::ostream& out) { return WriteDiffFlameGraph(b, c, fo, out); });
+  return output::WriteFileAtomically(path, [&](std::ostream& out) { return WriteDiffFlameGraph(b, c, fo, out); });
 }
 
-diff::TreeLoader ProfileTreeLoader(const LoadOptions& load) {
+diff::TreeLoader ProfileTreeLoader(const query::LoadOptions& load) {
   return [load](const std::string& selector, const std::string& db) -> cct::Result<diff::RunTree> {
-    CCT_ASSIGN_OR_RETURN(Profile p, LoadProfile(selector, db, load));
+    CCT_ASSIGN_OR_RETURN(query::Profile p, query::LoadProfile(selector, db, load));
     diff::RunTree t;
     t.label = p.label;
     t.run_id = p.runs.empty() ? 0 : p.runs.front().id;
@@ -43,4 +43,4 @@ diff::TreeLoader ProfileTreeLoader(const LoadOptions& load) {
   };
 }
 
-}  // namespace query
+}  // namespace reports

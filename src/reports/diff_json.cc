@@ -3,11 +3,11 @@
 
 #include "output/json_writer.h"
 
-namespace query::diff_report {
+namespace reports::diff_report {
 
 namespace {
 
-void SideJson(query::JsonWriter& w, const diff::Side& s) {
+void SideJson(output::JsonWriter& w, const diff::Side& s) {
   w.BeginObject();
   w.Field("selector", s.selector);
   w.Field("label", s.label);
@@ -23,7 +23,7 @@ void SideJson(query::JsonWriter& w, const diff::Side& s) {
   w.EndObject();
 }
 
-void EntryJson(query::JsonWriter& w, const DiffResult& r, size_t m, NodeId n, bool with_path) {
+void EntryJson(output::JsonWriter& w, const DiffResult& r, size_t m, NodeId n, bool with_path) {
   const MetricDiff& md = r.metrics()[m];
   const cct::Unit u = md.unit;
   auto optional = [&](const std::optional<double>& v) {
@@ -77,7 +77,7 @@ void EntryJson(query::JsonWriter& w, const DiffResult& r, size_t m, NodeId n, bo
 
 void WriteJson(const DiffResult& r, const diff::Side& base, const diff::Side& cand, const DiffReportOptions& o,
                std::ostream& out) {
-  query::JsonWriter w(out, /*pretty=*/true);
+  output::JsonWriter w(out, /*pretty=*/true);
   w.BeginObject();
   w.Key("base");
   SideJson(w, base);
@@ -141,4 +141,4 @@ void WriteJson(const DiffResult& r, const diff::Side& base, const diff::Side& ca
   out << '\n';
 }
 
-}  // namespace query::diff_report
+}  // namespace reports::diff_report

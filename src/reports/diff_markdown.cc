@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace query::diff_report {
+namespace reports::diff_report {
 
 namespace {
 
@@ -106,4 +106,4 @@ void WriteMarkdown(const DiffResult& r, const diff::Side& base, const diff::Side
   }
 }
 
-}  // namespace query::diff_report
+}  // namespace reports::diff_report

@@ -6,7 +6,7 @@
 
 #include "reports/diff_report_internal.h"
 
-namespace query {
+namespace reports {
 
 namespace diff_report {
 
@@ -26,11 +26,11 @@ std::vector<std::string> DisplayPath(const DiffResult& r, NodeId n) {
   return out;
 }
 
-std::string Value(double v, cct::Unit unit, bool ascii) { return query::FormatValue(v, unit, ascii); }
+std::string Value(double v, cct::Unit unit, bool ascii) { return output::FormatValue(v, unit, ascii); }
 
 std::string Delta(double d, cct::Unit unit, bool ascii) {
   if (d == 0) return "0";
-  std::string s = query::FormatValue(d, unit, ascii);
+  std::string s = output::FormatValue(d, unit, ascii);
   if (unit == cct::Unit::kPercent && !s.empty() && s.back() == '%') s.replace(s.size() - 1, 1, " pp");
   return d > 0 ? "+" + s : s;
 }
@@ -72,7 +72,7 @@ std::string PText(double p) {
 }
 
 std::string MinAbsText(const DiffResult& r, const MetricDiff& md, bool ascii) {
-  std::string s = query::FormatValue(md.min_abs, md.unit, ascii);
+  std::string s = output::FormatValue(md.min_abs, md.unit, ascii);
   if (md.unit == cct::Unit::kPercent && !s.empty() && s.back() == '%') s.replace(s.size() - 1, 1, " pp");
   if (r.options().min_abs.fraction) {
     char buf[32];
@@ -148,11 +148,11 @@ Facts GatherFacts(const DiffResult& r, const diff::Side& base, const diff::Side&
 }
 
 std::string FitLine(const std::string& s, size_t width, bool ascii) {
-  if (width == 0 || query::DisplayWidth(s) <= width) return s;
+  if (width == 0 || output::DisplayWidth(s) <= width) return s;
   std::string out;
   size_t cols = 0;
   const std::string dots = ascii ? "..." : "…";
-  const size_t keep = width - query::DisplayWidth(dots);
+  const size_t keep = width - output::DisplayWidth(dots);
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c & 0xC0) != 0x80) {
@@ -169,14 +169,14 @@ void WriteFacts(const Facts& facts, size_t width, bool ascii, std::ostream& out)
   for (const auto& [k, v] : facts.lines) key_width = std::max(key_width, k.size());
   const size_t indent = key_width + 2;
   for (const auto& [k, v] : facts.lines) {
-    std::string line = query::PadRight(k, key_width) + "  ";
+    std::string line = output::PadRight(k, key_width) + "  ";
     size_t col = indent;
     size_t start = 0;
     while (start < v.size()) {
       size_t end = v.find(' ', start);
       if (end == std::string::npos) end = v.size();
       const std::string word = v.substr(start, end - start);
-      const size_t ww = query::DisplayWidth(word);
+      const size_t ww = output::DisplayWidth(word);
       if (col > indent && width > 0 && col + 1 + ww > width) {
         out << line << '\n';
         line = std::string(indent, ' ');
@@ -229,7 +229,7 @@ std::string NothingLine(const std::string& metric) {
   return metric + ": no regressions or improvements, nothing new or gone";
 }
 
-double Export(double v, cct::Unit unit) { return query::ExportValue(v, unit); }
+double Export(double v, cct::Unit unit) { return output::ExportValue(v, unit); }
 
 }  // namespace diff_report
 
@@ -276,4 +276,4 @@ void WriteDiffReport(const diff::DiffResult& r, const diff::Side& base, const di
   }
 }
 
-}  // namespace query
+}  // namespace reports

@@ -16,7 +16,7 @@
 #include "diff/inputs.h"
 #include "query/profile.h"
 
-namespace query {
+namespace reports {
 
 enum class DiffFormat { kText, kJson, kMarkdown, kCsv };
 cct::Result<DiffFormat> ParseDiffFormat(const std::string& s);
@@ -49,6 +49,6 @@ cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& bas
 // The loader cct-diff compares through: every tree goes through the reader
 // the reports use (LoadProfile), so source lines fold the same way and
 // iterations work wherever LoadProfile knows them.
-diff::TreeLoader ProfileTreeLoader(const LoadOptions& load);
+diff::TreeLoader ProfileTreeLoader(const query::LoadOptions& load);
 
-}  // namespace query
+}  // namespace reports

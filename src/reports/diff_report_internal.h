@@ -15,7 +15,7 @@
 #include "output/text_table.h"
 #include "reports/diff_report.h"
 
-namespace query::diff_report {
+namespace reports::diff_report {
 
 using cct::NodeId;
 using diff::DiffResult;
@@ -42,7 +42,7 @@ std::string SignedSig3(double x);
 
 std::string Percent(double fraction);
 
-// A value as JSON and CSV carry it (query::ExportValue).
+// A value as JSON and CSV carry it (output::ExportValue).
 double Export(double v, cct::Unit unit);
 
 std::string ChangeText(const DiffResult& r, size_t m, NodeId n);
@@ -87,8 +87,8 @@ class PathTable {
   void Render(std::ostream& out, size_t width, bool ascii, bool color, const std::string& indent) const {
     std::vector<size_t> w(columns_.size(), 0);
     for (size_t c = 0; c < columns_.size(); ++c) {
-      w[c] = query::DisplayWidth(columns_[c].header);
-      for (const Row& r : rows_) w[c] = std::max(w[c], query::DisplayWidth(r.cells[c]));
+      w[c] = output::DisplayWidth(columns_[c].header);
+      for (const Row& r : rows_) w[c] = std::max(w[c], output::DisplayWidth(r.cells[c]));
     }
     std::vector<bool> shown(columns_.size(), true);
     auto used = [&] {
@@ -110,7 +110,7 @@ class PathTable {
       std::string s = indent;
       for (size_t c = 0; c < columns_.size(); ++c) {
         if (!shown[c] || w[c] == 0) continue;
-        s += columns_[c].left ? query::PadRight(cells[c], w[c]) : query::PadLeft(cells[c], w[c]);
+        s += columns_[c].left ? output::PadRight(cells[c], w[c]) : output::PadLeft(cells[c], w[c]);
         s += "  ";
       }
       s += name;
@@ -148,11 +148,11 @@ class PathTable {
     };
     std::string s = join(skip);
     if (budget == 0) return s;
-    while (query::DisplayWidth(s) > budget && skip + 1 < path.size()) s = join(++skip);
-    if (query::DisplayWidth(s) > budget) {
+    while (output::DisplayWidth(s) > budget && skip + 1 < path.size()) s = join(++skip);
+    if (output::DisplayWidth(s) > budget) {
       const std::string head = skip > 0 ? dots + sep : "";
-      const size_t room = budget > query::DisplayWidth(head) + 8 ? budget - query::DisplayWidth(head) : 8;
-      s = head + query::ElideMiddle(path.back(), room, ascii);
+      const size_t room = budget > output::DisplayWidth(head) + 8 ? budget - output::DisplayWidth(head) : 8;
+      s = head + output::ElideMiddle(path.back(), room, ascii);
     }
     return s;
   }
@@ -256,4 +256,4 @@ void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOp
 void WriteTreeJson(const DiffResult& r, const TreeView& view, std::ostream& out);
 void WriteTreeCsv(const DiffResult& r, const TreeView& view, std::ostream& out);
 
-}  // namespace query::diff_report
+}  // namespace reports::diff_report

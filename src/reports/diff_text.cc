@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace query::diff_report {
+namespace reports::diff_report {
 
 void WriteText(const DiffResult& r, const diff::Side& base, const diff::Side& cand, const DiffReportOptions& o,
                std::ostream& out) {
@@ -18,7 +18,7 @@ void WriteText(const DiffResult& r, const diff::Side& base, const diff::Side& ca
     std::vector<PathTable::Column> cols = cc.columns;
     cols.push_back({"", 0, true});  // verdict
     size_t name_width = 5;
-    for (const MetricDiff& md : r.metrics()) name_width = std::max(name_width, query::DisplayWidth(md.name));
+    for (const MetricDiff& md : r.metrics()) name_width = std::max(name_width, output::DisplayWidth(md.name));
     PathTable totals(cols, "total", name_width);
     for (size_t m = 0; m < r.metrics().size(); ++m) {
       std::vector<std::string> cells = cc.Cells(r, m, cct::kRootNode, o.ascii);
@@ -72,4 +72,4 @@ void WriteText(const DiffResult& r, const diff::Side& base, const diff::Side& ca
   }
 }
 
-}  // namespace query::diff_report
+}  // namespace reports::diff_report

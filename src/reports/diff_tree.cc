@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-namespace query::diff_report {
+namespace reports::diff_report {
 
 namespace {
 
-void TreeNodeJson(query::JsonWriter& w, const DiffResult& r, NodeId n) {
+void TreeNodeJson(output::JsonWriter& w, const DiffResult& r, NodeId n) {
   const cct::Frame f = r.tree().frame(n);
   w.Field("name", n == cct::kRootNode ? cct::kRootName : r.name(n));
   w.Field("kind", cct::FrameKindName(f.kind));
@@ -44,7 +44,7 @@ void TreeNodeJson(query::JsonWriter& w, const DiffResult& r, NodeId n) {
 }  // namespace
 
 void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOptions& o, std::ostream& out) {
-  std::vector<query::TextTable::Column> cols;
+  std::vector<output::TextTable::Column> cols;
   const bool multi = r.metrics().size() > 1;
   for (size_t m = 0; m < r.metrics().size(); ++m) {
     const bool first = m == 0;
@@ -55,8 +55,8 @@ void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOp
     if (r.tested()) cols.push_back({"p", first ? 1 : 8});
   }
   cols.push_back({"", 0, true});  // verdict marker of the first metric
-  query::TextTable table(cols, "calling context");
-  const query::TreeGlyphs& g = query::Glyphs(o.ascii);
+  output::TextTable table(cols, "calling context");
+  const output::TreeGlyphs& g = output::Glyphs(o.ascii);
   struct Item {
     NodeId node;
     int depth;
@@ -108,7 +108,7 @@ void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOp
 }
 
 void WriteTreeJson(const DiffResult& r, const TreeView& view, std::ostream& out) {
-  query::JsonWriter w(out);
+  output::JsonWriter w(out);
   struct Item {
     std::vector<NodeId> kids;
     size_t next;
@@ -140,9 +140,9 @@ void WriteTreeCsv(const DiffResult& r, const TreeView& view, std::ostream& out) 
   out << "depth,name,kind,status";
   for (const MetricDiff& md : r.metrics()) {
     for (const char* col : {"base", "candidate", "delta", "ratio", "base_exclusive", "candidate_exclusive"})
-      out << ',' << query::CsvField(md.name + " " + col);
-    if (r.tested()) out << ',' << query::CsvField(md.name + " p_value");
-    out << ',' << query::CsvField(md.name + " verdict");
+      out << ',' << output::CsvField(md.name + " " + col);
+    if (r.tested()) out << ',' << output::CsvField(md.name + " p_value");
+    out << ',' << output::CsvField(md.name + " verdict");
   }
   out << ",path\n";
   struct Item {
@@ -156,22 +156,22 @@ void WriteTreeCsv(const DiffResult& r, const TreeView& view, std::ostream& out) 
     const NodeId n = it.node;
     std::string path;
     for (const std::string& p : r.Path(n)) path += (path.empty() ? "" : ";") + p;
-    out << it.depth << ',' << query::CsvField(n == cct::kRootNode ? cct::kRootName : r.name(n)) << ','
+    out << it.depth << ',' << output::CsvField(n == cct::kRootNode ? cct::kRootName : r.name(n)) << ','
         << cct::FrameKindName(r.tree().kind(n)) << ',' << diff::StatusName(r.status(n));
     for (size_t m = 0; m < r.metrics().size(); ++m) {
       const MetricDiff& md = r.metrics()[m];
-      auto num = [&](double v) { return query::NumberText(Export(v, md.unit)); };
+      auto num = [&](double v) { return output::NumberText(Export(v, md.unit)); };
       const auto ratio = r.Ratio(m, n);
       out << ',' << num(md.base_inc[n]) << ',' << num(md.cand_inc[n]) << ',' << num(md.cand_inc[n] - md.base_inc[n])
-          << ',' << (ratio ? query::NumberText(*ratio) : "") << ',' << num(md.base_exc[n]) << ','
+          << ',' << (ratio ? output::NumberText(*ratio) : "") << ',' << num(md.base_exc[n]) << ','
           << num(md.cand_exc[n]);
-      if (r.tested()) out << ',' << query::NumberText(r.PValue(m, n));
+      if (r.tested()) out << ',' << output::NumberText(r.PValue(m, n));
       out << ',' << diff::VerdictName(md.verdict[n]);
     }
-    out << ',' << query::CsvField(path) << '\n';
+    out << ',' << output::CsvField(path) << '\n';
     const std::vector<NodeId> kids = view.Children(n, it.depth);
     for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
   }
 }
 
-}  // namespace query::diff_report
+}  // namespace reports::diff_report

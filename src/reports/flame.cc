@@ -14,7 +14,7 @@
 #include "reports/registry.h"
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 using cct::FrameKind;
 using cct::MetricId;
@@ -121,14 +121,14 @@ std::string DeltaColour(double delta, double strength) {
 
 std::string SignedValue(double v, cct::Unit unit) {
   if (v == 0) return "0";
-  return (v > 0 ? "+" : "-") + FormatValue(std::fabs(v), unit, false);
+  return (v > 0 ? "+" : "-") + output::FormatValue(std::fabs(v), unit, false);
 }
 
 std::string FitLabel(std::string_view name, double width_px) {
   const int chars = static_cast<int>((width_px - 6) / (kFontSize * kCharWidth));
   if (chars < 3) return "";
-  if (static_cast<int>(DisplayWidth(name)) <= chars) return std::string(name);
-  return ElideMiddle(name, static_cast<size_t>(chars), true).substr(0, std::string::npos);
+  if (static_cast<int>(output::DisplayWidth(name)) <= chars) return std::string(name);
+  return output::ElideMiddle(name, static_cast<size_t>(chars), true).substr(0, std::string::npos);
 }
 
 // The script: zoom, search, details; also the URL-fragment hooks for tests.
@@ -321,14 +321,14 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
       if (reg.Get(m).kind == cct::MetricKind::kAdditive) metric = m;
     if (metric == cct::kNoMetric) return cct::NotFound("the run has no additive metric to draw");
   } else {
-    CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, ResolveMetrics(tree, {opt.metric}));
+    CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, query::ResolveMetrics(tree, {opt.metric}));
     metric = ids.front();
     if (reg.Get(metric).kind != cct::MetricKind::kAdditive)
       return cct::InvalidArgument("flame graph widths need an additive metric; '" + opt.metric + "' is derived");
   }
   std::vector<MetricId> detail_ids;
   if (!opt.details.empty()) {
-    CCT_ASSIGN_OR_RETURN(detail_ids, ResolveMetrics(tree, opt.details));
+    CCT_ASSIGN_OR_RETURN(detail_ids, query::ResolveMetrics(tree, opt.details));
   }
   if (opt.baseline && (opt.baseline->inclusive.size() != tree.size() || opt.baseline->exclusive.size() != tree.size()))
     return cct::InvalidArgument("the flame graph baseline does not match the tree (" +
@@ -382,14 +382,14 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
       << R"(<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width=")" << opt.width << R"(" height=")"
       << Num(height) << R"(" viewBox="0 0 )" << opt.width << ' ' << Num(height) << R"(" data-width=")" << opt.width
       << R"(" data-pad=")" << Num(kPad) << R"(" data-fontsize=")" << Num(kFontSize) << R"(" data-charwidth=")"
-      << kCharWidth << R"(" data-metric=")" << Xml(md.name) << R"(" data-total=")" << NumberText(total)
+      << kCharWidth << R"(" data-metric=")" << Xml(md.name) << R"(" data-total=")" << output::NumberText(total)
       << R"(" data-mode=")" << (opt.baseline ? "diff" : "plain") << "\">\n";
   out << "<style type=\"text/css\"><![CDATA[" << kStyle << "]]></style>\n";
   out << "<script type=\"text/ecmascript\"><![CDATA[" << kScript << "]]></script>\n";
   out << R"(<rect x="0" y="0" width=")" << opt.width << R"(" height=")" << Num(height)
       << R"~(" fill="rgb(248,248,240)"/>)~" << '\n';
   out << R"(<text id="title" x=")" << Num(opt.width / 2.0) << R"(" y="20">)" << Xml(title) << "</text>\n";
-  const std::string totals = md.name + " " + FormatValue(total, md.unit, false) + " total";
+  const std::string totals = md.name + " " + output::FormatValue(total, md.unit, false) + " total";
   const std::string subtitle = opt.subtitle.empty() ? totals : opt.subtitle + ": " + totals;
   out << R"(<text id="subtitle" x=")" << Num(opt.width / 2.0) << R"(" y="36">)" << Xml(subtitle) << "</text>\n";
   out << R"(<text id="unzoom" class="button hide" x=")" << Num(kPad) << R"(" y="20">Reset zoom</text>)" << '\n';
@@ -432,14 +432,14 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
     const NodeId n = it.node;
     const double w = inc[n];
     const cct::Frame f = tree.frame(n);
-    const std::string name = n == cct::kRootNode ? "all" : DisplayName(tree, n);
-    std::string info = name + "\n" + md.name + ": " + FormatValue(w, md.unit, false) + " (" +
-                       FormatPercent(w, total) + ")";
-    if (exc[n] != 0) info += ", self " + FormatValue(exc[n], md.unit, false);
+    const std::string name = n == cct::kRootNode ? "all" : output::DisplayName(tree, n);
+    std::string info = name + "\n" + md.name + ": " + output::FormatValue(w, md.unit, false) + " (" +
+                       output::FormatPercent(w, total) + ")";
+    if (exc[n] != 0) info += ", self " + output::FormatValue(exc[n], md.unit, false);
     std::string fill;
     if (opt.baseline) {
       const double b_inc = opt.baseline->inclusive[n], d_inc = w - b_inc, d_exc = exc[n] - opt.baseline->exclusive[n];
-      info += "\nbaseline: " + FormatValue(b_inc, md.unit, false) + "; change " + SignedValue(d_inc, md.unit);
+      info += "\nbaseline: " + output::FormatValue(b_inc, md.unit, false) + "; change " + SignedValue(d_inc, md.unit);
       if (b_inc != 0) {
         char pct[32];
         std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * d_inc / b_inc);
@@ -456,14 +456,14 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
       const cct::MetricDesc& d = reg.Get(detail_ids[i]);
       const double v = (*dinc[i])[n], e = (*dexc[i])[n];
       if (v == 0 && e == 0) continue;
-      info += "\n" + d.name + ": " + FormatValue(v, d.unit, false);
-      if (e != 0 && d.kind == cct::MetricKind::kAdditive) info += ", self " + FormatValue(e, d.unit, false);
+      info += "\n" + d.name + ": " + output::FormatValue(v, d.unit, false);
+      if (e != 0 && d.kind == cct::MetricKind::kAdditive) info += ", self " + output::FormatValue(e, d.unit, false);
     }
     const double fx = total > 0 ? it.x / total : 0, fw = total > 0 ? w / total : 0;
     const double px = kPad + fx * plot_w, pw = fw * plot_w;
     const double y = height - kBottom - (it.depth + 1) * kFrameHeight;
     out << "<g class=\"f\" data-k=\"" << (n == cct::kRootNode ? "root" : KindClass(f.kind)) << "\" data-n=\""
-        << Xml(name) << "\" data-d=\"" << it.depth << "\" data-x=\"" << NumberText(fx) << "\" data-w=\"" << NumberText(fw)
+        << Xml(name) << "\" data-d=\"" << it.depth << "\" data-x=\"" << output::NumberText(fx) << "\" data-w=\"" << output::NumberText(fw)
         << "\"><title>"
         << Xml(info) << "</title><rect x=\"" << Num(px) << "\" y=\"" << Num(y) << "\" width=\"" << Num(pw)
         << "\" height=\"" << Num(kFrameHeight - 1) << "\" fill=\"" << fill << "\" rx=\"2\" ry=\"2\"/><text x=\""
@@ -486,7 +486,7 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
 
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/false));
+  CCT_ASSIGN_OR_RETURN(query::Profile profile, LoadRequestProfile(request, /*keep_lines=*/false));
   FlameOptions fo;
   if (opt.metrics.size() > 1) {
     fo.metric = opt.metrics.front();
@@ -501,11 +501,11 @@ cct::Status FlameCommand(const ReportRequest& request, std::ostream& out) {
   }
   if (request.image_width) fo.width = *request.image_width;
   fo.subtitle = profile.label;
-  Progress progress = Progress::ForStderr("drawing flame graph");
+  output::Progress progress = output::Progress::ForStderr("drawing flame graph");
   fo.progress = &progress;
   cct::Status s = WriteFlameGraph(profile.tree, fo, out);
   progress.Finish();
   return s;
 }
 
-}  // namespace query
+}  // namespace reports

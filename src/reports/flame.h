@@ -34,9 +34,11 @@
 #include "cct/status.h"
 #include "cct/tree.h"
 
-namespace query {
-
+namespace output {
 class Progress;
+}  // namespace output
+
+namespace reports {
 
 // The baseline of a differential flame graph, per node of the drawn tree:
 // the baseline's inclusive and exclusive value of the width metric at the
@@ -55,7 +57,7 @@ struct FlameOptions {
   size_t width = 1200;               // image width in pixels
   double min_width_px = 0.1;         // narrower frames (and their subtrees) are not drawn
   const FlameBaseline* baseline = nullptr;  // set: a differential flame graph
-  Progress* progress = nullptr;
+  output::Progress* progress = nullptr;
 };
 
 cct::Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& options, std::ostream& out);
@@ -70,4 +72,4 @@ cct::Result<FlameBaseline> MatchFlameBaseline(const cct::Tree& base, const cct::
 cct::Status WriteDiffFlameGraph(const cct::Tree& base, const cct::Tree& cand, const FlameOptions& options,
                                 std::ostream& out);
 
-}  // namespace query
+}  // namespace reports

@@ -10,9 +10,14 @@
 #include "reports/reports.h"
 #include "store/selector.h"
 
-namespace query {
+namespace reports {
 
 using cct::Status;
+using output::CsvField;
+using output::ExportValue;
+using output::FormatPercent;
+using output::FormatValue;
+using output::NumberText;
 
 namespace {
 
@@ -54,15 +59,15 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
   CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
   CCT_ASSIGN_OR_RETURN(std::optional<store::RunIterations> its, db->ReadIterations(run.id));
   if (!its)
-    return cct::InvalidArgument("'" + selector + "': " + RunLabel(run) +
+    return cct::InvalidArgument("'" + selector + "': " + query::RunLabel(run) +
                                 " has no iterations (record with --iteration REGEX)");
-  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, opt.metrics));
+  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
   const cct::MetricId metric = ids.front();
   const cct::MetricDesc& desc = tree.metrics().Get(metric);
   const bool additive = desc.kind == cct::MetricKind::kAdditive;
   cct::NodeValues values(tree);
   const double run_total = values.Total(metric);
-  const std::vector<double> totals = IterationTotals(*its, tree.metrics(), metric);
+  const std::vector<double> totals = query::IterationTotals(*its, tree.metrics(), metric);
   const size_t n = its->iterations.size();
   const int64_t base = run.start_time_ns > 0 ? run.start_time_ns : (n ? its->iterations.front().start_ns : 0);
   const DurationStats stats = Stats(*its);
@@ -74,9 +79,9 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
   switch (opt.format) {
     case OutputFormat::kText: {
       auto time = [&](double ns) { return FormatValue(ns, cct::Unit::kNanoseconds, opt.ascii); };
-      out << RunLabel(run) << ": " << n << (n == 1 ? " iteration" : " iterations") << " of " << range << '\n';
+      out << query::RunLabel(run) << ": " << n << (n == 1 ? " iteration" : " iterations") << " of " << range << '\n';
       if (n == 0) break;
-      TextTable t({{"iter"}, {"start"}, {"duration"}, {desc.name}, {"share"}}, "");
+      output::TextTable t({{"iter"}, {"start"}, {"duration"}, {desc.name}, {"share"}}, "");
       for (size_t i = 0; i < n; ++i) {
         const store::Iteration& it = its->iterations[i];
         t.AddRow({std::to_string(i + 1), time(static_cast<double>(it.start_ns - base)),
@@ -92,13 +97,13 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
         if (run_total != 0) out << " (" << FormatPercent(in_iterations, run_total) << " of the run)";
         out << '\n';
       }
-      out << "median iteration by " << desc.name << ": " << MedianIteration(totals) + 1 << " (@iter=median)\n";
+      out << "median iteration by " << desc.name << ": " << query::MedianIteration(totals) + 1 << " (@iter=median)\n";
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       w.BeginObject();
-      w.FieldInt("run", run.id).Field("name", run.name).Field("label", RunLabel(run)).Field("range", its->range);
+      w.FieldInt("run", run.id).Field("name", run.name).Field("label", query::RunLabel(run)).Field("range", its->range);
       w.FieldInt("run_start_time_ns", run.start_time_ns);
       w.Field("metric", desc.name).Field("unit", cct::UnitName(desc.unit));
       w.Field("run_total", ExportValue(run_total, desc.unit));
@@ -117,7 +122,7 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
       w.Field("min", stats.min / 1e9).Field("max", stats.max / 1e9);
       w.EndObject();
       w.Key("median_iteration");
-      n ? w.Int(static_cast<long long>(MedianIteration(totals) + 1)) : w.Null();
+      n ? w.Int(static_cast<long long>(query::MedianIteration(totals) + 1)) : w.Null();
       w.EndObject();
       out << '\n';
       break;
@@ -138,4 +143,4 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
   return Status::Ok();
 }
 
-}  // namespace query
+}  // namespace reports

@@ -19,12 +19,17 @@
 #include "reports/reports.h"
 #include "store/selector.h"
 
-namespace query {
+namespace reports {
 
 using cct::FrameKind;
 using cct::MetricId;
 using cct::NodeId;
 using cct::Status;
+using output::CsvField;
+using output::ExportValue;
+using output::FormatPercent;
+using output::FormatValue;
+using output::NumberText;
 
 namespace {
 
@@ -40,12 +45,12 @@ struct KernelRow {
   // Memory throughput % of peak: the larger of the memory (all units) and
   // DRAM figures that are attached.
   double MemoryPct() const {
-    const double a = Average(kNcuMemoryThroughput), b = Average(kNcuDramThroughput);
+    const double a = Average(query::kNcuMemoryThroughput), b = Average(query::kNcuDramThroughput);
     if (std::isnan(a)) return b;
     if (std::isnan(b)) return a;
     return std::max(a, b);
   }
-  Bottleneck Class() const { return ClassifyBottleneck(Average(kNcuSmThroughput), MemoryPct()); }
+  query::Bottleneck Class() const { return query::ClassifyBottleneck(Average(query::kNcuSmThroughput), MemoryPct()); }
 };
 
 // The ncu metrics a tree carries: name -> accumulator id (derived "M" with
@@ -54,7 +59,7 @@ std::map<std::string, MetricId> NcuMetrics(const cct::Tree& tree) {
   std::map<std::string, MetricId> out;
   for (MetricId m = 0; m < tree.metrics().size(); ++m) {
     const cct::MetricDesc& d = tree.metrics().Get(m);
-    if (d.kind != cct::MetricKind::kAdditive || d.description.rfind(kNcuDescriptionPrefix, 0) != 0) continue;
+    if (d.kind != cct::MetricKind::kAdditive || d.description.rfind(query::kNcuDescriptionPrefix, 0) != 0) continue;
     if (d.name.size() > 4 && d.name.compare(d.name.size() - 4, 4, ":acc") == 0)
       out[d.name.substr(0, d.name.size() - 4)] = m;
   }
@@ -66,7 +71,7 @@ Status Collect(const cct::Tree& tree, store::RunId run, const std::string& time_
                std::map<std::string, KernelRow>& rows, std::set<std::string>& ncu_names) {
   const MetricId time = tree.metrics().Find(time_metric);
   const MetricId count = tree.metrics().Find("gker:count");
-  const MetricId profiled = tree.metrics().Find(kNcuCount);
+  const MetricId profiled = tree.metrics().Find(query::kNcuCount);
   const std::map<std::string, MetricId> ncu = NcuMetrics(tree);
   for (const auto& [name, id] : ncu) ncu_names.insert(name);
   cct::NodeValues values(tree);
@@ -82,11 +87,11 @@ Status Collect(const cct::Tree& tree, store::RunId run, const std::string& time_
     const bool kernel = tree.kind(n) == FrameKind::kKernel;
     inside[n] = inside[tree.parent(n)] || kernel;
     if (!kernel || inside[tree.parent(n)]) continue;
-    const std::string name = normalize ? NormalizeKernelName(tree.name(n)) : std::string(tree.name(n));
+    const std::string name = normalize ? query::NormalizeKernelName(tree.name(n)) : std::string(tree.name(n));
     KernelRow& r = rows[name];
     if (r.name.empty()) {
       r.name = name;
-      r.normalized = NormalizeKernelName(tree.name(n));
+      r.normalized = query::NormalizeKernelName(tree.name(n));
     }
     r.runs.insert(run);
     if (t) r.time += (*t)[n];
@@ -122,7 +127,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
       time_unit = tree.metrics().Get(m).unit;
       any_time = true;
     }
-    CCT_RETURN_IF_ERROR(Collect(tree, run.id, time_metric, group, rows, ncu_names).WithContext(RunLabel(run)));
+    CCT_RETURN_IF_ERROR(Collect(tree, run.id, time_metric, group, rows, ncu_names).WithContext(query::RunLabel(run)));
   }
   if (!any_time && !opt.metrics.empty())
     return cct::InvalidArgument("no metric '" + time_metric + "' in the selected run(s)");
@@ -140,7 +145,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
   });
   const size_t shown = opt.limit > 0 ? std::min(opt.limit, sorted.size()) : sorted.size();
   const std::string label = group ? "group " + sel.text + " (" + std::to_string(runs.size()) + " runs)"
-                                  : RunLabel(runs.front());
+                                  : query::RunLabel(runs.front());
   const bool has_ncu = !ncu_names.empty();
   auto pct = [](double v) { return std::isnan(v) ? std::string() : FormatValue(v, cct::Unit::kPercent); };
 
@@ -154,7 +159,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
         out << "(no GPU kernels in " << (group ? "these runs" : "this run") << ")\n";
         return Status::Ok();
       }
-      std::vector<TextTable::Column> cols;
+      std::vector<output::TextTable::Column> cols;
       if (group) cols.push_back({"runs", 0});
       cols.push_back({time_metric, 0});
       cols.push_back({"%", 4});
@@ -166,7 +171,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
         cols.push_back({"Occ %", 5});
         cols.push_back({"bottleneck", 0, true});
       }
-      TextTable table(cols, group ? "kernel (normalized)" : "kernel");
+      output::TextTable table(cols, group ? "kernel (normalized)" : "kernel");
       for (size_t i = 0; i < shown; ++i) {
         const KernelRow& r = *sorted[i];
         std::vector<std::string> cells;
@@ -176,10 +181,10 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
         cells.push_back(r.launches == 0 ? "" : FormatValue(r.launches, cct::Unit::kCount));
         cells.push_back(r.launches == 0 || r.time == 0 ? "" : FormatValue(r.time / r.launches, time_unit, opt.ascii));
         if (has_ncu) {
-          cells.push_back(pct(r.Average(kNcuSmThroughput)));
+          cells.push_back(pct(r.Average(query::kNcuSmThroughput)));
           cells.push_back(pct(r.MemoryPct()));
-          cells.push_back(pct(r.Average(kNcuAchievedOccupancy)));
-          cells.emplace_back(BottleneckName(r.Class()));
+          cells.push_back(pct(r.Average(query::kNcuAchievedOccupancy)));
+          cells.emplace_back(query::BottleneckName(r.Class()));
         }
         table.AddRow(std::move(cells), "", r.name);
       }
@@ -187,7 +192,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       w.BeginObject().Field("label", label).FieldInt("runs", static_cast<long long>(runs.size()));
       w.Field("time_metric", time_metric).Field("total_time", ExportValue(total_time, time_unit));
       w.Key("kernels").BeginArray();
@@ -203,7 +208,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
           const double v = r.Average(m);
           std::isnan(v) ? w.Null() : w.Number(v);
         }
-        w.EndObject().Field("bottleneck", BottleneckName(r.Class())).EndObject();
+        w.EndObject().Field("bottleneck", query::BottleneckName(r.Class())).EndObject();
       }
       w.EndArray().EndObject();
       out << '\n';
@@ -219,7 +224,7 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
             << NumberText(ExportValue(r.time, time_unit)) << ',' << NumberText(r.launches) << ','
             << NumberText(r.profiled);
         for (const std::string& m : ncu_names) out << ',' << NumberText(r.Average(m));
-        out << ',' << BottleneckName(r.Class()) << '\n';
+        out << ',' << query::BottleneckName(r.Class()) << '\n';
       }
       break;
     }
@@ -227,4 +232,4 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
   return Status::Ok();
 }
 
-}  // namespace query
+}  // namespace reports

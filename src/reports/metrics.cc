@@ -2,17 +2,21 @@
 #include "output/format.h"
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 using cct::Status;
+using output::CsvField;
+using output::ExportValue;
+using output::FormatValue;
+using output::NumberText;
 
-Status WriteMetricsReport(Profile& profile, const ReportOptions& opt, std::ostream& out) {
+Status WriteMetricsReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
   cct::NodeValues values(profile.tree);
   const cct::MetricRegistry& reg = profile.tree.metrics();
   switch (opt.format) {
     case OutputFormat::kText: {
       out << profile.label << ": " << reg.size() << " metrics\n";
-      TextTable t({{"metric", 0, true}, {"unit", 0, true}, {"kind", 1, true}, {"total"}}, "description");
+      output::TextTable t({{"metric", 0, true}, {"unit", 0, true}, {"kind", 1, true}, {"total"}}, "description");
       for (cct::MetricId m = 0; m < reg.size(); ++m) {
         const cct::MetricDesc& d = reg.Get(m);
         const double total = values.Total(m);
@@ -26,7 +30,7 @@ Status WriteMetricsReport(Profile& profile, const ReportOptions& opt, std::ostre
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       w.BeginArray();
       for (cct::MetricId m = 0; m < reg.size(); ++m) {
         const cct::MetricDesc& d = reg.Get(m);
@@ -56,4 +60,4 @@ Status WriteMetricsReport(Profile& profile, const ReportOptions& opt, std::ostre
   return Status::Ok();
 }
 
-}  // namespace query
+}  // namespace reports

@@ -1,20 +1,20 @@
 #include "reports/registry.h"
 
-namespace query {
+namespace reports {
 
 namespace {
 
 // The common ways to run a report: on the profile of RUN (loaded with all
 // source lines when `kKeepLines`, as the summaries of show and metrics
 // want), or on a RUN or SELECTOR the report resolves itself.
-using ProfileReport = cct::Status (*)(Profile& profile, const ReportOptions& options, std::ostream& out);
+using ProfileReport = cct::Status (*)(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 using SelectorReport = cct::Status (*)(const std::string& selector, const std::string& default_db,
                                        const ReportOptions& options, std::ostream& out);
 
 template <ProfileReport kWrite, bool kKeepLines>
 cct::Status OnProfile(const ReportRequest& request, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, kKeepLines));
+  CCT_ASSIGN_OR_RETURN(query::Profile profile, LoadRequestProfile(request, kKeepLines));
   return kWrite(profile, opt, out);
 }
 
@@ -75,12 +75,12 @@ cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request) {
   return opt;
 }
 
-cct::Result<Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines) {
-  LoadOptions load;
+cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines) {
+  query::LoadOptions load;
   load.keep_lines = request.lines || keep_lines;
   load.merge_threads = request.merge_threads;
   if (!request.options.metrics.empty()) load.median_metric = request.options.metrics.front();  // @iter=median
-  return LoadProfile(request.args.at(0), request.db_path, load);
+  return query::LoadProfile(request.args.at(0), request.db_path, load);
 }
 
-}  // namespace query
+}  // namespace reports

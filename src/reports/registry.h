@@ -19,7 +19,7 @@
 #include "cct/status.h"
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 // A cct-query command line, parsed: the options every report reads the same
 // way are in `options`; the ones whose meaning depends on the command are
@@ -73,6 +73,6 @@ cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 // request's --lines, --merge-threads and -m (for @iter=median); `keep_lines`
 // keeps source lines regardless.
 cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request);
-cct::Result<Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines);
+cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines);
 
-}  // namespace query
+}  // namespace reports

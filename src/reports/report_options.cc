@@ -1,7 +1,7 @@
 // Parsing of the report options shared by several cct-query commands.
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 cct::Result<OutputFormat> ParseOutputFormat(const std::string& s) {
   if (s == "text") return OutputFormat::kText;
@@ -19,4 +19,4 @@ cct::Result<GroupBy> ParseGroupBy(const std::string& s) {
   return cct::InvalidArgument("unknown --by '" + s + "' (expected function, kernel, nvtx, line or module)");
 }
 
-}  // namespace query
+}  // namespace reports

@@ -17,7 +17,7 @@
 #include "output/metric_columns.h"
 #include "query/profile.h"
 
-namespace query {
+namespace reports {
 
 enum class OutputFormat { kText, kJson, kCsv };
 cct::Result<OutputFormat> ParseOutputFormat(const std::string& s);
@@ -38,12 +38,12 @@ struct ReportOptions {
   size_t width = 80;  // 0: unlimited
 };
 
-cct::Status WriteTreeReport(Profile& profile, const ReportOptions& options, std::ostream& out);
-cct::Status WriteTopReport(Profile& profile, const ReportOptions& options, std::ostream& out);
-cct::Status WriteCallersReport(Profile& profile, const std::string& regex, const ReportOptions& options,
+cct::Status WriteTreeReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteTopReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteCallersReport(query::Profile& profile, const std::string& regex, const ReportOptions& options,
                                std::ostream& out);
-cct::Status WriteMetricsReport(Profile& profile, const ReportOptions& options, std::ostream& out);
-cct::Status WriteShowReport(Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteMetricsReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
+cct::Status WriteShowReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 cct::Status WriteRunsReport(const std::vector<store::RunMeta>& runs, const std::string& db_path,
                             const ReportOptions& options, std::ostream& out);
 
@@ -79,4 +79,4 @@ cct::Status WriteTableReport(const std::string& selector, const std::string& def
 // (table.cc, for the intervals).
 double StudentTQuantile(double p, double df);
 
-}  // namespace query
+}  // namespace reports

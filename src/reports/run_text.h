@@ -9,7 +9,7 @@
 
 #include "store/run_meta.h"
 
-namespace query {
+namespace reports {
 
 // "2026-11-24 13:05:01" in local time.
 std::string LocalTime(int64_t ns);
@@ -22,4 +22,4 @@ std::string Outcome(const store::RunMeta& r);
 // The words joined by spaces, quoted where the shell would need it.
 std::string Joined(const std::vector<std::string>& v);
 
-}  // namespace query
+}  // namespace reports

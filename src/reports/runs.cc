@@ -11,7 +11,7 @@
 #include "store/database.h"
 #include "store/selector.h"
 
-namespace query {
+namespace reports {
 
 using cct::Status;
 using store::RunMeta;
@@ -66,7 +66,7 @@ std::string Joined(const std::vector<std::string>& v) {
 
 namespace {
 
-void WriteRunJson(JsonWriter& w, const RunMeta& r) {
+void WriteRunJson(output::JsonWriter& w, const RunMeta& r) {
   w.BeginObject();
   w.FieldInt("id", r.id).Field("name", r.name).Field("state", store::RunStateName(store::EffectiveState(r)));
   w.Field("start_time", IsoUtc(r.start_time_ns)).FieldInt("start_time_ns", r.start_time_ns);
@@ -93,7 +93,7 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
         out << db_path << ": no runs\n";
         return Status::Ok();
       }
-      TextTable table({{"id"}, {"state", 0, true}, {"started", 3, true}, {"duration"}, {"outcome", 1, true},
+      output::TextTable table({{"id"}, {"state", 0, true}, {"started", 3, true}, {"duration"}, {"outcome", 1, true},
                        {"nodes", 2}},
                       "name  tags");
       for (const RunMeta& r : runs) {
@@ -102,7 +102,7 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
         if (!tags.empty()) label += "  " + tags;
         table.AddRow({std::to_string(r.id), std::string(store::RunStateName(store::EffectiveState(r))),
                       LocalTime(r.start_time_ns),
-                      r.duration_ns > 0 ? FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii) : "-",
+                      r.duration_ns > 0 ? output::FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii) : "-",
                       Outcome(r), std::to_string(r.node_count)},
                      "", label);
       }
@@ -110,7 +110,7 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       w.BeginArray();
       for (const RunMeta& r : runs) WriteRunJson(w, r);
       w.EndArray();
@@ -120,11 +120,11 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
     case OutputFormat::kCsv: {
       out << "id,name,state,start_time,duration,exit_code,term_signal,nodes,tags\n";
       for (const RunMeta& r : runs) {
-        out << r.id << ',' << CsvField(r.name) << ',' << store::RunStateName(store::EffectiveState(r)) << ','
-            << IsoUtc(r.start_time_ns) << ',' << NumberText(static_cast<double>(r.duration_ns) / 1e9) << ','
+        out << r.id << ',' << output::CsvField(r.name) << ',' << store::RunStateName(store::EffectiveState(r)) << ','
+            << IsoUtc(r.start_time_ns) << ',' << output::NumberText(static_cast<double>(r.duration_ns) / 1e9) << ','
             << (r.exit_code ? std::to_string(*r.exit_code) : "") << ','
             << (r.term_signal ? std::to_string(*r.term_signal) : "") << ',' << r.node_count << ','
-            << CsvField(Tags(r.tags)) << '\n';
+            << output::CsvField(Tags(r.tags)) << '\n';
       }
       break;
     }
@@ -148,4 +148,4 @@ cct::Status RunsCommand(const ReportRequest& request, std::ostream& out) {
   return WriteRunsReport(runs, path, opt, out);
 }
 
-}  // namespace query
+}  // namespace reports

@@ -7,7 +7,7 @@
 #include "reports/reports.h"
 #include "reports/run_text.h"
 
-namespace query {
+namespace reports {
 
 using cct::Status;
 using store::RunMeta;
@@ -47,7 +47,7 @@ cct::Result<RunStorage> StorageOf(const std::string& db_path, store::RunId id) {
 
 }  // namespace
 
-Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream& out) {
+Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
   cct::NodeValues values(profile.tree);
   const cct::MetricRegistry& reg = profile.tree.metrics();
   std::vector<RunStorage> storage;
@@ -67,7 +67,7 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
     }
     nlohmann::json totals = nlohmann::json::object();
     for (cct::MetricId m = 0; m < reg.size(); ++m)
-      totals[reg.Get(m).name] = ExportValue(values.Total(m), reg.Get(m).unit);
+      totals[reg.Get(m).name] = output::ExportValue(values.Total(m), reg.Get(m).unit);
     nlohmann::json doc = {{"runs", arr},
                           {"label", profile.label},
                           {"nodes", profile.tree.size()},
@@ -84,14 +84,14 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
       j["state"] = store::RunStateName(store::EffectiveState(r));
       if (storage[i].iterations) j["iteration_count"] = *storage[i].iterations;
       for (auto it = j.begin(); it != j.end(); ++it)
-        out << r.id << ',' << CsvField(it.key()) << ','
-            << CsvField(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << '\n';
+        out << r.id << ',' << output::CsvField(it.key()) << ','
+            << output::CsvField(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << '\n';
     }
     return Status::Ok();
   }
   for (size_t ri = 0; ri < profile.runs.size(); ++ri) {
     const RunMeta& r = profile.runs[ri];
-    TextTable t({{"", 0, true}}, "");
+    output::TextTable t({{"", 0, true}}, "");
     auto row = [&](const std::string& k, const std::string& v) {
       if (!v.empty()) t.AddRow({k}, "", v);
     };
@@ -108,7 +108,7 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
     row("cuda", r.cuda_version);
     row("started", LocalTime(r.start_time_ns));
     if (r.duration_ns > 0)
-      row("duration", FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii));
+      row("duration", output::FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii));
     row("pid", r.pid ? std::to_string(r.pid) : "");
     row("parent run", r.parent_run ? std::to_string(r.parent_run) : "");
     row("collector", r.collector_version);
@@ -136,7 +136,7 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
       uint64_t without_strings = 0;
       bool iterations = false;
       for (const auto& [name, bytes] : storage[ri].bytes) {
-        st += (st.empty() ? "" : ", ") + name + " " + FormatValue(static_cast<double>(bytes), cct::Unit::kBytes, opt.ascii);
+        st += (st.empty() ? "" : ", ") + name + " " + output::FormatValue(static_cast<double>(bytes), cct::Unit::kBytes, opt.ascii);
         if (name == "iterations") iterations = true;
         else if (name != "strings") without_strings += bytes;
       }
@@ -149,7 +149,7 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
       }
       row("storage", st);
     }
-    out << RunLabel(r) << '\n';
+    out << query::RunLabel(r) << '\n';
     t.Render(out, 0, opt.ascii);
   }
   if (profile.runs.size() > 1) out << profile.label << '\n';
@@ -157,11 +157,11 @@ Status WriteShowReport(Profile& profile, const ReportOptions& opt, std::ostream&
       << " metrics\n";
   for (cct::MetricId m = 0; m < reg.size(); ++m) {
     const double total = values.Total(m);
-    out << "  " << PadRight(reg.Get(m).name, 18) << ' '
-        << (reg.Get(m).kind == cct::MetricKind::kDerived && total == 0 ? "-" : FormatValue(total, reg.Get(m).unit, opt.ascii))
+    out << "  " << output::PadRight(reg.Get(m).name, 18) << ' '
+        << (reg.Get(m).kind == cct::MetricKind::kDerived && total == 0 ? "-" : output::FormatValue(total, reg.Get(m).unit, opt.ascii))
         << '\n';
   }
   return Status::Ok();
 }
 
-}  // namespace query
+}  // namespace reports

@@ -27,11 +27,17 @@
 #include "reports/reports.h"
 #include "store/selector.h"
 
-namespace query {
+namespace reports {
 
 using cct::MetricId;
 using cct::NodeId;
 using cct::Status;
+using output::CsvField;
+using output::DisplayWidth;
+using output::ExportValue;
+using output::NumberText;
+using output::PadLeft;
+using output::PadRight;
 
 // Student's t quantile: cct/statistics.h (shared with the diff engine).
 double StudentTQuantile(double p, double df) { return cct::StudentTQuantile(p, df); }
@@ -222,7 +228,7 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
     }
     CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
     if (metric_names.empty()) {
-      if (tree.metrics().size() == 0) return cct::NotFound(RunLabel(run) + " has no metrics");
+      if (tree.metrics().size() == 0) return cct::NotFound(query::RunLabel(run) + " has no metrics");
       metric_names.push_back(tree.metrics().Get(0).name);
     }
     ++group_runs[tag->second];
@@ -368,7 +374,7 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
       break;
     }
     case TableFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       w.BeginObject().Field("runs", sel.text).Field("by", opt.by).Field("confidence", opt.confidence);
       if (nodes) w.Field("nodes", opt.nodes);
       w.Key("groups").BeginArray();
@@ -412,4 +418,4 @@ cct::Status TableCommand(const ReportRequest& request, std::ostream& out) {
   return WriteTableReport(request.args.at(0), request.db_path, to, out);
 }
 
-}  // namespace query
+}  // namespace reports

@@ -14,12 +14,14 @@
 #include "reports/registry.h"
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 using cct::FrameKind;
 using cct::MetricId;
 using cct::NodeId;
 using cct::Status;
+using output::BaseName;
+using output::CsvField;
 
 namespace {
 
@@ -57,11 +59,11 @@ std::string_view GroupHeader(GroupBy by) {
 
 }  // namespace
 
-Status WriteTopReport(Profile& profile, const ReportOptions& opt, std::ostream& out) {
+Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
   const cct::Tree& tree = profile.tree;
-  CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, ResolveMetrics(tree, opt.metrics));
+  CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
   cct::NodeValues values(tree);
-  MetricColumns cols(values, ids);
+  output::MetricColumns cols(values, ids);
   const cct::MetricRegistry& reg = tree.metrics();
 
   // Additive metrics the report needs: the selected ones and the operands of
@@ -196,13 +198,13 @@ Status WriteTopReport(Profile& profile, const ReportOptions& opt, std::ostream& 
     case OutputFormat::kText: {
       out << profile.label << ": " << cols.TotalsLine(opt.ascii) << "; top " << rows.size() << " by "
           << GroupHeader(opt.by) << (opt.sort_exclusive ? " (exclusive)" : "") << '\n';
-      TextTable table(cols.TextColumns(), std::string(GroupHeader(opt.by)));
+      output::TextTable table(cols.TextColumns(), std::string(GroupHeader(opt.by)));
       for (const Row& r : rows) table.AddRow(cols.TextCells(r.inc, r.exc, opt.ascii), "", label(r));
       table.Render(out, opt.width, opt.ascii);
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       w.BeginObject().Field("by", GroupHeader(opt.by)).Key("rows").BeginArray();
       for (const Row& r : rows) {
         const cct::Frame f = tree.frame(r.g->first_node);
@@ -238,8 +240,8 @@ Status WriteTopReport(Profile& profile, const ReportOptions& opt, std::ostream& 
 
 cct::Status TopCommand(const ReportRequest& request, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  CCT_ASSIGN_OR_RETURN(Profile profile, LoadRequestProfile(request, /*keep_lines=*/opt.by == GroupBy::kLine));
+  CCT_ASSIGN_OR_RETURN(query::Profile profile, LoadRequestProfile(request, /*keep_lines=*/opt.by == GroupBy::kLine));
   return WriteTopReport(profile, opt, out);
 }
 
-}  // namespace query
+}  // namespace reports

@@ -8,10 +8,13 @@
 #include "output/tree_json.h"
 #include "reports/reports.h"
 
-namespace query {
+namespace reports {
 
 using cct::NodeId;
 using cct::Status;
+using output::CsvField;
+using output::MetricColumns;
+using output::VisibleTree;
 
 namespace {
 
@@ -45,8 +48,8 @@ cct::Result<std::vector<NodeId>> FocusRoots(const cct::Tree& tree, const std::st
 
 void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, const ReportOptions& opt,
                NodeId top, std::ostream& out) {
-  TextTable table(cols.TextColumns(), "calling context");
-  const TreeGlyphs& g = Glyphs(opt.ascii);
+  output::TextTable table(cols.TextColumns(), "calling context");
+  const output::TreeGlyphs& g = output::Glyphs(opt.ascii);
   struct Item {
     NodeId node;
     int depth;
@@ -57,7 +60,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   while (!stack.empty()) {
     Item it = std::move(stack.back());
     stack.pop_back();
-    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), it.prefix, DisplayName(tree, it.node));
+    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), it.prefix, output::DisplayName(tree, it.node));
     const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
     for (size_t i = kids.size(); i-- > 0;) {
       const bool last = i + 1 == kids.size();
@@ -92,15 +95,15 @@ void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns
 
 }  // namespace
 
-Status WriteTreeReport(Profile& profile, const ReportOptions& opt, std::ostream& out) {
+Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
   const cct::Tree& tree = profile.tree;
-  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, opt.metrics));
+  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
   cct::NodeValues values(tree);
   MetricColumns cols(values, ids);
   const cct::Children children = cct::BuildChildren(tree);
   const double threshold = opt.min_pct > 0 ? std::fabs(cols.total(0)) * opt.min_pct / 100.0 : 0.0;
   // An iteration keeps the run's whole tree; show only what it touched.
-  const std::vector<char> with_values = profile.selector.iteration ? NodesWithValues(tree) : std::vector<char>();
+  const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
   VisibleTree vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth,
               profile.selector.iteration ? &with_values : nullptr);
 
@@ -125,12 +128,12 @@ Status WriteTreeReport(Profile& profile, const ReportOptions& opt, std::ostream&
       break;
     }
     case OutputFormat::kJson: {
-      JsonWriter w(out);
+      output::JsonWriter w(out);
       if (opt.focus.empty()) {
-        WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false);
+        output::WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false);
       } else {
         w.BeginArray();
-        for (NodeId top : tops) WriteTreeJson(tree, vis, cols, top, w, true);
+        for (NodeId top : tops) output::WriteTreeJson(tree, vis, cols, top, w, true);
         w.EndArray();
       }
       out << '\n';
@@ -148,4 +151,4 @@ Status WriteTreeReport(Profile& profile, const ReportOptions& opt, std::ostream&
   return Status::Ok();
 }
 
-}  // namespace query
+}  // namespace reports

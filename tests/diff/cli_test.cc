@@ -250,7 +250,7 @@ TEST_CASE("cct-diff: text fits 80 columns, colour only when asked") {
     std::string line;
     while (std::getline(lines, line)) {
       CAPTURE(line);
-      CHECK(query::DisplayWidth(line) <= 80);
+      CHECK(output::DisplayWidth(line) <= 80);
     }
     CHECK(r.out.find("\x1b[") == std::string::npos);
     CHECK(r.out.find("leaf") != std::string::npos);  // leaves survive elision

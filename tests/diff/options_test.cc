@@ -30,9 +30,9 @@ TEST_CASE("cct-diff's --threshold and --min-abs texts") {
 }
 
 TEST_CASE("cct-diff's --color modes") {
-  CHECK(*query::UseColor("always"));
-  CHECK(!*query::UseColor("never"));
-  auto bad = query::UseColor("sometimes");
+  CHECK(*reports::UseColor("always"));
+  CHECK(!*reports::UseColor("never"));
+  auto bad = reports::UseColor("sometimes");
   REQUIRE(!bad.ok());
   CHECK(bad.status().message() == "--color must be auto, always or never");
 }

@@ -320,7 +320,7 @@ TEST_CASE("hatchet-json export: graph + dataframe with rank/thread levels, read 
       CHECK(doc["dataframe"][0]["thread"].is_string());
     }
     // Round trip: the importer gives back the same paths and values.
-    auto back = query::ImportHatchet(out, query::ImportOptions{});
+    auto back = importers::ImportHatchet(out, importers::ImportOptions{});
     REQUIRE(back.ok());
     const cct::Tree original = interop::ReadRun(db, static_cast<store::RunId>(std::stoi(c.run)));
     auto flatten = [](const cct::Tree& t) {
@@ -348,7 +348,7 @@ TEST_CASE("progress: drawn on a terminal only after the delay, and erased at the
   std::ostringstream err;
   double now = 0;
   {
-    query::Progress p("exporting", true, &err, [&] { return now; });
+    output::Progress p("exporting", true, &err, [&] { return now; });
     p.set_delay(1.0);
     p.SetTotal(100);
     p.Update(10);
@@ -364,7 +364,7 @@ TEST_CASE("progress: drawn on a terminal only after the delay, and erased at the
   }
   std::ostringstream quiet;
   {
-    query::Progress p("exporting", false, &quiet, [&] { return 100.0; });
+    output::Progress p("exporting", false, &quiet, [&] { return 100.0; });
     p.SetTotal(10);
     p.Update(5);
     p.Tick();

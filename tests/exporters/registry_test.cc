@@ -10,7 +10,7 @@
 TEST_CASE("the exporter registry lists cct-query export's formats") {
   // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof or csv".
   const std::vector<std::string> expected = {"json", "folded", "hatchet", "hatchet-json", "pprof", "csv"};
-  const std::vector<query::ExporterInfo>& all = query::Exporters();
+  const std::vector<exporters::ExporterInfo>& all = exporters::Exporters();
   REQUIRE(all.size() == expected.size());
   for (size_t i = 0; i < all.size(); ++i) {
     CAPTURE(expected[i]);
@@ -18,19 +18,19 @@ TEST_CASE("the exporter registry lists cct-query export's formats") {
     CHECK(all[i].extension.front() == '.');
     CHECK(all[i].description.size() > 10);
     // Lookup finds the entry itself, not a copy.
-    auto found = query::FindExporter(expected[i]);
+    auto found = exporters::FindExporter(expected[i]);
     REQUIRE(found.ok());
     CHECK(*found == &all[i]);
     CHECK(static_cast<bool>(all[i].write));
   }
-  CHECK(query::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv");
-  CHECK(query::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof or csv");
+  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv");
+  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof or csv");
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
   for (const char* name : {"speedscope", "JSON", ""}) {
     CAPTURE(name);
-    const cct::Status status = query::FindExporter(name).status();
+    const cct::Status status = exporters::FindExporter(name).status();
     CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
     CHECK(status.message() == "unknown export format '" + std::string(name) +
                                   "' (expected json, folded, hatchet, hatchet-json, pprof or csv)");

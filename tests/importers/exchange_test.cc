@@ -121,8 +121,8 @@ TEST_CASE("hatchet: Hatchet's own test profile imports with the numbers Hatchet 
     MESSAGE("SKIPPED: " << file << " is not there (the shared data beside the checkout)");
     return;
   }
-  query::ImportOptions io;
-  auto r = query::ImportHatchet(file, io);
+  importers::ImportOptions io;
+  auto r = importers::ImportHatchet(file, io);
   REQUIRE(r.ok());
   const cct::Tree& t = r->tree;
   CHECK(t.size() == 25);  // 24 + our root
@@ -154,8 +154,8 @@ TEST_CASE("hatchet: export and re-import round trips, literal and graph+datafram
       MESSAGE("SKIPPED: " << file << " is not there (the shared data beside the checkout)");
       continue;
     }
-    query::ImportOptions io;
-    auto original = query::ImportHatchet(file, io);
+    importers::ImportOptions io;
+    auto original = importers::ImportHatchet(file, io);
     REQUIRE(original.ok());
     REQUIRE(Import(db, "hatchet", file).exit_code == 0);
     const std::string out = dir / "export.json";
@@ -165,7 +165,7 @@ TEST_CASE("hatchet: export and re-import round trips, literal and graph+datafram
     REQUIRE(lit.is_array());
     CHECK(lit[0].contains("frame"));
     CHECK(lit[0]["metrics"].size() % 2 == 0);  // each metric exclusive and "(inc)"
-    auto again = query::ImportHatchet(out, io);
+    auto again = importers::ImportHatchet(out, io);
     REQUIRE(again.ok());
     const auto a = Flatten(original->tree), b = Flatten(again->tree);
     REQUIRE(a.size() == b.size());
@@ -192,8 +192,8 @@ TEST_CASE("hatchet: inclusive values that disagree with the exclusive ones are r
   // Inclusive-only metrics get exclusive = own inclusive - children's.
   testutil::WriteFileOrDie(file, R"J([{"frame": {"name": "a"}, "metrics": {"t (inc)": 10},
     "children": [{"frame": {"name": "b"}, "metrics": {"t (inc)": 4}, "children": []}]}])J");
-  query::ImportOptions io;
-  auto inc_only = query::ImportHatchet(file, io);
+  importers::ImportOptions io;
+  auto inc_only = importers::ImportHatchet(file, io);
   REQUIRE(inc_only.ok());
   const cct::MetricId t = inc_only->tree.metrics().Find("t");
   CHECK(inc_only->tree.Value(1, t) == 6);
@@ -219,8 +219,8 @@ TEST_CASE("hatchet: graph+dataframe rows per rank become thread nodes") {
     "dataframe": [{"node": 0, "rank": 0, "time": 1, "time (inc)": 4}, {"node": 1, "rank": 0, "time": 3, "time (inc)": 3},
                   {"node": 0, "rank": 1, "time": 2, "time (inc)": 7}, {"node": 1, "rank": 1, "time": 5, "time (inc)": 5}],
     "exclusive_metrics": ["time"], "inclusive_metrics": ["time (inc)"]})J");
-  query::ImportOptions io;
-  auto r = query::ImportHatchet(file, io);
+  importers::ImportOptions io;
+  auto r = importers::ImportHatchet(file, io);
   REQUIRE(r.ok());
   const cct::Tree& t = r->tree;
   CHECK(t.size() == 7);  // root, 2 ranks x (rank, main, solve)

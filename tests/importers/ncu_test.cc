@@ -223,7 +223,7 @@ TEST_CASE("ncu-csv: attaching keeps the run's iterations (same nodes, same ids)"
   const std::string db_path = dir / "it.db";
   // The GPU fixture as a tree, with two iterations holding gker values of the
   // forward sgemm node (0.2 s and 0.4 s).
-  auto imported = query::ImportHatchet(Data("gpu-run.json"), query::ImportOptions{});
+  auto imported = importers::ImportHatchet(Data("gpu-run.json"), importers::ImportOptions{});
   REQUIRE(imported.ok());
   const cct::Tree& tree = imported->tree;
   const cct::NodeId fwd = KernelNode(tree, "void sgemm_kernel", "forward");

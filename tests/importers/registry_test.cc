@@ -12,27 +12,27 @@ TEST_CASE("the importer registry lists cct-import's formats") {
   // docs/cli.md, cct-import: "Formats: folded, hatchet, hpctoolkit, ncu-csv, cupti-raw".
   const std::vector<std::string> expected = {"folded", "hatchet", "hpctoolkit", "ncu-csv", "cupti-raw"};
   std::vector<std::string> names;
-  for (const query::ImporterInfo& i : query::Importers()) {
+  for (const importers::ImporterInfo& i : importers::Importers()) {
     names.emplace_back(i.name);
     CHECK(!i.description.empty());
     CHECK(!i.help.empty());
     CHECK(static_cast<bool>(i.flow));
     // Only ncu-csv attaches to an existing run, and only it takes --run.
-    const bool attaches = i.produces == query::ImportProduces::kAttachToRun;
+    const bool attaches = i.produces == importers::ImportProduces::kAttachToRun;
     CHECK(attaches == (i.name == "ncu-csv"));
     CHECK(attaches == (std::find(i.options.begin(), i.options.end(), "run") != i.options.end()));
   }
   CHECK(names == expected);
-  CHECK(query::ImporterNames() == "folded, hatchet, hpctoolkit, ncu-csv or cupti-raw");
+  CHECK(importers::ImporterNames() == "folded, hatchet, hpctoolkit, ncu-csv or cupti-raw");
   for (const std::string& n : expected) {
-    auto found = query::FindImporter(n);
+    auto found = importers::FindImporter(n);
     REQUIRE(found.ok());
     CHECK((*found)->name == n);
   }
 }
 
 TEST_CASE("an unknown importer is an error naming the known ones") {
-  auto found = query::FindImporter("caliper");
+  auto found = importers::FindImporter("caliper");
   REQUIRE(!found.ok());
   CHECK(found.status().code() == cct::ErrorCode::kInvalidArgument);
   CHECK(found.status().message() ==

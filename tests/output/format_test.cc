@@ -7,7 +7,7 @@
 #include "output/json_writer.h"
 #include "output/text_table.h"
 
-using namespace query;
+using namespace output;
 using cct::Unit;
 
 TEST_CASE("values are shown with units chosen for reading") {
@@ -83,10 +83,10 @@ TEST_CASE("text tables drop columns in priority order to keep names readable") {
 }
 
 TEST_CASE("json escaping: invalid UTF-8 becomes U+FFFD, valid UTF-8 and controls are kept well-formed") {
-  CHECK(query::JsonWriter::Escape("a\xff" "b") == "\"a\xEF\xBF\xBD" "b\"");
-  CHECK(query::JsonWriter::Escape("\xC3\xA9t\xC3\xA9 \xC2\xB5s") == "\"\xC3\xA9t\xC3\xA9 \xC2\xB5s\"");
-  CHECK(query::JsonWriter::Escape("\xE0\x80\x80") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong
-  CHECK(query::JsonWriter::Escape("\xED\xA0\x80") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
-  CHECK(query::JsonWriter::Escape("x\x01\"\\") == "\"x\\u0001\\\"\\\\\"");
-  CHECK(query::JsonWriter::Escape("\xF0\x9F\x94\xA5") == "\"\xF0\x9F\x94\xA5\"");
+  CHECK(output::JsonWriter::Escape("a\xff" "b") == "\"a\xEF\xBF\xBD" "b\"");
+  CHECK(output::JsonWriter::Escape("\xC3\xA9t\xC3\xA9 \xC2\xB5s") == "\"\xC3\xA9t\xC3\xA9 \xC2\xB5s\"");
+  CHECK(output::JsonWriter::Escape("\xE0\x80\x80") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong
+  CHECK(output::JsonWriter::Escape("\xED\xA0\x80") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
+  CHECK(output::JsonWriter::Escape("x\x01\"\\") == "\"x\\u0001\\\"\\\\\"");
+  CHECK(output::JsonWriter::Escape("\xF0\x9F\x94\xA5") == "\"\xF0\x9F\x94\xA5\"");
 }

@@ -9,7 +9,7 @@
 TEST_CASE("a file is written whole, or not at all") {
   testutil::TempDir dir;
   const std::string path = dir / "out.txt";
-  REQUIRE(query::WriteFileAtomically(path, [](std::ostream& out) {
+  REQUIRE(output::WriteFileAtomically(path, [](std::ostream& out) {
             out << "complete\n";
             return cct::Status::Ok();
           }).ok());
@@ -17,7 +17,7 @@ TEST_CASE("a file is written whole, or not at all") {
   CHECK(!std::filesystem::exists(path + ".tmp"));
 
   // A failing writer leaves the previous file and no temporary behind.
-  const cct::Status failed = query::WriteFileAtomically(path, [](std::ostream& out) {
+  const cct::Status failed = output::WriteFileAtomically(path, [](std::ostream& out) {
     out << "half";
     return cct::InvalidArgument("no such metric");
   });
@@ -27,7 +27,7 @@ TEST_CASE("a file is written whole, or not at all") {
 
   // An unwritable place is kIo naming the file.
   const std::string nowhere = dir / "missing/x.svg";
-  const cct::Status io = query::WriteFileAtomically(nowhere, [](std::ostream&) { return cct::Status::Ok(); });
+  const cct::Status io = output::WriteFileAtomically(nowhere, [](std::ostream&) { return cct::Status::Ok(); });
   CHECK(io.code() == cct::ErrorCode::kIo);
   CHECK(io.message() == "cannot write " + nowhere);
 }

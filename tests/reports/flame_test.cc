@@ -160,8 +160,8 @@ TEST_CASE("flame: well-formed SVG whose frame widths are the inclusive values ov
                                       {FrameKind::kFunction, std::string("bad\xff\x01utf8")}}),
                m, 1);
   std::ostringstream out;
-  query::FlameOptions fo;
-  REQUIRE(query::WriteFlameGraph(odd, fo, out).ok());
+  reports::FlameOptions fo;
+  REQUIRE(reports::WriteFlameGraph(odd, fo, out).ok());
   const SvgDoc od = ParseSvg(out.str());
   CHECK_MESSAGE(od.error.empty(), od.error);
   CHECK(Find(od, "operator<<(std::ostream&, \"x\" 'y')") != nullptr);
@@ -175,9 +175,9 @@ TEST_CASE("flame: well-formed SVG whose frame widths are the inclusive values ov
 TEST_CASE("flame: differential graph colours by change, widths from the candidate") {
   const cct::Tree base = FlameFixture(30, 25), cand = FlameFixture(50, 15);
   std::ostringstream out;
-  query::FlameOptions fo;
+  reports::FlameOptions fo;
   fo.metric = "samples";
-  REQUIRE(query::WriteDiffFlameGraph(base, cand, fo, out).ok());
+  REQUIRE(reports::WriteDiffFlameGraph(base, cand, fo, out).ok());
   const SvgDoc d = ParseSvg(out.str());
   REQUIRE_MESSAGE(d.error.empty(), d.error);
   CHECK(d.root.at("data-mode") == "diff");
@@ -199,12 +199,12 @@ TEST_CASE("flame: differential graph colours by change, widths from the candidat
   CHECK(Find(d, "alpha")->w == doctest::Approx(kPlot * 70 / 120.01).epsilon(1e-3));
   CHECK(Find(d, "alpha")->title.find("baseline: 50; change +20 (+40.0%), self +20") != std::string::npos);
   // The baseline must fit the tree.
-  query::FlameBaseline wrong;
+  reports::FlameBaseline wrong;
   wrong.inclusive.assign(3, 0);
   wrong.exclusive.assign(3, 0);
   fo.baseline = &wrong;
   std::ostringstream ignored;
-  CHECK(query::WriteFlameGraph(cand, fo, ignored).code() == cct::ErrorCode::kInvalidArgument);
+  CHECK(reports::WriteFlameGraph(cand, fo, ignored).code() == cct::ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("flame: headless Chromium renders it, clicking a frame zooms, search highlights") {

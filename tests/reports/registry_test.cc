@@ -23,7 +23,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
       {"table", {"by", "metric", "nodes", "confidence"}},
   };
   std::map<std::string, std::set<std::string>> listed;
-  for (const query::ReportInfo& r : query::Reports()) {
+  for (const reports::ReportInfo& r : reports::Reports()) {
     listed[std::string(r.name)] = std::set<std::string>(r.options.begin(), r.options.end());
     CHECK(!r.description.empty());
     CHECK(r.min_args <= r.max_args);
@@ -31,12 +31,12 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
     CHECK(r.writes_output == (listed[std::string(r.name)].count("output") > 0));
   }
   CHECK(listed == expected);
-  CHECK((*query::FindReport("callers"))->min_args == 2);
-  CHECK((*query::FindReport("runs"))->min_args == 0);
+  CHECK((*reports::FindReport("callers"))->min_args == 2);
+  CHECK((*reports::FindReport("runs"))->min_args == 0);
 }
 
 TEST_CASE("an unknown report is an error") {
-  auto found = query::FindReport("export");  // the exporters' command, not a report
+  auto found = reports::FindReport("export");  // the exporters' command, not a report
   REQUIRE(!found.ok());
   CHECK(found.status().code() == cct::ErrorCode::kInvalidArgument);
   CHECK(found.status().message() == "unknown command 'export' (see cct-query --help)");

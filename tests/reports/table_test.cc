@@ -47,16 +47,16 @@ std::string Fixture(const testutil::TempDir& dir) {
 
 TEST_CASE("Student t quantiles match the printed tables") {
   // Two-sided 95% (and one 99%) critical values from a statistics table, to four decimals.
-  CHECK(query::StudentTQuantile(0.975, 1) == doctest::Approx(12.7062).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.975, 2) == doctest::Approx(4.3027).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.975, 3) == doctest::Approx(3.1824).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.975, 4) == doctest::Approx(2.7764).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.975, 9) == doctest::Approx(2.2622).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.975, 29) == doctest::Approx(2.0452).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.975, 100) == doctest::Approx(1.9840).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.995, 10) == doctest::Approx(3.1693).epsilon(5e-5));
-  CHECK(query::StudentTQuantile(0.5, 7) == 0);
-  CHECK(query::StudentTQuantile(0.025, 4) == doctest::Approx(-2.7764).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 1) == doctest::Approx(12.7062).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 2) == doctest::Approx(4.3027).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 3) == doctest::Approx(3.1824).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 4) == doctest::Approx(2.7764).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 9) == doctest::Approx(2.2622).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 29) == doctest::Approx(2.0452).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.975, 100) == doctest::Approx(1.9840).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.995, 10) == doctest::Approx(3.1693).epsilon(5e-5));
+  CHECK(reports::StudentTQuantile(0.5, 7) == 0);
+  CHECK(reports::StudentTQuantile(0.025, 4) == doctest::Approx(-2.7764).epsilon(5e-5));
 }
 
 TEST_CASE("table: mean ± CI per group as text, Markdown and CSV") {
