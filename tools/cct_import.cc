@@ -7,7 +7,7 @@
 
 #include "cctdb_config.h"
 #if CCTDB_HAVE_CUPTI
-#include "collector/gpu_raw_dump.h"
+#include "collector/gpu/gpu_raw_dump.h"
 #endif
 #include "query/exchange.h"
 #include "query/format.h"

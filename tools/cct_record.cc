@@ -20,8 +20,8 @@
 #include <set>
 
 #include "cctdb_config.h"
-#include "collector/config.h"
-#include "collector/gpu_probe.h"
+#include "collector/core/config.h"
+#include "collector/gpu/gpu_probe.h"
 #include "query/format.h"
 #include "store/database.h"
 #include "tools/cli.h"
