@@ -9,7 +9,7 @@ namespace collector {
 
 ProfileBuilder::ProfileBuilder(cct::Tree& tree, std::string_view time_metric, std::string own_module,
                                RangeNames range_names)
-    : tree_(tree), own_module_(std::move(own_module)), range_names_(std::move(range_names)) {
+    : tree_(tree), range_names_(std::move(range_names)), own_module_(std::move(own_module)) {
   // Both are standard metrics; registration cannot fail for them.
   time_ = tree_.metrics().RegisterStandard(time_metric).value();
   samples_ = tree_.metrics().RegisterStandard("samples").value();

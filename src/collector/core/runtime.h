@@ -12,7 +12,13 @@
 // Thread-safety: every entry point may be called from any thread; the ones
 // marked SIGNAL-HANDLER CODE are async-signal-safe. The runtime's state is
 // process-global and deliberately never destroyed (host code may run after
-// static destructors).
+// static destructors): core/runtime_state.h.
+//
+// Where the entry points live: Start, BeforeExit, Active in
+// core/lifecycle.cc; RegisterCurrentThread in core/threads.cc; exec in
+// core/exec_fork.cc; the loader hooks in cpu/loader_events.cc;
+// SamplerInterrupts in cpu/sampler.cc. NVTX's entry points are in
+// nvtx/nvtx_ranges.h.
 #pragma once
 
 #include <cstdint>
@@ -44,21 +50,6 @@ void BeforeExit(int status);  // _exit/_Exit
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();
 void BeforeUnload();          // dlclose: symbolize samples in the library first
-
-// --- NVTX (called by nvtx_injection.cc, in the program's threads; normal
-// context, never from a signal handler).
-// Interns a domain name (0 is the default domain) and a range/mark message
-// within a domain; ids are process-wide.
-uint32_t NvtxDomain(std::string_view name);
-uint32_t NvtxName(uint32_t domain, std::string_view message);
-void NvtxPush(uint32_t domain, uint32_t name);
-void NvtxPop(uint32_t domain);
-uint64_t NvtxStart(uint32_t name);
-void NvtxEnd(uint64_t id);
-void NvtxMark(uint32_t name);
-void NvtxNameThread(uint32_t tid, std::string_view name);
-// Counts a misuse (e.g. "nvtx_null_message") in the run's diagnostics.
-void NvtxCountProblem(const char* what);
 
 // How many sampling signals this thread has taken; a blocking call that fails
 // with EINTR and sees this number change was interrupted by the sampler.

@@ -15,7 +15,8 @@
 #include <cwchar>
 #include <string>
 
-#include "collector/core/runtime.h"
+#include "collector/core/runtime.h"  // Active
+#include "collector/nvtx/nvtx_ranges.h"
 
 namespace {
 
