@@ -29,9 +29,11 @@
 // thread's ThreadState (trie, unwind, keys, ranges, range_count,
 // range_frames, interrupts, in_loader, last_ns, lost, perf_fd), t_state,
 // and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
-// request_pipe, ack_pipe and rt->signo. Nothing else: code reaching those
+// request_pipe and ack_pipe. Nothing else: code reaching those
 // from normal context must keep them consistent at every instruction (see
 // the fences in NvtxPush/NvtxPop).
+// SIGNAL-HANDLER CODE here: Now and Tid (below) are async-signal-safe and
+// used by the handlers; keep them so.
 #pragma once
 
 #include <pthread.h>

@@ -28,8 +28,10 @@
 //   fork_child()           in the child of fork() that goes on recording,
 //                          after the run is restarted: reset your totals.
 //
-// None of the hooks runs in a signal handler; the fatal-signal path calls no
-// hooks (it only stops sampling and waits for the final write).
+// None of the hooks runs in a signal handler. A fatal signal's handler
+// calls none; it wakes the checkpoint thread, which calls stop() and writes
+// the final state; before_checkpoint is not called there (the runtime never
+// flushed the GPU for a crash).
 //
 // Adding a source (say, a Python stack walker):
 //   1. Write one file, e.g. src/collector/python/python_walker.cc, that
