@@ -38,10 +38,10 @@
 
 #include <unistd.h>
 
-#include "collector/cupti/cupti_decode.h"
-#include "collector/gpu_metrics.h"
-#include "collector/gpu_nodes.h"
-#include "collector/gpu_raw_dump.h"
+#include "collector/gpu/cupti/cupti_decode.h"
+#include "collector/gpu/gpu_metrics.h"
+#include "collector/gpu/gpu_nodes.h"
+#include "collector/gpu/gpu_raw_dump.h"
 #include "store/run_meta.h"
 
 using collector::GpuActivity;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/sample_trie.h"
-#include "collector/unwinder.h"
+#include "collector/cpu/sample_trie.h"
+#include "collector/cpu/unwinder.h"
 
 namespace {
 constexpr int kMax = 512;

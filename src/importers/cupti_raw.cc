@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cct/tree_ops.h"
-#include "collector/gpu_raw_dump.h"
+#include "collector/gpu/gpu_raw_dump.h"
 #include "importers/importer.h"
 #include "store/database.h"
 #include "store/fault_guard.h"

@@ -65,7 +65,7 @@ cct::Status VerifySection(const Section& section, uint32_t crc);
 uint32_t Crc32(std::string_view data);
 
 // Little-endian flat column helpers shared by the section codecs and the
-// raw GPU dumps (collector/gpu_raw_dump.h).
+// raw GPU dumps (collector/gpu/gpu_raw_dump.h).
 class ByteWriter {
  public:
   void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }

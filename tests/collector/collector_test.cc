@@ -10,12 +10,12 @@
 #include <thread>
 
 #include "cct/tree_ops.h"
-#include "collector/config.h"
-#include "collector/profile_builder.h"
-#include "collector/run_info.h"
-#include "collector/sample_trie.h"
-#include "collector/symbolizer.h"
-#include "collector/unwinder.h"
+#include "collector/core/config.h"
+#include "collector/core/profile_builder.h"
+#include "collector/core/run_info.h"
+#include "collector/cpu/sample_trie.h"
+#include "collector/cpu/symbolizer.h"
+#include "collector/cpu/unwinder.h"
 #include "tests/test_util.h"
 
 using namespace collector;

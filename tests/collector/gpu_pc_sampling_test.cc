@@ -16,10 +16,10 @@
 
 #include "cct/node_values.h"
 #include "cct/tree.h"
-#include "collector/cupti/cupti_pc_decode.h"
-#include "collector/cupti/cupti_pc_sampling.h"
-#include "collector/gpu_metrics.h"
-#include "collector/gpu_pc_sampling.h"
+#include "collector/gpu/cupti/cupti_pc_decode.h"
+#include "collector/gpu/cupti/cupti_pc_sampling.h"
+#include "collector/gpu/gpu_metrics.h"
+#include "collector/gpu/gpu_pc_sampling.h"
 
 using namespace collector;
 using collector::cupti::PcSampleDecoder;

@@ -1,4 +1,4 @@
-// Raw GPU dumps (collector/gpu_raw_dump.h): a dump written by RawDumpWriter
+// Raw GPU dumps (collector/gpu/gpu_raw_dump.h): a dump written by RawDumpWriter
 // the way the collector runtime writes one — correlations, batches whose
 // bytes are CUPTI records built from CUPTI's own structs (kernel name
 // pointers scrambled, as they are in a dump read by another process), PC
@@ -24,10 +24,10 @@
 
 #include "cct/tree.h"
 #include "cct/tree_ops.h"
-#include "collector/cupti/cupti_decode.h"
-#include "collector/gpu_nodes.h"
-#include "collector/gpu_raw_dump.h"
-#include "collector/symbolizer.h"
+#include "collector/gpu/cupti/cupti_decode.h"
+#include "collector/gpu/gpu_nodes.h"
+#include "collector/gpu/gpu_raw_dump.h"
+#include "collector/cpu/symbolizer.h"
 #include "store/database.h"
 #include "tests/test_util.h"
 #include "tests/collector/cupti_records.h"

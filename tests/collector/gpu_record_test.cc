@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "cct/node_values.h"
-#include "collector/gpu_adapter_abi.h"
+#include "collector/gpu/gpu_adapter_abi.h"
 #include "store/database.h"
 #include "tests/test_util.h"
 
@@ -285,7 +285,7 @@ TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 wit
 // is linked from; the entry point once went with them, and no GPU run could
 // have started ("... is not a GPU adapter of this cctdb version").
 TEST_CASE("gpu record: the real CUPTI adapter module exports its entry point") {
-  const std::string module = testutil::BuildDir() + "/src/collector/cupti/libcct-cupti.so";
+  const std::string module = testutil::BuildDir() + "/src/collector/gpu/cupti/libcct-cupti.so";
   if (access(module.c_str(), R_OK) != 0) {
     MESSAGE("skipped: the CUPTI adapter module was not built");
     return;

@@ -16,10 +16,10 @@
 
 #include "cct/node_values.h"
 #include "cct/tree.h"
-#include "collector/cupti/cupti_adapter.h"
-#include "collector/cupti/cupti_api_kinds.h"
-#include "collector/cupti/cupti_decode.h"
-#include "collector/gpu_metrics.h"
+#include "collector/gpu/cupti/cupti_adapter.h"
+#include "collector/gpu/cupti/cupti_api_kinds.h"
+#include "collector/gpu/cupti/cupti_decode.h"
+#include "collector/gpu/gpu_metrics.h"
 #include "tests/collector/cupti_records.h"
 
 using namespace collector;

@@ -1,5 +1,5 @@
 // A GPU adapter without a GPU, for end-to-end tests of the collector's GPU
-// path: it implements the adapter ABI (src/collector/gpu_adapter_abi.h) and
+// path: it implements the adapter ABI (src/collector/gpu/gpu_adapter_abi.h) and
 // a tiny "CUDA" the test program calls. Each fake API call does what the
 // driver and CUPTI would: reports the launch through on_launch on the calling
 // thread (so the collector unwinds the real stack, with this module's frames
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "cct/frame.h"
-#include "collector/cupti/cupti_decode.h"
-#include "collector/gpu_adapter_abi.h"
+#include "collector/gpu/cupti/cupti_decode.h"
+#include "collector/gpu/gpu_adapter_abi.h"
 #include "tests/collector/cupti_records.h"
 
 using namespace collector;

@@ -1,0 +1,174 @@
+// The checkpoint writer: WriteRun builds the tree from every thread's tries
+// (the sources add theirs through add_to_run) and writes the run; the
+// checkpoint thread writes periodically and, for a fatal signal in another
+// thread, writes the final state. Thread-safety: WriteRun and LookupSymbols
+// need flush_mutex held; the checkpoint thread takes it.
+#include <dlfcn.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "collector/core/profile_builder.h"
+#include "collector/core/runtime_state.h"
+#include "collector/core/source.h"
+#include "collector/nvtx/nvtx_ranges.h"
+#include "store/database.h"
+
+namespace collector::internal {
+
+uint64_t LookupKey(uint64_t key, bool return_address) {
+  return key | (return_address ? uint64_t{1} << 47 : 0);  // user addresses are below 2^47
+}
+
+// The symbol lookup for the profile builder. Caller holds flush_mutex.
+const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
+  const uint32_t epoch = static_cast<uint32_t>(key >> kEpochShift);
+  if (epoch != (rt->epoch.load(std::memory_order_relaxed) & kEpochMask)) {
+    auto it = rt->frozen.find(LookupKey(key, return_address));
+    if (it != rt->frozen.end()) return it->second;
+    // Sampled in a library that was unloaded before we could resolve it.
+    SymbolFrame f;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "<unloaded code 0x%lx>", static_cast<unsigned long>(KeyAddress(key)));
+    f.function = buf;
+    return rt->frozen.emplace(LookupKey(key, return_address), SymbolFrames{f}).first->second;
+  }
+  if (rt->refresh_symbols) {
+    rt->symbolizer->Refresh();
+    rt->refresh_symbols = false;
+  }
+  return rt->symbolizer->Lookup(KeyAddress(key), return_address);
+}
+
+// Builds the tree from every thread's trie and writes the run. Caller holds
+// flush_mutex. Never throws.
+void WriteRun(store::RunState state) noexcept {
+  const int64_t duration_ns = Now(CLOCK_MONOTONIC) - rt->start_mono_ns;  // before symbolization's cost
+  try {
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    cct::Tree tree;
+    ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
+                           RangeDisplayName);
+    SymbolLookup lookup = LookupSymbols;
+    uint64_t lost = 0;
+    const size_t n = rt->thread_count.load(std::memory_order_acquire);
+    size_t sampled_threads = 0;
+    std::vector<std::vector<cct::NodeId>> value_nodes(n);
+    std::vector<std::string> names(n);
+    for (size_t i = 0; i < n; ++i) {
+      ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+      if (!t) continue;
+      if (t->trie.size() > 1) ++sampled_threads;
+      names[i] = ThreadName(*t);
+      builder.AddThread(names[i], t->trie, lookup, &value_nodes[i]);
+      builder.AddRanges(names[i], t->range_trie, lookup);
+      lost += t->lost.load(std::memory_order_relaxed);
+    }
+    store::RunIterations iterations;
+    store::RunMeta& m = rt->meta;
+    m.state = state;
+    m.sampling["source"] = rt->config.clock == SampleClock::kWall ? "posix-timer"
+                           : rt->use_perf.load() == 1           ? "perf-task-clock"
+                                                                : "posix-cpu-timer";
+    m.duration_ns = duration_ns;
+    m.updated_ns = Now(CLOCK_REALTIME);
+    ++m.checkpoints;
+    m.diagnostics["samples"] = static_cast<int64_t>(builder.stats().samples);
+    m.diagnostics["partial_samples"] = static_cast<int64_t>(builder.stats().partial_samples);
+    m.diagnostics["lost_samples"] = static_cast<int64_t>(lost);
+    m.diagnostics["threads"] = static_cast<int64_t>(n);
+    m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
+    if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
+    // NVTX adds its start/end ranges, problems and iterations; the GPU its
+    // launch tries, metrics and facts (onto those iterations).
+    RunContext run{tree, builder, lookup, n, names, value_nodes, m, iterations};
+    SourcesAddToRun(run);
+    m.node_count = tree.size();
+
+    auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
+    cct::Status st = db.ok() ? cct::Status() : db.status();
+    const store::RunIterations* iters = iterations.iterations.empty() ? nullptr : &iterations;
+    if (st.ok()) st = rt->run_created ? (*db)->UpdateRun(m, &tree, iters) : (*db)->CreateRun(m, &tree, iters);
+    if (st.ok()) {
+      if (!rt->run_created) {
+        rt->run_created = true;
+        // Children started from now on (system(), posix_spawn) link to us.
+        setenv("CCT_RECORD_PARENT_RUN", std::to_string(m.id).c_str(), 1);
+      }
+    } else if (!rt->warned_write) {
+      rt->warned_write = true;
+      Warn("cannot write the profile to " + rt->config.db_path + ": " + st.message());
+    }
+  } catch (const std::exception& e) {
+    if (!rt->warned_write) {
+      rt->warned_write = true;
+      Warn(std::string("cannot write the profile: ") + e.what());
+    }
+  } catch (...) {
+    if (!rt->warned_write) {
+      rt->warned_write = true;
+      Warn("cannot write the profile");
+    }
+  }
+}
+
+// --- the checkpoint thread --------------------------------------------------
+
+void* FlusherMain(void*) {
+  rt->flusher_tid.store(Tid());
+  const int timeout_ms =
+      rt->config.checkpoint_s > 0 ? static_cast<int>(rt->config.checkpoint_s * 1000 + 0.5) : -1;
+  int64_t next = Now(CLOCK_MONOTONIC) + int64_t{timeout_ms} * 1000000;
+  for (;;) {
+    pollfd pfd{rt->request_pipe[0], POLLIN, 0};
+    int wait_ms = -1;
+    if (timeout_ms > 0) {
+      const int64_t left = next - Now(CLOCK_MONOTONIC);
+      wait_ms = left > 0 ? static_cast<int>(left / 1000000) + 1 : 0;
+    }
+    const int r = poll(&pfd, 1, wait_ms);
+    if (r > 0) {
+      char c = 0;
+      if (read(rt->request_pipe[0], &c, 1) != 1) continue;
+      if (c == 'F') {
+        // A fatal signal in another thread: write what we have, then let the
+        // handler go on (it waits for this byte, with a timeout).
+        SourcesStop();
+        Finish(store::RunState::kCrashed, std::nullopt, rt->fatal_signal.load());
+        const char ack = 'A';
+        ssize_t w = write(rt->ack_pipe[1], &ack, 1);
+        (void)w;
+      }
+      continue;
+    }
+    if (r < 0 && errno != EINTR) return nullptr;
+    if (timeout_ms > 0 && Now(CLOCK_MONOTONIC) >= next) {
+      next += int64_t{timeout_ms} * 1000000;
+      SourcesBeforeCheckpoint(/*final=*/false);  // before flush_mutex: the GPU flushes its adapter
+      std::lock_guard<std::mutex> lock(rt->flush_mutex);
+      if (!rt->finished) WriteRun(store::RunState::kRecording);
+    }
+  }
+}
+
+void StartFlusher() {
+  // The checkpoint thread takes no signals (it is not sampled, and a
+  // process-directed signal must go to the program's threads).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto real_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  rt->flusher_running = real_create && real_create(&rt->flusher, nullptr, FlusherMain, nullptr) == 0;
+  if (rt->flusher_running) pthread_detach(rt->flusher);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+}  // namespace collector::internal

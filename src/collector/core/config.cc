@@ -1,0 +1,110 @@
+#include "collector/core/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace collector {
+namespace {
+
+bool ParseDouble(const char* s, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || *end != '\0' || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+template <class T>
+bool ParseInt(const char* s, T* out) {
+  const char* e = s + std::char_traits<char>::length(s);
+  auto [p, ec] = std::from_chars(s, e, *out);
+  return ec == std::errc() && p == e;
+}
+
+}  // namespace
+
+cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
+  const char* db = env("CCT_RECORD_DB");
+  if (!db || !*db) return std::optional<CollectorConfig>();
+  CollectorConfig c;
+  c.db_path = db;
+  if (const char* v = env("CCT_RECORD_CLOCK")) {
+    const std::string s = v;
+    if (s == "cpu") c.clock = SampleClock::kCpu;
+    else if (s == "wall") c.clock = SampleClock::kWall;
+    else return cct::BadInput("CCT_RECORD_CLOCK must be cpu or wall, not '" + s + "'");
+  }
+  if (const char* v = env("CCT_RECORD_FREQ")) {
+    if (!ParseDouble(v, &c.freq_hz) || c.freq_hz < 1 || c.freq_hz > 100000)
+      return cct::BadInput(std::string("CCT_RECORD_FREQ must be a rate in Hz between 1 and 100000, not '") + v + "'");
+  }
+  if (const char* v = env("CCT_RECORD_CHECKPOINT")) {
+    if (!ParseDouble(v, &c.checkpoint_s) || c.checkpoint_s < 0 || c.checkpoint_s > 86400)
+      return cct::BadInput(std::string("CCT_RECORD_CHECKPOINT must be seconds between 0 and 86400, not '") + v + "'");
+  }
+  if (const char* v = env("CCT_RECORD_NAME")) c.name = v;
+  if (const char* v = env("CCT_RECORD_TAGS"); v && *v) {
+    const auto j = nlohmann::json::parse(v, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return cct::BadInput("CCT_RECORD_TAGS must be a JSON object");
+    for (const auto& [k, val] : j.items()) {
+      if (!val.is_string()) return cct::BadInput("CCT_RECORD_TAGS values must be strings");
+      c.tags[k] = val.get<std::string>();
+    }
+  }
+  if (const char* v = env("CCT_RECORD_PARENT_RUN"); v && *v) {
+    if (!ParseInt(v, &c.parent_run)) return cct::BadInput(std::string("CCT_RECORD_PARENT_RUN is not a run id: ") + v);
+  }
+  if (const char* v = env("CCT_RECORD_FOLLOW")) c.follow = std::string(v) != "0";
+  if (const char* v = env("CCT_RECORD_SESSION")) c.session = v;
+  if (const char* v = env("CCT_RECORD_SIGNAL"); v && *v) {
+    if (!ParseInt(v, &c.signal_offset) || c.signal_offset < 0 || c.signal_offset > 28)
+      return cct::BadInput(std::string("CCT_RECORD_SIGNAL must be an offset from SIGRTMIN (0..28): ") + v);
+  }
+  if (const char* v = env("CCT_RECORD_ITERATION")) c.iteration_regex = v;
+  if (const char* v = env("CCT_RECORD_NVTX_MODE")) {
+    const std::string s = v;
+    if (s == "interleaved") c.nvtx_placement = NvtxPlacement::kInterleaved;
+    else if (s == "prefix") c.nvtx_placement = NvtxPlacement::kPrefix;
+    else return cct::BadInput("CCT_RECORD_NVTX_MODE must be interleaved or prefix, not '" + s + "'");
+  }
+  if (const char* v = env("CCT_RECORD_GPU")) {
+    const std::string s = v;
+    if (s == "auto") c.gpu = GpuTracing::kAuto;
+    else if (s == "on") c.gpu = GpuTracing::kOn;
+    else if (s == "off") c.gpu = GpuTracing::kOff;
+    else return cct::BadInput("CCT_RECORD_GPU must be auto, on or off, not '" + s + "'");
+  }
+  if (const char* v = env("CCT_RECORD_GPU_PC_SAMPLING")) c.gpu_pc_sampling = std::string(v) == "1";
+  if (const char* v = env("CCT_RECORD_GPU_RAW")) c.gpu_raw_dir = v;
+  if (const char* v = env("CCT_RECORD_GPU_ADAPTER")) c.gpu_adapter = v;
+  return std::optional<CollectorConfig>(std::move(c));
+}
+
+std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
+  std::map<std::string, std::string> e;
+  e["CCT_RECORD_DB"] = c.db_path;
+  e["CCT_RECORD_CLOCK"] = c.clock == SampleClock::kCpu ? "cpu" : "wall";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", c.freq_hz);
+  e["CCT_RECORD_FREQ"] = buf;
+  std::snprintf(buf, sizeof buf, "%.17g", c.checkpoint_s);
+  e["CCT_RECORD_CHECKPOINT"] = buf;
+  if (!c.name.empty()) e["CCT_RECORD_NAME"] = c.name;
+  if (!c.tags.empty()) e["CCT_RECORD_TAGS"] = nlohmann::json(c.tags).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (c.parent_run) e["CCT_RECORD_PARENT_RUN"] = std::to_string(c.parent_run);
+  e["CCT_RECORD_FOLLOW"] = c.follow ? "1" : "0";
+  if (!c.session.empty()) e["CCT_RECORD_SESSION"] = c.session;
+  e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);
+  if (!c.iteration_regex.empty()) e["CCT_RECORD_ITERATION"] = c.iteration_regex;
+  e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
+  e["CCT_RECORD_GPU"] = c.gpu == GpuTracing::kOn ? "on" : c.gpu == GpuTracing::kOff ? "off" : "auto";
+  if (c.gpu_pc_sampling) e["CCT_RECORD_GPU_PC_SAMPLING"] = "1";
+  if (!c.gpu_raw_dir.empty()) e["CCT_RECORD_GPU_RAW"] = c.gpu_raw_dir;
+  if (!c.gpu_adapter.empty()) e["CCT_RECORD_GPU_ADAPTER"] = c.gpu_adapter;
+  return e;
+}
+
+}  // namespace collector

@@ -1,0 +1,192 @@
+// fork and exec: the atfork handlers (the child starts its own run, linked
+// to the parent's, or goes quiet with --no-follow), the final write before
+// exec and the environment an exec'd image gets. Normal context only; the
+// atfork handlers take every runtime lock around fork (ForkPrepare).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "collector/core/runtime.h"
+#include "collector/core/runtime_state.h"
+#include "collector/core/source.h"
+#include "collector/cpu/sampler.h"
+
+namespace collector {
+namespace internal {
+
+void ForkPrepare() {
+  if (!rt) return;
+  rt->flush_mutex.lock();
+  registry_mutex.lock();
+  rt->nvtx_mutex.lock();
+}
+void ForkParent() {
+  if (!rt) return;
+  rt->nvtx_mutex.unlock();
+  registry_mutex.unlock();
+  rt->flush_mutex.unlock();
+}
+void ForkChild() {
+  if (!rt) return;
+  // The mutexes were taken by this thread in ForkPrepare; a fresh object is
+  // the portable way to get an unlocked one in the child.
+  new (&registry_mutex) std::mutex;
+  new (&rt->flush_mutex) std::mutex;
+  new (&rt->nvtx_mutex) std::mutex;
+  ThreadState* self = t_state;
+  rt->active.store(false);
+  rt->flusher_running = false;
+  rt->fatal_once.store(false);
+  if (!rt->config.follow) return;  // --no-follow: the child is not recorded
+  // Only this thread exists in the child; its samples so far were the
+  // parent's. The child's run starts now, empty, linked to the parent's.
+  const uint32_t parent_run = rt->run_created ? rt->meta.id : rt->config.parent_run;
+  for (size_t i = 0; i < rt->thread_count.load(); ++i) {
+    // The parent's events, inherited as descriptors: not ours to keep.
+    ThreadState* t = rt->threads[i].load();
+    if (t && t->perf_fd >= 0) close(t->perf_fd), t->perf_fd = -1;
+  }
+  for (auto& slot : rt->threads) slot.store(nullptr, std::memory_order_relaxed);
+  rt->thread_count.store(0);
+  rt->threads_unsampled.store(0);
+  rt->symbolizer.release();  // inherited descriptors and the parent's pid: leak, never reuse
+  rt->run_created = false;
+  rt->finished = false;
+  rt->warned_write = false;
+  rt->config.parent_run = parent_run;
+  FillMeta(rt->meta);
+  if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
+  rt->active.store(true);
+  // NVTX totals and the GPU's state restart for the child's run.
+  SourcesForkChild();
+  if (self) {
+    self->trie.Reset();
+    self->range_trie.Reset();
+    self->launch_trie.Reset();
+    self->gpu_runtime_frame.clear();
+    self->alive.store(true);
+    self->has_timer = false;
+    self->lost.store(0);
+    rt->threads[0].store(self);
+    self->tid = Tid();
+    self->index = 0;
+    self->last_ns = rt->clock == CLOCK_MONOTONIC ? Now(CLOCK_MONOTONIC) : Now(CLOCK_THREAD_CPUTIME_ID);
+    rt->thread_count.store(1);
+    ArmTimer(self);
+  } else {
+    RegisterThread(Tid(), true);
+  }
+  StartFlusher();
+}
+
+// An LD_PRELOAD value without the collector.
+std::string WithoutCollector(const std::string& all, const std::string& own) {
+  std::string kept;
+  size_t i = 0;
+  while (i <= all.size()) {
+    const size_t j = all.find_first_of(": ", i);
+    const std::string item = all.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (!item.empty() && item != own && item.find("libcct-collector") == std::string::npos)
+      kept += (kept.empty() ? "" : ":") + item;
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return kept;
+}
+
+// Removes the collector from LD_PRELOAD so children run without it.
+void StripPreload(const std::string& own) {
+  const char* pre = getenv("LD_PRELOAD");
+  if (!pre) return;
+  const std::string kept = WithoutCollector(pre, own);
+  if (kept.empty()) unsetenv("LD_PRELOAD");
+  else setenv("LD_PRELOAD", kept.c_str(), 1);
+}
+
+}  // namespace internal
+
+using namespace internal;
+
+void BeforeExec() {
+  if (!rt || rt->finished) return;
+  SourcesBeforeCheckpoint(/*final=*/true);
+  SourcesStop();
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    // A forked child that execs before anything was sampled has no run of
+    // its own: the new image links straight to the parent's run.
+    bool sampled = false;
+    for (size_t i = 0; i < rt->thread_count.load(); ++i)
+      if (ThreadState* t = rt->threads[i].load(); t && t->trie.size() > 1) sampled = true;
+    if (!rt->run_created && !sampled) return;
+    rt->meta.extra["exec"] = true;
+    rt->meta.diagnostics["final_flush"] = 1;
+    WriteRun(store::RunState::kComplete);
+  }
+  // A sample signal still pending would kill the new image (its default
+  // action): take it now.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, rt->signo);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  timespec zero{0, 0};
+  while (sigtimedwait(&set, nullptr, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void AfterFailedExec() {
+  if (!rt || rt->finished) return;
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    rt->meta.extra.erase("exec");
+    rt->meta.diagnostics.erase("final_flush");
+  }
+  SourcesResume();
+}
+
+ExecEnv ExecEnvironment(const char* const* envp) {
+  ExecEnv out;
+  std::map<std::string, std::string> ours;
+  const bool follow = rt && rt->config.follow;
+  if (follow) {
+    ours = ConfigEnvironment(rt->config);
+    const uint32_t parent = rt->run_created ? rt->meta.id : rt->config.parent_run;
+    if (parent) ours["CCT_RECORD_PARENT_RUN"] = std::to_string(parent);
+    else ours.erase("CCT_RECORD_PARENT_RUN");
+  }
+  std::string preload;
+  for (const char* const* e = envp; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (ours.count(name)) continue;  // ours win
+    if (name == "LD_PRELOAD") {
+      preload = std::string(entry.substr(entry.find('=') + 1));
+      continue;
+    }
+    // --no-follow: the NVTX and CUDA drivers must not load the collector
+    // into the child either.
+    if (!follow && (name == "NVTX_INJECTION64_PATH" || name == "CUDA_INJECTION64_PATH") && rt &&
+        entry.substr(name.size() + 1) == rt->own_module)
+      continue;
+    out.strings.emplace_back(entry);
+  }
+  const std::string own = rt ? rt->own_module : "";
+  if (follow && !own.empty() && preload.find(own) == std::string::npos)
+    preload = own + (preload.empty() ? "" : ":" + preload);
+  if (!follow) preload = WithoutCollector(preload, own);
+  if (!preload.empty()) out.strings.push_back("LD_PRELOAD=" + preload);
+  for (const auto& [k, v] : ours) out.strings.push_back(k + "=" + v);
+  for (const auto& str : out.strings) out.pointers.push_back(str.c_str());
+  out.pointers.push_back(nullptr);
+  return out;
+}
+
+}  // namespace collector

@@ -1,0 +1,99 @@
+// Fatal signals: the collector's handler asks the checkpoint thread for the
+// final write (state crashed), waits for it with a deadline, then lets the
+// process die exactly as it would have without us.
+// SIGNAL-HANDLER CODE: the functions marked so run in signal handlers and
+// are async-signal-safe (no allocation, no locks, only async-signal-safe
+// calls); keep them so.
+// OnFatal is SIGNAL-HANDLER CODE; InstallFatalHandlers and InstallAltStack
+// run in normal context (Start, thread registration).
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "collector/core/runtime_state.h"
+
+namespace collector::internal {
+namespace {
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP};
+
+void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
+  const int saved_errno = errno;
+  if (rt && !rt->fatal_once.exchange(true)) {
+    rt->active.store(false, std::memory_order_release);
+    if (rt->flusher_running && Tid() != rt->flusher_tid.load()) {
+      rt->fatal_signal.store(sig);
+      const char req = 'F';
+      if (write(rt->request_pipe[1], &req, 1) == 1) {
+        // Wait for the final write, but not forever: the thread that crashed
+        // may hold a lock the writer needs (malloc's, for instance). Another
+        // signal (a sampling tick already on its way, the program's own)
+        // interrupts poll; giving up then would let the process die before
+        // the write, losing the whole run, so wait out the deadline.
+        const int64_t deadline = Now(CLOCK_MONOTONIC) + int64_t{5000} * 1000000;
+        for (;;) {
+          const int64_t left_ms = (deadline - Now(CLOCK_MONOTONIC)) / 1000000;
+          if (left_ms <= 0) break;
+          pollfd pfd{rt->ack_pipe[0], POLLIN, 0};
+          const int r = poll(&pfd, 1, static_cast<int>(left_ms));
+          if (r > 0) {
+            char c;
+            ssize_t n = read(rt->ack_pipe[0], &c, 1);
+            (void)n;
+            break;
+          }
+          if (r == 0 || errno != EINTR) break;
+        }
+      }
+    }
+  }
+  // Die exactly as without us: default action, same signal. A fault raised
+  // by the kernel recurs when the instruction is retried; anything else is
+  // raised again (it is blocked until this handler returns).
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  const bool kernel_fault =
+      (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info && info->si_code > 0;
+  if (!kernel_fault) raise(sig);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+void InstallFatalHandlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) continue;
+    // Only where the program has not chosen a disposition (an ignored
+    // SIGHUP under nohup stays ignored; a program's handler stays its own).
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL) continue;
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) continue;
+    struct sigaction sa {};
+    sa.sa_sigaction = OnFatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    // No sampling tick inside the handler: it would only interrupt the wait.
+    sigaddset(&sa.sa_mask, rt->signo);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+// An alternate stack so a stack overflow's SIGSEGV can still be handled.
+void InstallAltStack() {
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
+  const size_t size = 64 * 1024;
+  void* mem = malloc(size);
+  if (!mem) return;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = size;
+  if (sigaltstack(&ss, nullptr) != 0) free(mem);
+}
+
+}  // namespace collector::internal

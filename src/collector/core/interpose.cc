@@ -1,0 +1,377 @@
+// The collector library's exported symbols: its constructor and the libc
+// functions it interposes (LD_PRELOAD puts these in front of libc's).
+//
+// - pthread_create: new threads register for sampling before their start
+//   routine runs.
+// - exec*, fexecve, posix_spawn*: the current image's run is written before
+//   it is replaced, and the child's environment carries the recording on.
+// - vfork: becomes fork, because the collector must not run in a child that
+//   shares its parent's memory.
+// - _exit, _Exit: the run is written (exit() is covered by on_exit).
+// - dlopen, dlclose: no unwinding while this thread is inside the loader
+//   (libunwind would need the loader's lock); samples in a library are
+//   symbolized before it is unloaded.
+// - nanosleep and the other calls that a signal handler always interrupts
+//   (signal(7): never restarted, whatever SA_RESTART says) are restarted when
+//   only the sampling signal interrupted them, so the program sees no EINTR
+//   it would not have seen without us.
+//
+// Everything else in the library is hidden (-fvisibility=hidden). Each
+// wrapper passes straight through when the collector is not active.
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <new>
+#include <vector>
+
+#include "collector/core/runtime.h"
+
+extern char** environ;
+
+#define CCT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+template <class F>
+F Real(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+__attribute__((constructor)) void CollectorInit() { collector::Start(); }
+
+struct StartArgs {
+  void* (*fn)(void*);
+  void* arg;
+};
+
+void* ThreadTrampoline(void* p) {
+  const StartArgs a = *static_cast<StartArgs*>(p);
+  delete static_cast<StartArgs*>(p);
+  collector::RegisterCurrentThread();
+  return a.fn(a.arg);
+}
+
+int64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// True when a call that failed with EINTR was interrupted only by the
+// sampler (the count of sampling signals on this thread moved). If the
+// program's own signal arrived in the same interval it is reported as the
+// sampler's: a documented, narrow imprecision.
+bool SamplerOnly(int rc, int err, uint32_t before) {
+  return rc == -1 && err == EINTR && collector::SamplerInterrupts() != before;
+}
+
+timespec Remaining(int64_t deadline_ns) {
+  int64_t left = deadline_ns - MonoNs();
+  if (left < 0) left = 0;
+  return timespec{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+}
+
+}  // namespace
+
+CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
+  static auto real = Real<int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create");
+  if (!collector::Active()) return real(thread, attr, fn, arg);
+  auto* start = new (std::nothrow) StartArgs{fn, arg};
+  if (!start) return real(thread, attr, fn, arg);
+  const int rc = real(thread, attr, ThreadTrampoline, start);
+  if (rc != 0) delete start;
+  return rc;
+}
+
+// --- exec --------------------------------------------------------------------
+
+namespace {
+// Runs an exec-like call with the recording's environment: the current
+// image's run is written first, and sampling resumes if the call fails.
+template <class Call>
+int ExecWith(char* const envp[], Call call) {
+  collector::BeforeExec();
+  const collector::ExecEnv env = collector::ExecEnvironment(envp);
+  const int rc = call(env.get());
+  const int err = errno;
+  collector::AfterFailedExec();
+  errno = err;
+  return rc;
+}
+}  // namespace
+
+CCT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execve");
+  if (!collector::Active()) return real(path, argv, envp);
+  return ExecWith(envp, [&](char* const* env) { return real(path, argv, env); });
+}
+
+CCT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execvpe");
+  if (!collector::Active()) return real(file, argv, envp);
+  return ExecWith(envp, [&](char* const* env) { return real(file, argv, env); });
+}
+
+CCT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  static auto real = Real<int (*)(int, char* const*, char* const*)>("fexecve");
+  if (!collector::Active()) return real(fd, argv, envp);
+  return ExecWith(envp, [&](char* const* env) { return real(fd, argv, env); });
+}
+
+CCT_EXPORT int execv(const char* path, char* const argv[]) { return execve(path, argv, environ); }
+CCT_EXPORT int execvp(const char* file, char* const argv[]) { return execvpe(file, argv, environ); }
+
+namespace {
+std::vector<char*> VarArgs(const char* arg0, va_list ap, char* const** envp_out) {
+  std::vector<char*> argv{const_cast<char*>(arg0)};
+  if (arg0) {
+    while (char* a = va_arg(ap, char*)) argv.push_back(a);
+    argv.push_back(nullptr);
+  }
+  if (envp_out) *envp_out = va_arg(ap, char* const*);
+  return argv;
+}
+}  // namespace
+
+CCT_EXPORT int execl(const char* path, const char* arg0, ...) {
+  va_list ap;
+  va_start(ap, arg0);
+  std::vector<char*> argv = VarArgs(arg0, ap, nullptr);
+  va_end(ap);
+  return execve(path, argv.data(), environ);
+}
+
+CCT_EXPORT int execlp(const char* file, const char* arg0, ...) {
+  va_list ap;
+  va_start(ap, arg0);
+  std::vector<char*> argv = VarArgs(arg0, ap, nullptr);
+  va_end(ap);
+  return execvpe(file, argv.data(), environ);
+}
+
+CCT_EXPORT int execle(const char* path, const char* arg0, ...) {
+  va_list ap;
+  va_start(ap, arg0);
+  char* const* envp = nullptr;
+  std::vector<char*> argv = VarArgs(arg0, ap, &envp);
+  va_end(ap);
+  return execve(path, argv.data(), envp);
+}
+
+CCT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
+                           const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  static auto real = Real<int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                                  char* const*, char* const*)>("posix_spawn");
+  if (!collector::Active()) return real(pid, path, fa, attr, argv, envp);
+  const collector::ExecEnv env = collector::ExecEnvironment(envp);
+  return real(pid, path, fa, attr, argv, env.get());
+}
+
+CCT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa,
+                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  static auto real = Real<int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                                  char* const*, char* const*)>("posix_spawnp");
+  if (!collector::Active()) return real(pid, file, fa, attr, argv, envp);
+  const collector::ExecEnv env = collector::ExecEnvironment(envp);
+  return real(pid, file, fa, attr, argv, env.get());
+}
+
+// Always fork: a wrapper cannot call the real vfork (the child would return
+// through this function's frame, which the suspended parent still uses), and
+// fork is what vfork means for every program that uses it correctly.
+CCT_EXPORT pid_t vfork() { return fork(); }
+
+// --- exit --------------------------------------------------------------------
+
+CCT_EXPORT [[noreturn]] void _exit(int status) {
+  static auto real = Real<void (*)(int)>("_exit");
+  collector::BeforeExit(status);
+  real(status);
+  __builtin_unreachable();
+}
+
+CCT_EXPORT [[noreturn]] void _Exit(int status) {
+  static auto real = Real<void (*)(int)>("_Exit");
+  collector::BeforeExit(status);
+  real(status);
+  __builtin_unreachable();
+}
+
+// --- the loader ----------------------------------------------------------------
+
+CCT_EXPORT void* dlopen(const char* file, int mode) {
+  static auto real = Real<void* (*)(const char*, int)>("dlopen");
+  collector::EnterLoader();
+  void* h = real(file, mode);
+  collector::LeaveLoader();
+  return h;
+}
+
+CCT_EXPORT int dlclose(void* handle) {
+  static auto real = Real<int (*)(void*)>("dlclose");
+  collector::BeforeUnload();
+  collector::EnterLoader();
+  const int rc = real(handle);
+  collector::LeaveLoader();
+  return rc;
+}
+
+// --- calls a signal handler always interrupts --------------------------------
+
+CCT_EXPORT int nanosleep(const timespec* req, timespec* rem) {
+  static auto real = Real<int (*)(const timespec*, timespec*)>("nanosleep");
+  if (!collector::Active() || !req) return real(req, rem);
+  timespec left = *req, r{};
+  for (;;) {
+    const uint32_t before = collector::SamplerInterrupts();
+    const int rc = real(&left, &r);
+    const int err = errno;
+    if (!SamplerOnly(rc, err, before)) {
+      if (rc != 0 && rem) *rem = r;
+      errno = err;
+      return rc;
+    }
+    left = r;
+  }
+}
+
+CCT_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
+  static auto real = Real<int (*)(clockid_t, int, const timespec*, timespec*)>("clock_nanosleep");
+  if (!collector::Active() || !req) return real(clock, flags, req, rem);
+  timespec left = *req, r{};
+  for (;;) {
+    const uint32_t before = collector::SamplerInterrupts();
+    const int rc = real(clock, flags, &left, &r);  // returns the error number
+    if (!(rc == EINTR && collector::SamplerInterrupts() != before)) {
+      if (rc == EINTR && rem && !(flags & TIMER_ABSTIME)) *rem = r;
+      return rc;
+    }
+    if (!(flags & TIMER_ABSTIME)) left = r;
+  }
+}
+
+CCT_EXPORT int usleep(useconds_t usec) {
+  timespec req{static_cast<time_t>(usec / 1000000), static_cast<long>(usec % 1000000) * 1000};
+  return nanosleep(&req, nullptr);
+}
+
+CCT_EXPORT unsigned int sleep(unsigned int seconds) {
+  timespec req{static_cast<time_t>(seconds), 0}, rem{};
+  if (nanosleep(&req, &rem) == 0) return 0;
+  return static_cast<unsigned>(rem.tv_sec + (rem.tv_nsec > 0 ? 1 : 0));
+}
+
+namespace {
+// Repeats `call(timeout_ms)` while only the sampler interrupted it, with the
+// timeout shortened by the time already waited (negative: no timeout).
+template <class Call>
+int RestartWithTimeoutMs(int timeout, Call call) {
+  const int64_t deadline = MonoNs() + int64_t{timeout} * 1000000;
+  int t = timeout;
+  for (;;) {
+    const uint32_t before = collector::SamplerInterrupts();
+    const int rc = call(t);
+    const int err = errno;
+    if (!SamplerOnly(rc, err, before)) {
+      errno = err;
+      return rc;
+    }
+    if (timeout > 0) {
+      const int64_t left = deadline - MonoNs();
+      t = left > 0 ? static_cast<int>((left + 999999) / 1000000) : 0;
+    }
+  }
+}
+
+// The same for calls with an optional relative timespec timeout; `restore`
+// runs before each retry (select's descriptor sets).
+template <class Call, class Restore>
+int RestartWithTimespec(const timespec* ts, Call call, Restore restore) {
+  const int64_t deadline = ts ? MonoNs() + int64_t{ts->tv_sec} * 1000000000 + ts->tv_nsec : 0;
+  for (;;) {
+    const uint32_t before = collector::SamplerInterrupts();
+    timespec left = ts ? Remaining(deadline) : timespec{};
+    const int rc = call(ts ? &left : nullptr);
+    const int err = errno;
+    if (!SamplerOnly(rc, err, before)) {
+      errno = err;
+      return rc;
+    }
+    restore();
+  }
+}
+
+// Saves select's descriptor sets, which a failed call leaves undefined.
+struct FdSets {
+  fd_set* r;
+  fd_set* w;
+  fd_set* e;
+  fd_set r0, w0, e0;
+  FdSets(fd_set* rs, fd_set* ws, fd_set* es) : r(rs), w(ws), e(es) {
+    if (r) r0 = *r;
+    if (w) w0 = *w;
+    if (e) e0 = *e;
+  }
+  void Restore() {
+    if (r) *r = r0;
+    if (w) *w = w0;
+    if (e) *e = e0;
+  }
+};
+}  // namespace
+
+CCT_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
+  static auto real = Real<int (*)(pollfd*, nfds_t, int)>("poll");
+  if (!collector::Active()) return real(fds, n, timeout);
+  return RestartWithTimeoutMs(timeout, [&](int t) { return real(fds, n, t); });
+}
+
+CCT_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
+  static auto real = Real<int (*)(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll");
+  if (!collector::Active()) return real(fds, n, ts, mask);
+  return RestartWithTimespec(ts, [&](const timespec* left) { return real(fds, n, left, mask); }, [] {});
+}
+
+CCT_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
+  static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, timeval*)>("select");
+  if (!collector::Active()) return real(nfds, r, w, e, tv);
+  FdSets sets(r, w, e);
+  for (;;) {
+    const uint32_t before = collector::SamplerInterrupts();
+    const int rc = real(nfds, r, w, e, tv);  // Linux updates *tv to the time left
+    const int err = errno;
+    if (!SamplerOnly(rc, err, before)) {
+      errno = err;
+      return rc;
+    }
+    sets.Restore();
+  }
+}
+
+CCT_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const timespec* ts, const sigset_t* mask) {
+  static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*)>("pselect");
+  if (!collector::Active()) return real(nfds, r, w, e, ts, mask);
+  FdSets sets(r, w, e);
+  return RestartWithTimespec(ts, [&](const timespec* left) { return real(nfds, r, w, e, left, mask); },
+                             [&] { sets.Restore(); });
+}
+
+CCT_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
+  static auto real = Real<int (*)(int, epoll_event*, int, int)>("epoll_wait");
+  if (!collector::Active()) return real(epfd, events, max, timeout);
+  return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t); });
+}
+
+CCT_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
+  static auto real = Real<int (*)(int, epoll_event*, int, int, const sigset_t*)>("epoll_pwait");
+  if (!collector::Active()) return real(epfd, events, max, timeout, mask);
+  return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t, mask); });
+}

@@ -1,0 +1,185 @@
+// The collector's process lifecycle: Start (from the library constructor),
+// the run's metadata, the final write at exit (on_exit, _exit) and the
+// accessors the GPU side uses. State: core/runtime_state.h, defined here.
+// Thread-safety: Start runs once, in the constructor; Finish takes
+// flush_mutex; the exit paths may run on any thread.
+#include "collector/core/runtime.h"
+
+#include <dlfcn.h>
+#include <dirent.h>
+#include <link.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "cct/tree_ops.h"
+#include "cctdb_config.h"
+#include "collector/core/profile_builder.h"
+#include "collector/core/run_info.h"
+#include "collector/core/runtime_state.h"
+#include "collector/core/source.h"
+#include "collector/gpu/gpu_runtime.h"
+#include "store/database.h"
+
+extern char** environ;
+
+namespace collector {
+namespace internal {
+
+Runtime* rt = nullptr;
+std::mutex registry_mutex;
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t exit_key;
+
+void Warn(const std::string& msg) {
+  std::string line = "cctdb: " + msg + "\n";
+  ssize_t w = write(STDERR_FILENO, line.data(), line.size());
+  (void)w;
+}
+
+void FillMeta(store::RunMeta& m) {
+  m = store::RunMeta{};
+  m.name = rt->config.name;
+  m.source = "cct-record";
+  m.state = store::RunState::kRecording;
+  m.start_time_ns = Now(CLOCK_REALTIME);
+  m.command = ProcessCommandLine();
+  if (m.name.empty() && !m.command.empty()) {
+    m.name = std::string(cct::BaseName(m.command.front()));
+  }
+  m.cwd = CurrentDirectory();
+  m.host = store::HostName();
+  m.cpu_model = CpuModel();
+  m.collector_version = CCTDB_VERSION;
+  m.git_commit = GitCommit(m.cwd);
+  m.tags = rt->config.tags;
+  m.env = RecordedEnvironment(environ);
+  m.pid = getpid();
+  m.pid_start_ticks = store::ProcessStartTicks(m.pid);
+  m.parent_run = rt->config.parent_run;
+  m.iteration_regex = rt->config.iteration_regex;
+  m.sampling = {{"clock", rt->config.clock == SampleClock::kWall ? "wall" : "cpu"},
+                {"freq_hz", rt->config.freq_hz},
+                {"checkpoint_s", rt->config.checkpoint_s},
+                {"signal", "SIGRTMIN+" + std::to_string(rt->config.signal_offset)},
+                {"max_depth", kMaxDepth},
+                {"unwinder", "libunwind"}};
+  if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
+  rt->start_mono_ns = Now(CLOCK_MONOTONIC);
+}
+
+// The last write of this process's run.
+void Finish(store::RunState state, std::optional<int> exit_code, std::optional<int> term_signal) {
+  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+  if (rt->finished) return;
+  rt->finished = true;
+  rt->meta.exit_code = exit_code;
+  rt->meta.term_signal = term_signal;
+  rt->meta.diagnostics["final_flush"] = 1;
+  WriteRun(state);
+}
+
+void OnProcessExit(int status, void*) {
+  if (!rt || rt->finished) return;
+  SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity
+  SourcesStop();
+  Finish(store::RunState::kComplete, status, std::nullopt);
+}
+
+std::string OwnModule() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&OwnModule), &info) && info.dli_fname) return info.dli_fname;
+  return "";
+}
+
+}  // namespace internal
+
+using namespace internal;
+
+bool Active() { return rt && rt->active.load(std::memory_order_relaxed); }
+
+void Start() {
+  auto parsed = ParseConfig([](const char* n) -> const char* { return getenv(n); });
+  if (!parsed.ok()) {
+    Warn(parsed.status().message() + "; not profiling this process");
+    return;
+  }
+  if (!parsed->has_value()) return;
+  rt = new (std::nothrow) Runtime;
+  if (!rt) return;
+  rt->config = std::move(**parsed);
+  rt->own_module = OwnModule();
+  dl_iterate_phdr(OwnTextRange, nullptr);
+  SourcesStart(rt->config);  // NVTX compiles --iteration here
+  if (!rt->config.follow) StripPreload(rt->own_module);
+
+  std::string error;
+  if (!LoadUnwinder(&error)) {
+    Warn(error + "; call stacks will hold only the sampled instruction");
+  }
+  rt->signo = SIGRTMIN + rt->config.signal_offset;
+  rt->clock = rt->config.clock == SampleClock::kWall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
+  rt->period_ns = static_cast<int64_t>(1e9 / rt->config.freq_hz);
+  if (pthread_key_create(&exit_key, OnThreadExit) != 0) return;
+  if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
+
+  // The CPU sampler installs its signal handler; the GPU attaches (--gpu on
+  // must fail before anything is written; auto may attach now).
+  if (!SourcesAttach()) return;
+
+  FillMeta(rt->meta);
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    // The run exists from the start (state recording), so a crash before the
+    // first checkpoint still leaves a trace, and children can link to it.
+    // Written with an empty tree, so the run's metrics are known from the
+    // start.
+    cct::Tree empty;
+    ProfileBuilder warm(empty, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
+    auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
+    cct::Status st = db.ok() ? (*db)->CreateRun(rt->meta, &empty) : db.status();
+    if (!st.ok()) {
+      Warn("cannot record into " + rt->config.db_path + ": " + st.message() + "; not profiling");
+      return;
+    }
+    rt->run_created = true;
+    setenv("CCT_RECORD_PARENT_RUN", std::to_string(rt->meta.id).c_str(), 1);
+  }
+
+  pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  on_exit(OnProcessExit, nullptr);
+  InstallFatalHandlers();
+  InstallAltStack();
+
+  rt->active.store(true);
+  RegisterThread(Tid(), true);
+  // Threads started before us (by other libraries' constructors).
+  if (DIR* d = opendir("/proc/self/task")) {
+    const pid_t self = Tid();
+    while (dirent* e = readdir(d)) {
+      const pid_t tid = static_cast<pid_t>(atoi(e->d_name));
+      if (tid > 0 && tid != self && !FindThread(tid)) RegisterThread(tid, false);
+    }
+    closedir(d);
+  }
+  StartFlusher();
+}
+
+void BeforeExit(int status) {
+  if (!rt || rt->finished) return;
+  SourcesBeforeCheckpoint(/*final=*/true);
+  SourcesStop();
+  Finish(store::RunState::kComplete, status, std::nullopt);
+}
+
+const std::string& CollectorModule() {
+  static const std::string empty;
+  return rt ? rt->own_module : empty;
+}
+
+void RuntimeWarn(const std::string& message) { Warn(message); }
+
+}  // namespace collector

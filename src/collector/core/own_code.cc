@@ -1,0 +1,45 @@
+// The collector's own code and the outermost frame at an address: NVTX
+// (nvtx/nvtx_ranges.cc) and launch capture (gpu/launch_capture.cc) trim
+// these from the leaf end of the stacks they record. own_text_lo/hi are set
+// once in Start; OutermostFrame takes flush_mutex (the symbolizer's guard).
+#include <link.h>
+
+#include <mutex>
+
+#include "collector/core/runtime_state.h"
+
+namespace collector::internal {
+
+// The collector's own code, skipped at the leaf end of push-time stacks.
+uintptr_t own_text_lo = 0, own_text_hi = 0;
+
+int OwnTextRange(dl_phdr_info* info, size_t, void*) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    const auto self = reinterpret_cast<uintptr_t>(&OwnTextRange);
+    if (self >= lo && self < hi) {
+      own_text_lo = lo;
+      own_text_hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// The outermost (not inlined) frame at a return address, resolved outside
+// a signal handler for the NVTX and launch-site stack trimming; empty when
+// unknown. Takes flush_mutex (the symbolizer's guard).
+SymbolFrame OutermostFrame(uintptr_t address) {
+  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+  try {
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
+    if (!frames.empty()) return frames.front();
+  } catch (...) {
+  }
+  return SymbolFrame{};
+}
+
+}  // namespace collector::internal

@@ -1,0 +1,59 @@
+// Runtime: the collector's life inside the profiled process.
+//
+// Lifecycle: Start() (from the library constructor) reads the configuration,
+// creates the run, registers the main thread and any threads that already
+// exist, arms their sampling timers and starts the checkpoint thread. Threads
+// created later register themselves (interpose.cc wraps pthread_create).
+// Fork: the child starts its own run (linked to the parent's) or, with
+// --no-follow, goes quiet. Exec: the run is finished before the image is
+// replaced; the new image starts its own run. Exit, _exit and fatal signals
+// write the final state.
+//
+// Thread-safety: every entry point may be called from any thread; the ones
+// marked SIGNAL-HANDLER CODE are async-signal-safe. The runtime's state is
+// process-global and deliberately never destroyed (host code may run after
+// static destructors): core/runtime_state.h.
+//
+// Where the entry points live: Start, BeforeExit, Active in
+// core/lifecycle.cc; RegisterCurrentThread in core/threads.cc; exec in
+// core/exec_fork.cc; the loader hooks in cpu/loader_events.cc;
+// SamplerInterrupts in cpu/sampler.cc. NVTX's entry points are in
+// nvtx/nvtx_ranges.h.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collector {
+
+void Start();
+
+// Thread registration, from the pthread_create wrapper's start routine.
+void RegisterCurrentThread();
+
+// Interposer hooks.
+bool Active();
+void BeforeExec();      // final write of this image's run; stops sampling
+void AfterFailedExec();  // exec failed: sampling resumes
+// The environment for an exec'd or spawned image: `envp` plus what carries
+// the recording on (or, with --no-follow, minus the collector).
+struct ExecEnv {
+  std::vector<std::string> strings;
+  std::vector<const char*> pointers;  // null-terminated
+  char* const* get() const { return const_cast<char* const*>(pointers.data()); }
+};
+ExecEnv ExecEnvironment(const char* const* envp);
+void BeforeExit(int status);  // _exit/_Exit
+void EnterLoader();           // dlopen/dlclose in progress on this thread
+void LeaveLoader();
+void BeforeUnload();          // dlclose: symbolize samples in the library first
+
+// How many sampling signals this thread has taken; a blocking call that fails
+// with EINTR and sees this number change was interrupted by the sampler.
+// SIGNAL-HANDLER CODE (reads only).
+uint32_t SamplerInterrupts();
+
+}  // namespace collector

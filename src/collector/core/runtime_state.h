@@ -1,0 +1,260 @@
+// The collector runtime's process-global state, shared by the files of the
+// runtime core (core/), the CPU sampler (cpu/), NVTX (nvtx/) and GPU launch
+// capture (gpu/launch_capture.cc). INTERNAL: only those files include it;
+// the rest of the world goes through runtime.h and gpu_runtime.h.
+//
+// Ownership: `rt` is created by Start() (lifecycle.cc) and never destroyed:
+// host code, and our signal handlers, may run after static destructors.
+// Each ThreadState is created by AddThread (threads.cc) and owned by its
+// slot in rt->threads for the life of the process (a fork child leaks the
+// parent's, see ForkChild).
+//
+// Thread-safety, per member group of Runtime:
+//  - config, signo, clock, period_ns, own_module: written by Start (and by
+//    ForkChild in the single-threaded child), read-only afterwards.
+//  - threads/thread_count: slots are appended only under registry_mutex, from
+//    normal context; readers (signal handlers included) load thread_count
+//    with acquire and never see a half-made slot.
+//  - flush_mutex guards the run's metadata, the symbolizer, frozen frames
+//    and every checkpoint write (WriteRun).
+//  - nvtx_mutex guards the NVTX names, start/end ranges, problems and the
+//    iteration records.
+//  - atomics (active, epoch, use_perf, current_iteration, fatal_*): any
+//    thread, any context.
+// Lock order (ForkPrepare takes all three): flush_mutex, registry_mutex,
+// nvtx_mutex.
+//
+// SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch, rt->config
+// (nvtx_placement), rt->threads/thread_count (FindThread), the current
+// thread's ThreadState (trie, unwind, keys, ranges, range_count,
+// range_frames, interrupts, in_loader, last_ns, lost, perf_fd), t_state,
+// and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
+// request_pipe and ack_pipe. Nothing else: code reaching those
+// from normal context must keep them consistent at every instruction (see
+// the fences in NvtxPush/NvtxPop).
+// SIGNAL-HANDLER CODE here: Now and Tid (below) are async-signal-safe and
+// used by the handlers; keep them so.
+#pragma once
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "collector/core/config.h"
+#include "collector/cpu/sample_trie.h"
+#include "collector/cpu/symbolizer.h"
+#include "collector/cpu/unwinder.h"
+#include "collector/gpu/gpu_metrics.h"  // kNoIteration
+#include "store/iterations.h"
+#include "store/run_meta.h"
+#include <link.h>
+
+namespace collector::internal {
+
+constexpr int kMaxDepth = 512;
+constexpr int kMaxRanges = 128;
+constexpr int kRangeFrames = 16384;
+constexpr size_t kMaxThreads = 16384;
+
+// SIGNAL-HANDLER CODE: async-signal-safe.
+inline int64_t Now(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+inline pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }  // SIGNAL-HANDLER CODE
+
+inline clockid_t ThreadCpuClock(pid_t tid) {
+  // The kernel's per-thread CPU clock id (MAKE_THREAD_CPUCLOCK(tid, SCHED)),
+  // usable for any thread of this process, not only the calling one.
+  return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+}
+
+struct ThreadState {
+  SampleTrie trie;
+  pid_t tid = 0;
+  uint32_t index = 0;  // registration order in this process; 0 = main thread
+  timer_t timer{};
+  bool has_timer = false;
+  int perf_fd = -1;  // task-clock event, when the kernel lets us open one
+  std::atomic<bool> alive{true};
+  int64_t last_ns = 0;  // clock reading at the previous sample
+  std::atomic<uint32_t> interrupts{0};
+  std::atomic<int> in_loader{0};
+  std::atomic<uint64_t> lost{0};
+  uintptr_t unwind[kMaxDepth + kUnwindSlack];
+  uint64_t keys[kMaxDepth + kMaxRanges + 2];
+
+  // NVTX push/pop ranges open on this thread: written by the thread itself
+  // in normal context, read by its own signal handler (range_count is
+  // published after the entry is complete).
+  struct OpenRange {
+    uint64_t key = 0;
+    int64_t start_ns = 0;
+    uint32_t frames_offset = 0;  // push-time stack in range_frames, root first
+    uint32_t depth = 0;          // frames up to the caller of the push
+    uint32_t domain = 0;
+    bool iteration = false;
+  };
+  OpenRange ranges[kMaxRanges];
+  std::atomic<int> range_count{0};
+  int range_overflow = 0;  // pushes beyond kMaxRanges, popped first
+  uintptr_t range_frames[kRangeFrames];
+  SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
+  std::string nvtx_name;   // from nvtxNameOsThread; under registry_mutex
+  // GPU launch sites (gpu_runtime.h): written by this thread at CUDA calls.
+  SampleTrie launch_trie;
+  std::unordered_map<uintptr_t, bool> gpu_runtime_frame;  // return address → trimmed at launches (owner only)
+};
+
+struct Runtime {
+  CollectorConfig config;
+  int signo = 0;
+  clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
+  int64_t period_ns = 1000000;
+  // CPU-time sampling source: the kernel's task-clock software event (an
+  // hrtimer on the thread's CPU time, so any rate works), else POSIX
+  // thread-CPU-clock timers, which the kernel checks only at its tick (a
+  // 250 Hz kernel gives at most 250 samples/s; each still carries the
+  // measured CPU time, so totals stay right).
+  std::atomic<int> use_perf{-1};  // -1 untried, 0 no, 1 yes
+  std::atomic<bool> active{false};  // sampling on
+  std::atomic<uint32_t> epoch{0};   // bumped when a library is unloaded
+  std::atomic<ThreadState*> threads[kMaxThreads] = {};
+  std::atomic<size_t> thread_count{0};
+  std::atomic<uint64_t> threads_unsampled{0};
+
+  std::mutex flush_mutex;  // checkpoint writes, symbolizer, run metadata
+  store::RunMeta meta;
+  bool run_created = false;
+  bool finished = false;
+  int64_t start_mono_ns = 0;
+  std::unique_ptr<Symbolizer> symbolizer;
+  // Frames of addresses from earlier load epochs (libraries since unloaded),
+  // resolved while they were mapped; keyed by LookupKey().
+  std::unordered_map<uint64_t, SymbolFrames> frozen;
+  bool refresh_symbols = false;
+  std::string own_module;
+  bool warned_write = false;
+
+  int request_pipe[2] = {-1, -1};  // fatal handler → checkpoint thread
+  int ack_pipe[2] = {-1, -1};      // checkpoint thread → fatal handler
+  // NVTX: names of domains and range messages, start/end ranges, problems.
+  std::mutex nvtx_mutex;
+  std::vector<std::string> nvtx_domains{""};
+  std::unordered_map<std::string, uint32_t> nvtx_domain_ids{{"", 0}};
+  std::vector<std::string> nvtx_names;        // display name by id
+  std::vector<char> nvtx_is_iteration;        // the name matches --iteration
+  std::unordered_map<std::string, uint32_t> nvtx_name_ids;  // domain '\x1f' message
+  struct StartedRange {
+    uint32_t thread = 0, name = 0;
+    int64_t start_ns = 0;
+  };
+  std::unordered_map<uint64_t, StartedRange> started;  // by nvtxRangeId_t
+  uint64_t next_range_id = 1;
+  struct EndedRanges {
+    int64_t time_ns = 0;
+    uint64_t count = 0;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, EndedRanges> ended;  // (thread index, name) → totals
+  std::map<std::string, int64_t> nvtx_problems;
+  std::unordered_map<uintptr_t, bool> nvtx_code;  // return address → inside NVTX's code
+  std::unique_ptr<std::regex> iteration_regex;
+
+  // Iterations: at each boundary every trie's values are snapshotted; an
+  // iteration's values are the difference (see IterationBoundary).
+  struct TrieDelta {
+    uint32_t thread, node;
+    int64_t time_ns;
+    uint32_t samples;
+  };
+  struct IterationRecord {
+    int64_t start_ns = 0, duration_ns = 0;
+    std::vector<TrieDelta> deltas;
+  };
+  std::vector<IterationRecord> iterations;
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> iteration_start;  // by thread, by trie node
+  int64_t iteration_start_ns = 0;
+  int iteration_depth = 0;
+  // The open iteration's index (the one its record will get), read without
+  // a lock by GPU launches; kNoIteration between iterations.
+  std::atomic<uint32_t> current_iteration{kNoIteration};
+
+  std::atomic<int> fatal_signal{0};
+  std::atomic<bool> fatal_once{false};
+  pthread_t flusher{};
+  std::atomic<pid_t> flusher_tid{0};
+  bool flusher_running = false;
+};
+
+// Never destroyed: host code (and our signal handlers) may run after static
+// destructors. Defined in lifecycle.cc.
+extern Runtime* rt;
+// The thread list is changed only from normal (non-handler) code, and only
+// under registry_mutex, so slots are appended one at a time.
+extern std::mutex registry_mutex;
+// The calling thread's state, or null before it registers. Initial-exec TLS:
+// a signal handler may read it without the lazy TLS allocation (malloc) that
+// the general-dynamic model could do.
+extern __thread ThreadState* t_state __attribute__((tls_model("initial-exec")));
+extern pthread_key_t exit_key;  // its destructor is OnThreadExit
+
+// A line on stderr prefixed "cctdb: ". Normal context only (allocates).
+void Warn(const std::string& msg);
+
+// --- threads.cc: the thread registry
+ThreadState* FindThread(pid_t tid);  // SIGNAL-HANDLER CODE
+ThreadState* AddThread(pid_t tid);   // caller holds registry_mutex
+void OnThreadExit(void* p);
+// Registers `tid` (`current`: the calling thread) and tells the sources
+// (thread_started). Takes registry_mutex.
+ThreadState* RegisterThread(pid_t tid, bool current);
+std::string ThreadName(const ThreadState& t);
+
+// --- path_keys.cc
+int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool truncated, int open, uint32_t epoch,
+             uint64_t* keys);  // SIGNAL-HANDLER CODE
+
+// --- own_code.cc: the collector's own text and the outermost frame at an
+// address, for trimming NVTX and launch stacks.
+extern uintptr_t own_text_lo, own_text_hi;
+int OwnTextRange(dl_phdr_info* info, size_t, void*);
+SymbolFrame OutermostFrame(uintptr_t address);  // takes flush_mutex
+
+// --- checkpoint.cc: writing the run and the checkpoint thread
+uint64_t LookupKey(uint64_t key, bool return_address);
+const SymbolFrames& LookupSymbols(uint64_t key, bool return_address);  // caller holds flush_mutex
+void WriteRun(store::RunState state) noexcept;                          // caller holds flush_mutex
+void StartFlusher();
+
+// --- lifecycle.cc
+void FillMeta(store::RunMeta& m);
+void Finish(store::RunState state, std::optional<int> exit_code, std::optional<int> term_signal);
+void OnProcessExit(int status, void*);
+
+// --- fatal.cc
+void InstallFatalHandlers();
+void InstallAltStack();
+
+// --- exec_fork.cc
+void ForkPrepare();
+void ForkParent();
+void ForkChild();
+std::string WithoutCollector(const std::string& all, const std::string& own);
+void StripPreload(const std::string& own);
+
+}  // namespace collector::internal

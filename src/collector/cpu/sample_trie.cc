@@ -1,0 +1,121 @@
+// SIGNAL-HANDLER CODE (AddSample and its callees): async-signal-safe; see the
+// header.
+#include "collector/cpu/sample_trie.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+namespace collector {
+namespace {
+
+void* MapZeroed(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+uint64_t SampleTrie::Hash(NodeIndex parent, uint64_t key) {
+  uint64_t h = key * 0x9E3779B97F4A7C15ull ^ (uint64_t{parent} + 0x632BE59BD9B4E019ull);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
+
+bool SampleTrie::GrowIndex() {
+  const size_t capacity = index_capacity_ ? index_capacity_ * 2 : 4096;
+  auto* index = static_cast<uint32_t*>(MapZeroed(capacity * sizeof(uint32_t)));
+  if (!index) return false;
+  const size_t n = count_.load(std::memory_order_relaxed);
+  for (NodeIndex i = 1; i < n; ++i) {
+    size_t slot = Hash(parent(i), key(i)) & (capacity - 1);
+    while (index[slot]) slot = (slot + 1) & (capacity - 1);
+    index[slot] = i + 1;
+  }
+  if (index_) munmap(index_, index_capacity_ * sizeof(uint32_t));
+  index_ = index;
+  index_capacity_ = capacity;
+  return true;
+}
+
+SampleTrie::NodeIndex SampleTrie::FindOrAdd(NodeIndex parent_node, uint64_t k) {
+  const size_t n = count_.load(std::memory_order_relaxed);
+  if ((n + 1) * 2 > index_capacity_ && !GrowIndex()) return kNoIndex;
+  size_t slot = Hash(parent_node, k) & (index_capacity_ - 1);
+  while (const uint32_t s = index_[slot]) {
+    const NodeIndex i = s - 1;
+    if (key(i) == k && parent(i) == parent_node) return i;
+    slot = (slot + 1) & (index_capacity_ - 1);
+  }
+  if (n >= kChunkNodes * kMaxChunks) return kNoIndex;
+  NodeChunk* chunk = chunks_[n / kChunkNodes].load(std::memory_order_relaxed);
+  if (!chunk) {
+    chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
+    if (!chunk) return kNoIndex;
+    chunks_[n / kChunkNodes].store(chunk, std::memory_order_release);
+  }
+  chunk->key[n % kChunkNodes] = k;
+  chunk->parent[n % kChunkNodes] = parent_node;
+  index_[slot] = static_cast<uint32_t>(n) + 1;
+  count_.store(n + 1, std::memory_order_release);  // publishes the node to readers
+  return static_cast<NodeIndex>(n);
+}
+
+bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delta) {
+  return AddSampleAt(keys, depth, time_ns_delta) != kNoIndex;
+}
+
+SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns_delta) {
+  if (count_.load(std::memory_order_relaxed) == 0) {
+    // Node 0 is the root; its chunk is mapped on the first sample.
+    auto* chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
+    if (!chunk) return kNoIndex;
+    chunks_[0].store(chunk, std::memory_order_release);
+    count_.store(1, std::memory_order_release);
+  }
+  NodeIndex node = kRoot;
+  int i = 0;
+  // Reuse the previous sample's nodes for the common prefix.
+  const int cached = last_depth_ < depth ? last_depth_ : depth;
+  while (i < cached && last_keys_[i] == keys[i]) node = last_nodes_[i++];
+  for (; i < depth; ++i) {
+    node = FindOrAdd(node, keys[i]);
+    if (node == kNoIndex) {
+      last_depth_ = 0;
+      return kNoIndex;
+    }
+    if (i < kCacheDepth) {
+      last_keys_[i] = keys[i];
+      last_nodes_[i] = node;
+    }
+  }
+  last_depth_ = depth < kCacheDepth ? depth : kCacheDepth;
+  NodeChunk* chunk = Chunk(node);
+  std::atomic_ref<int64_t> t(chunk->time_ns[node % kChunkNodes]);
+  t.store(t.load(std::memory_order_relaxed) + time_ns_delta, std::memory_order_relaxed);
+  std::atomic_ref<uint32_t> s(chunk->samples[node % kChunkNodes]);
+  s.store(s.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return node;
+}
+
+void SampleTrie::Reset() {
+  for (auto& c : chunks_) {
+    if (NodeChunk* chunk = c.load(std::memory_order_relaxed)) munmap(chunk, sizeof(NodeChunk));
+    c.store(nullptr, std::memory_order_relaxed);
+  }
+  if (index_) munmap(index_, index_capacity_ * sizeof(uint32_t));
+  index_ = nullptr;
+  index_capacity_ = 0;
+  last_depth_ = 0;
+  count_.store(0, std::memory_order_release);
+}
+
+size_t SampleTrie::MappedBytes() const {
+  size_t chunks = 0;
+  for (const auto& c : chunks_)
+    if (c.load(std::memory_order_relaxed)) ++chunks;
+  return chunks * sizeof(NodeChunk) + index_capacity_ * sizeof(uint32_t);
+}
+
+}  // namespace collector

@@ -1,0 +1,233 @@
+// See record.h.
+#include "record/record.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "output/format.h"
+#include "store/database.h"
+
+namespace record {
+namespace {
+
+constexpr const char* kTool = "cct-record";
+constexpr int kExitNotFound = 127;  // the child's exit when exec fails (the parent reads exec_errno)
+
+// The program RunProgram runs now, for Forward (0: none).
+volatile sig_atomic_t child_pid = 0;
+
+// SIGNAL-HANDLER CODE (async-signal-safe: a read and kill).
+void Forward(int sig, siginfo_t* info, void*) {
+  const pid_t pid = child_pid;
+  if (pid > 0 && info && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) kill(pid, sig);
+}
+
+}  // namespace
+
+std::string CollectorLibrary() {
+  if (const char* env = getenv("CCT_COLLECTOR_LIB"); env && *env) return env;
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return "";
+  exe[n] = '\0';
+  std::string dir(exe);
+  dir = dir.substr(0, dir.rfind('/'));
+  for (const std::string& candidate :
+       {dir + "/../src/collector/libcct-collector.so", dir + "/../lib/x86_64-linux-gnu/libcct-collector.so",
+        dir + "/../lib/libcct-collector.so", dir + "/../lib64/libcct-collector.so"}) {
+    char real[PATH_MAX];
+    if (realpath(candidate.c_str(), real) && access(real, R_OK) == 0) return real;
+  }
+  return "";
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+std::string RandomSession() {
+  unsigned char b[8] = {};
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t r = read(fd, b, sizeof b);
+    (void)r;
+    close(fd);
+  }
+  char s[32];
+  std::snprintf(s, sizeof s, "%02x%02x%02x%02x%02x%02x%02x%02x-%d", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                getpid());
+  return s;
+}
+
+void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program) {
+  static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock", "--freq",
+                                                   "--checkpoint", "--repeat", "--nvtx", "--nvtx-mode",
+                                                   "--iteration", "--gpu", "--gpu-raw"};
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;
+    ours.push_back(a);
+    if (kWithValue.count(a) && i + 1 < argc) ours.push_back(argv[++i]);
+  }
+  for (; i < argc; ++i) program.emplace_back(argv[i]);
+}
+
+std::vector<std::string> ChildEnvironment(char** environ, const std::string& lib, bool nvtx,
+                                          const collector::CollectorConfig& config) {
+  std::vector<std::string> env;
+  std::string preload = lib;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("CCT_RECORD_", 0) == 0) continue;
+    if (entry.rfind("NVTX_INJECTION64_PATH=", 0) == 0) continue;
+    if (entry.rfind("CUDA_INJECTION64_PATH=", 0) == 0) continue;
+    if (entry.rfind("LD_PRELOAD=", 0) == 0) {
+      if (entry.size() > 11) preload += ":" + entry.substr(11);
+      continue;
+    }
+    env.push_back(entry);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  if (nvtx) env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  // The driver loads the collector (already preloaded: the same instance)
+  // inside the program's first cuInit and calls InitializeInjection.
+  if (config.gpu != collector::GpuTracing::kOff) env.push_back("CUDA_INJECTION64_PATH=" + lib);
+  for (const auto& [k, v] : collector::ConfigEnvironment(config)) env.push_back(k + "=" + v);
+  return env;
+}
+
+void InstallSignalForwarding() {
+  struct sigaction sa {};
+  sa.sa_sigaction = Forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
+}
+
+cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env) {
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) return cct::IoError(std::string("pipe: ") + std::strerror(errno));
+  std::vector<char*> args;
+  for (const auto& a : program) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    return cct::IoError(std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    close(err_pipe[0]);
+    // If cct-record is killed outright, the program gets SIGTERM and its
+    // collector still writes the run.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &dfl, nullptr);
+    execvpe(args[0], args.data(), envp.data());
+    const int e = errno;
+    ssize_t w = write(err_pipe[1], &e, sizeof e);
+    (void)w;
+    _exit(kExitNotFound);
+  }
+  child_pid = pid;
+  close(err_pipe[1]);
+  ChildResult result;
+  result.pid = pid;
+  int e = 0;
+  ssize_t r;
+  do r = read(err_pipe[0], &e, sizeof e);
+  while (r < 0 && errno == EINTR);
+  if (r == sizeof e) result.exec_errno = e;
+  close(err_pipe[0]);
+  while (waitpid(pid, &result.status, 0) < 0) {
+    if (errno != EINTR) {
+      result.status = 0;
+      break;
+    }
+  }
+  child_pid = 0;
+  return result;
+}
+
+void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status,
+               std::set<store::RunId>& reported, std::ostream& out) {
+  auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
+  if (!db.ok()) {
+    out << kTool << ": cannot read back the runs: " << db.status().message() << '\n';
+    return;
+  }
+  auto runs = (*db)->ListRuns();
+  if (!runs.ok()) {
+    out << kTool << ": cannot read back the runs: " << runs.status().message() << '\n';
+    return;
+  }
+  for (store::RunMeta m : *runs) {
+    auto it = m.extra.find("session");
+    if (it == m.extra.end() || !it->is_string() || it->get<std::string>() != session) continue;
+    if (reported.count(m.id)) continue;
+    reported.insert(m.id);
+    bool changed = false;
+    const bool exec_replaced = m.extra.contains("exec");
+    if (m.pid == child && !exec_replaced && m.state != store::RunState::kCrashed) {
+      // The direct child: its status is known here even when it could not
+      // record it (return from main records it; SIGKILL does not).
+      if (WIFEXITED(status) && !m.exit_code) m.exit_code = WEXITSTATUS(status), changed = true;
+      if (WIFSIGNALED(status) && !m.term_signal) {
+        m.term_signal = WTERMSIG(status);
+        m.state = store::RunState::kCrashed;
+        changed = true;
+      }
+    }
+    if (m.state == store::RunState::kRecording && store::EffectiveState(m) == store::RunState::kCrashed) {
+      m.state = store::RunState::kCrashed;
+      changed = true;
+    }
+    if (changed) {
+      if (auto st = (*db)->UpdateMeta(m); !st.ok())
+        out << kTool << ": cannot update run " << m.id << ": " << st.message() << '\n';
+    }
+    const auto d = [&](const char* k) {
+      auto f = m.diagnostics.find(k);
+      return f == m.diagnostics.end() ? int64_t{0} : f->second;
+    };
+    const int64_t samples = d("samples"), partial = d("partial_samples");
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%", samples ? 100.0 * static_cast<double>(partial) / samples : 0.0);
+    std::string how;
+    if (m.term_signal) how = ", killed by signal " + std::to_string(*m.term_signal);
+    else if (m.exit_code && *m.exit_code != 0) how = ", exit " + std::to_string(*m.exit_code);
+    if (exec_replaced) how += ", replaced by exec";
+    std::string gpu;
+    if (m.diagnostics.count("gpu_launches"))
+      gpu = ", " + std::to_string(d("gpu_launches")) + " GPU launches (" + std::to_string(d("gpu_dropped_records")) +
+            " records dropped)";
+    out << kTool << ": run " << m.id << " '" << m.name << "' " << output::FormatValue(static_cast<double>(m.duration_ns), cct::Unit::kNanoseconds) << ", "
+              << d("threads") << (d("threads") == 1 ? " thread, " : " threads, ") << samples << " samples ("
+              << share << " partial)" << gpu << ", " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
+  }
+}
+
+}  // namespace record

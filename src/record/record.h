@@ -1,0 +1,71 @@
+// What cct-record does beyond parsing its options: finding the collector,
+// splitting its command line from the program's, the program's environment,
+// running the program (fork/exec with signal forwarding) and, after it,
+// fixing up and summarizing the runs it recorded. tools/cct_record.cc is
+// option parsing over these.
+//
+// Thread-safety: cct-record is single-threaded; RunProgram and
+// InstallSignalForwarding share one process-global child pid (the
+// forwarding handler reads it), so one program runs at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cct/status.h"
+#include "collector/core/config.h"
+#include "store/run_meta.h"
+
+namespace record {
+
+// The collector library to preload: $CCT_COLLECTOR_LIB, else beside this
+// executable in the build tree or an install prefix; "" when not found.
+std::string CollectorLibrary();
+
+// `path` made absolute against the working directory (unchanged if it
+// cannot be read).
+std::string AbsolutePath(const std::string& path);
+
+// A recording's session id: 16 random hex digits and our pid.
+std::string RandomSession();
+
+// Splits argv into cct-record's options and the program: the program starts
+// after "--" or at the first argument that is neither an option nor an
+// option's value.
+void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program);
+
+// The program's environment: `environ` without cct-record's own variables
+// and injection paths, the collector `lib` preloaded first, NVTX (`nvtx`)
+// and CUDA injection pointing at it, and `config` in its variables.
+std::vector<std::string> ChildEnvironment(char** environ, const std::string& lib, bool nvtx,
+                                          const collector::CollectorConfig& config);
+
+// Signals sent to cct-record alone (kill, a supervisor) go on to the program
+// RunProgram is running, whose collector writes its run and dies of them;
+// Ctrl-C from the terminal already reaches the whole process group, so it is
+// not sent twice. For SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+void InstallSignalForwarding();
+
+struct ChildResult {
+  pid_t pid = 0;
+  int status = 0;  // waitpid status
+  int exec_errno = 0;  // nonzero: the program could not be executed
+};
+
+// Runs `program` (argv, looked up in PATH) with environment `env` and waits
+// for it. The child gets SIGTERM if cct-record dies. An error status when
+// the pipe or the fork fails.
+cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env);
+
+// The recording's runs (those of `session` not yet in `reported`), fixed up
+// where a process could not write its own end (killed with SIGKILL; `child`
+// and its waitpid `status` give the direct child's), one summary line each
+// on `out`, prefixed "cct-record: ". Adds the runs to `reported`.
+void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status,
+               std::set<store::RunId>& reported, std::ostream& out);
+
+}  // namespace record
