@@ -44,7 +44,7 @@ cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportO
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
 // run's tree, matched by normalized kernel name, NVTX context and launch
-// order (import_ncu.cc describes the rule). Each ncu metric M becomes an
+// order (ncu.cc describes the rule). Each ncu metric M becomes an
 // additive accumulator "M:acc" plus a derived per-launch average "M" =
 // M:acc / ncu:count; attaching again replaces the previous values.
 struct NcuAttachOptions {

@@ -50,19 +50,19 @@ cct::Status WriteRunsReport(const std::vector<store::RunMeta>& runs, const std::
 // `iterations RUN`: per iteration its start (relative to the run's; JSON
 // also absolute), duration, total of the metric (-m, default the run's first)
 // and its share of the run's total; then duration statistics and the
-// iteration @iter=median picks (iterations_report.cc).
+// iteration @iter=median picks (iterations.cc).
 cct::Status WriteIterationsReport(const std::string& selector, const std::string& default_db,
                                   const ReportOptions& options, std::ostream& out);
 
 // `kernels`: per GPU kernel its time (-m, default gker), launches
 // (gker:count), attached Nsight Compute metrics and bottleneck class; for a
-// group selector, kernel popularity across the runs (kernels_report.cc).
+// group selector, kernel popularity across the runs (kernels.cc).
 cct::Status WriteKernelsReport(const std::string& selector, const std::string& default_db,
                                const ReportOptions& options, std::ostream& out);
 
 // `table`: per group of runs (the values of tag KEY) the mean of each metric
 // with a confidence interval (Student t) and n, for papers
-// (table_report.cc).
+// (table.cc).
 enum class TableFormat { kText, kMarkdown, kCsv, kLatex, kJson };
 cct::Result<TableFormat> ParseTableFormat(const std::string& s);
 struct TableOptions {
