@@ -19,11 +19,6 @@ namespace reports {
 
 using cct::NodeId;
 using cct::Status;
-using output::CsvField;
-using output::ExportValue;
-using output::FormatPercent;
-using output::FormatValue;
-using output::NumberText;
 
 Status WriteCallersReport(query::Profile& profile, const std::string& pattern, const ReportOptions& opt,
                           std::ostream& out) {
@@ -95,9 +90,10 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
       out << profile.label << ": callers of /" << pattern << "/: ";
       for (size_t i = 0; i < ids.size(); ++i) {
         if (i) out << ", ";
-        out << cols.desc(i).name << ' ' << FormatValue(acc[0][i], cols.desc(i).unit, opt.ascii);
+        out << cols.desc(i).name << ' ' << output::FormatValue(acc[0][i], cols.desc(i).unit, opt.ascii);
         if (cols.additive(i) && cols.total(i) != 0)
-          out << " (" << FormatPercent(acc[0][i], cols.total(i)) << " of " << FormatValue(cols.total(i), cols.desc(i).unit, opt.ascii) << ")";
+          out << " (" << output::FormatPercent(acc[0][i], cols.total(i)) << " of "
+              << output::FormatValue(cols.total(i), cols.desc(i).unit, opt.ascii) << ")";
       }
       out << '\n';
       std::vector<output::TextTable::Column> header = cols.TextColumns(false);
@@ -115,7 +111,7 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
         Item it = std::move(stack.back());
         stack.pop_back();
         std::vector<std::string> cells = cols.TextCells(acc[it.node], acc[it.node], opt.ascii, false);
-        cells.push_back(FormatPercent(acc[it.node][0], reach));
+        cells.push_back(output::FormatPercent(acc[it.node][0], reach));
         table.AddRow(std::move(cells), it.prefix, output::DisplayName(inv, it.node));
         const std::vector<NodeId> kids = sorted_children(it.node);
         for (size_t i = kids.size(); i-- > 0;) {
@@ -139,14 +135,16 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
         w.BeginObject().Field("name", inv.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
         w.Field("module", inv.str(f.module)).Field("file", inv.str(f.file)).FieldInt("line", f.line);
         w.Key("value").BeginObject();
-        for (size_t i = 0; i < ids.size(); ++i) w.Field(cols.desc(i).name, ExportValue(acc[n][i], cols.desc(i).unit));
+        for (size_t i = 0; i < ids.size(); ++i)
+          w.Field(cols.desc(i).name, output::ExportValue(acc[n][i], cols.desc(i).unit));
         w.EndObject();
         w.Field("share", reach != 0 ? acc[n][0] / reach : 0.0);
         w.Key("callers").BeginArray();
         return Item{sorted_children(n), 0};
       };
       w.BeginObject().Field("pattern", pattern).Key("total").BeginObject();
-      for (size_t i = 0; i < ids.size(); ++i) w.Field(cols.desc(i).name, ExportValue(acc[0][i], cols.desc(i).unit));
+      for (size_t i = 0; i < ids.size(); ++i)
+        w.Field(cols.desc(i).name, output::ExportValue(acc[0][i], cols.desc(i).unit));
       w.EndObject().Key("callees").BeginArray();
       for (NodeId top : sorted_children(cct::kRootNode)) {
         std::vector<Item> stack;
@@ -168,7 +166,7 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
     }
     case OutputFormat::kCsv: {
       out << "depth,name,kind,module,";
-      for (size_t i = 0; i < ids.size(); ++i) out << CsvField(cols.desc(i).name) << ',';
+      for (size_t i = 0; i < ids.size(); ++i) out << output::CsvField(cols.desc(i).name) << ',';
       out << "share,chain\n";
       struct Item {
         NodeId node;
@@ -183,10 +181,11 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
         const cct::Frame f = inv.frame(it.node);
         std::string chain;
         for (const std::string& p : cct::PathNames(inv, it.node)) chain += (chain.empty() ? "" : ";") + p;
-        out << it.depth << ',' << CsvField(inv.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
-            << CsvField(inv.str(f.module)) << ',';
-        for (size_t i = 0; i < ids.size(); ++i) out << NumberText(ExportValue(acc[it.node][i], cols.desc(i).unit)) << ',';
-        out << NumberText(reach != 0 ? acc[it.node][0] / reach : 0.0) << ',' << CsvField(chain) << '\n';
+        out << it.depth << ',' << output::CsvField(inv.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
+            << output::CsvField(inv.str(f.module)) << ',';
+        for (size_t i = 0; i < ids.size(); ++i)
+          out << output::NumberText(output::ExportValue(acc[it.node][i], cols.desc(i).unit)) << ',';
+        out << output::NumberText(reach != 0 ? acc[it.node][0] / reach : 0.0) << ',' << output::CsvField(chain) << '\n';
         const std::vector<NodeId> kids = sorted_children(it.node);
         for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
       }

@@ -13,11 +13,6 @@
 namespace reports {
 
 using cct::Status;
-using output::CsvField;
-using output::ExportValue;
-using output::FormatPercent;
-using output::FormatValue;
-using output::NumberText;
 
 namespace {
 
@@ -78,23 +73,23 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
 
   switch (opt.format) {
     case OutputFormat::kText: {
-      auto time = [&](double ns) { return FormatValue(ns, cct::Unit::kNanoseconds, opt.ascii); };
+      auto time = [&](double ns) { return output::FormatValue(ns, cct::Unit::kNanoseconds, opt.ascii); };
       out << query::RunLabel(run) << ": " << n << (n == 1 ? " iteration" : " iterations") << " of " << range << '\n';
       if (n == 0) break;
       output::TextTable t({{"iter"}, {"start"}, {"duration"}, {desc.name}, {"share"}}, "");
       for (size_t i = 0; i < n; ++i) {
         const store::Iteration& it = its->iterations[i];
         t.AddRow({std::to_string(i + 1), time(static_cast<double>(it.start_ns - base)),
-                  time(static_cast<double>(it.duration_ns)), FormatValue(totals[i], desc.unit, opt.ascii),
-                  additive ? FormatPercent(totals[i], run_total) : ""},
+                  time(static_cast<double>(it.duration_ns)), output::FormatValue(totals[i], desc.unit, opt.ascii),
+                  additive ? output::FormatPercent(totals[i], run_total) : ""},
                  "", "");
       }
       t.Render(out, opt.width, opt.ascii);
       out << "duration: mean " << time(stats.mean) << ", median " << time(stats.median) << ", min "
           << time(stats.min) << ", max " << time(stats.max) << '\n';
       if (additive) {
-        out << desc.name << ": " << FormatValue(in_iterations, desc.unit, opt.ascii) << " in iterations";
-        if (run_total != 0) out << " (" << FormatPercent(in_iterations, run_total) << " of the run)";
+        out << desc.name << ": " << output::FormatValue(in_iterations, desc.unit, opt.ascii) << " in iterations";
+        if (run_total != 0) out << " (" << output::FormatPercent(in_iterations, run_total) << " of the run)";
         out << '\n';
       }
       out << "median iteration by " << desc.name << ": " << query::MedianIteration(totals) + 1 << " (@iter=median)\n";
@@ -106,14 +101,14 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
       w.FieldInt("run", run.id).Field("name", run.name).Field("label", query::RunLabel(run)).Field("range", its->range);
       w.FieldInt("run_start_time_ns", run.start_time_ns);
       w.Field("metric", desc.name).Field("unit", cct::UnitName(desc.unit));
-      w.Field("run_total", ExportValue(run_total, desc.unit));
+      w.Field("run_total", output::ExportValue(run_total, desc.unit));
       w.Key("iterations").BeginArray();
       for (size_t i = 0; i < n; ++i) {
         const store::Iteration& it = its->iterations[i];
         w.BeginObject().FieldInt("iteration", static_cast<long long>(i + 1));
         w.Field("start", static_cast<double>(it.start_ns - base) / 1e9).FieldInt("start_time_ns", it.start_ns);
         w.Field("duration", static_cast<double>(it.duration_ns) / 1e9);
-        w.Field("value", ExportValue(totals[i], desc.unit)).Field("share", share(totals[i]));
+        w.Field("value", output::ExportValue(totals[i], desc.unit)).Field("share", share(totals[i]));
         w.EndObject();
       }
       w.EndArray();
@@ -128,14 +123,14 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
       break;
     }
     case OutputFormat::kCsv: {
-      out << "iteration,start,start_time_ns,duration," << CsvField(desc.name) << ",share\n";
+      out << "iteration,start,start_time_ns,duration," << output::CsvField(desc.name) << ",share\n";
       for (size_t i = 0; i < n; ++i) {
         const store::Iteration& it = its->iterations[i];
         const double sh = share(totals[i]);
-        out << i + 1 << ',' << NumberText(static_cast<double>(it.start_ns - base) / 1e9) << ',' << it.start_ns << ','
-            << NumberText(static_cast<double>(it.duration_ns) / 1e9) << ','
-            << (std::isnan(totals[i]) ? "" : NumberText(ExportValue(totals[i], desc.unit))) << ','
-            << (std::isnan(sh) ? "" : NumberText(sh)) << '\n';
+        out << i + 1 << ',' << output::NumberText(static_cast<double>(it.start_ns - base) / 1e9) << ',' << it.start_ns
+            << ',' << output::NumberText(static_cast<double>(it.duration_ns) / 1e9) << ','
+            << (std::isnan(totals[i]) ? "" : output::NumberText(output::ExportValue(totals[i], desc.unit))) << ','
+            << (std::isnan(sh) ? "" : output::NumberText(sh)) << '\n';
       }
       break;
     }

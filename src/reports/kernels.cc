@@ -25,11 +25,6 @@ using cct::FrameKind;
 using cct::MetricId;
 using cct::NodeId;
 using cct::Status;
-using output::CsvField;
-using output::ExportValue;
-using output::FormatPercent;
-using output::FormatValue;
-using output::NumberText;
 
 namespace {
 
@@ -147,12 +142,12 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
   const std::string label = group ? "group " + sel.text + " (" + std::to_string(runs.size()) + " runs)"
                                   : query::RunLabel(runs.front());
   const bool has_ncu = !ncu_names.empty();
-  auto pct = [](double v) { return std::isnan(v) ? std::string() : FormatValue(v, cct::Unit::kPercent); };
+  auto pct = [](double v) { return std::isnan(v) ? std::string() : output::FormatValue(v, cct::Unit::kPercent); };
 
   switch (opt.format) {
     case OutputFormat::kText: {
       out << label << ": " << rows.size() << " kernel" << (rows.size() == 1 ? "" : "s") << ", " << time_metric << " "
-          << FormatValue(total_time, time_unit, opt.ascii) << " total";
+          << output::FormatValue(total_time, time_unit, opt.ascii) << " total";
       if (shown < sorted.size()) out << "; top " << shown;
       out << '\n';
       if (rows.empty()) {
@@ -176,10 +171,11 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
         const KernelRow& r = *sorted[i];
         std::vector<std::string> cells;
         if (group) cells.push_back(std::to_string(r.runs.size()) + "/" + std::to_string(runs.size()));
-        cells.push_back(r.time == 0 ? "" : FormatValue(r.time, time_unit, opt.ascii));
-        cells.push_back(r.time == 0 ? "" : FormatPercent(r.time, total_time));
-        cells.push_back(r.launches == 0 ? "" : FormatValue(r.launches, cct::Unit::kCount));
-        cells.push_back(r.launches == 0 || r.time == 0 ? "" : FormatValue(r.time / r.launches, time_unit, opt.ascii));
+        cells.push_back(r.time == 0 ? "" : output::FormatValue(r.time, time_unit, opt.ascii));
+        cells.push_back(r.time == 0 ? "" : output::FormatPercent(r.time, total_time));
+        cells.push_back(r.launches == 0 ? "" : output::FormatValue(r.launches, cct::Unit::kCount));
+        cells.push_back(
+            r.launches == 0 || r.time == 0 ? "" : output::FormatValue(r.time / r.launches, time_unit, opt.ascii));
         if (has_ncu) {
           cells.push_back(pct(r.Average(query::kNcuSmThroughput)));
           cells.push_back(pct(r.MemoryPct()));
@@ -194,13 +190,13 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
     case OutputFormat::kJson: {
       output::JsonWriter w(out);
       w.BeginObject().Field("label", label).FieldInt("runs", static_cast<long long>(runs.size()));
-      w.Field("time_metric", time_metric).Field("total_time", ExportValue(total_time, time_unit));
+      w.Field("time_metric", time_metric).Field("total_time", output::ExportValue(total_time, time_unit));
       w.Key("kernels").BeginArray();
       for (size_t i = 0; i < shown; ++i) {
         const KernelRow& r = *sorted[i];
         w.BeginObject().Field("name", r.name).Field("normalized", r.normalized);
         w.FieldInt("runs", static_cast<long long>(r.runs.size()));
-        w.Field("time", ExportValue(r.time, time_unit)).Field("launches", r.launches);
+        w.Field("time", output::ExportValue(r.time, time_unit)).Field("launches", r.launches);
         w.Field("profiled_launches", r.profiled);
         w.Key("ncu").BeginObject();
         for (const std::string& m : ncu_names) {
@@ -215,15 +211,15 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
       break;
     }
     case OutputFormat::kCsv: {
-      out << "kernel,normalized,runs," << CsvField(time_metric) << ",launches,profiled_launches";
-      for (const std::string& m : ncu_names) out << ',' << CsvField(m);
+      out << "kernel,normalized,runs," << output::CsvField(time_metric) << ",launches,profiled_launches";
+      for (const std::string& m : ncu_names) out << ',' << output::CsvField(m);
       out << ",bottleneck\n";
       for (size_t i = 0; i < shown; ++i) {
         const KernelRow& r = *sorted[i];
-        out << CsvField(r.name) << ',' << CsvField(r.normalized) << ',' << r.runs.size() << ','
-            << NumberText(ExportValue(r.time, time_unit)) << ',' << NumberText(r.launches) << ','
-            << NumberText(r.profiled);
-        for (const std::string& m : ncu_names) out << ',' << NumberText(r.Average(m));
+        out << output::CsvField(r.name) << ',' << output::CsvField(r.normalized) << ',' << r.runs.size() << ','
+            << output::NumberText(output::ExportValue(r.time, time_unit)) << ',' << output::NumberText(r.launches)
+            << ',' << output::NumberText(r.profiled);
+        for (const std::string& m : ncu_names) out << ',' << output::NumberText(r.Average(m));
         out << ',' << query::BottleneckName(r.Class()) << '\n';
       }
       break;
