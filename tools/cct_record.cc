@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
       ("checkpoint", po::value<double>()->default_value(1), "seconds between checkpoint writes (0: only at exit)")
       ("repeat", po::value<int>()->default_value(1), "run the program N times, one run each")
       ("no-follow", "record only the first process, not its forked or exec'd children")
+      ("account-short-threads", "add each thread's time after its last sample (threads shorter than a "
+                                "sampling period have nothing else) to its start routine")
       ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
       ("nvtx-mode", po::value<std::string>()->default_value("interleaved"),
        "interleaved: a range sits at the CPU frame that pushed it; prefix: the thread's ranges first")
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
     config.tags = *tags;
   }
   config.follow = !vm.count("no-follow");
+  config.account_short_threads = vm.count("account-short-threads") > 0;
   const std::string nvtx = vm["nvtx"].as<std::string>();
   if (nvtx != "on" && nvtx != "off") cli::Fail(kTool, "--nvtx must be on or off, not '" + nvtx + "'", kExitOwnError);
   const std::string mode = vm["nvtx-mode"].as<std::string>();

@@ -216,6 +216,14 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
     const int64_t samples = d("samples"), partial = d("partial_samples");
     char share[32];
     std::snprintf(share, sizeof share, "%.1f%%", samples ? 100.0 * static_cast<double>(partial) / samples : 0.0);
+    // The threads' time the samples did not see (cpu/thread_time.cc); only
+    // in runs of collectors that measure it.
+    const int64_t sampled_ns = d("sampled_ns"), unsampled_ns = d("unsampled_ns");
+    const double unsampled_share = sampled_ns + unsampled_ns > 0
+                                       ? 100.0 * static_cast<double>(unsampled_ns) / static_cast<double>(sampled_ns + unsampled_ns)
+                                       : 0.0;
+    char unsampled[48] = "";
+    if (m.diagnostics.count("unsampled_ns")) std::snprintf(unsampled, sizeof unsampled, ", %.1f%% unsampled", unsampled_share);
     std::string how;
     if (m.term_signal) how = ", killed by signal " + std::to_string(*m.term_signal);
     else if (m.exit_code && *m.exit_code != 0) how = ", exit " + std::to_string(*m.exit_code);
@@ -226,7 +234,12 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
             " records dropped)";
     out << kTool << ": run " << m.id << " '" << m.name << "' " << output::FormatValue(static_cast<double>(m.duration_ns), cct::Unit::kNanoseconds) << ", "
               << d("threads") << (d("threads") == 1 ? " thread, " : " threads, ") << samples << " samples ("
-              << share << " partial)" << gpu << ", " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
+              << share << " partial" << unsampled << ")" << gpu << ", " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
+    if (unsampled_share >= 10.0 && !m.diagnostics.count("accounted_unsampled_ns")) {
+      out << kTool << ": run " << m.id << ": " << output::FormatValue(static_cast<double>(unsampled_ns), cct::Unit::kNanoseconds)
+          << " of its threads' time fell after their last sample (threads shorter than the sampling period are not in "
+             "the tree); --account-short-threads adds it to their start routines, a higher --freq samples them\n";
+    }
   }
 }
 

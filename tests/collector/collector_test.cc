@@ -7,6 +7,8 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "cct/tree_ops.h"
@@ -176,6 +178,71 @@ TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hid
         cct::kNoNode);
 }
 
+TEST_CASE("profile builder: an interposed call is the program's call; the collector's work below it stays visible") {
+  const std::string own = "/lib/libcct-collector.so";
+  std::map<uint64_t, SymbolFrames> syms;
+  syms[0x101] = {{"_start", "/bin/prog", "", 0, "", 0, false}};
+  syms[0x102] = {{"main", "/bin/prog", "prog.c", 10, "prog.c", 5, false}};
+  // usleep (ours) calling our nanosleep, whose restart loop is inlined.
+  syms[0x110] = {{"usleep", own, "interpose.cc", 300, "interpose.cc", 299, false}};
+  syms[0x111] = {{"nanosleep", own, "interpose.cc", 250, "interpose.cc", 240, false},
+                 {"(anonymous namespace)::RestartWithTimeoutMs<poll::{lambda(int)#1}>(int, poll::{lambda(int)#1})", own,
+                  "interpose.cc", 290, "interpose.cc", 280, true}};
+  syms[0x112] = {{"__nanosleep", "/lib/libc.so.6", "", 0, "", 0, false}};
+  syms[0x113] = {{"clock_nanosleep", "/lib/libc.so.6", "", 0, "", 0, false}};
+  // dlclose (ours) doing the collector's own work before the real one.
+  syms[0x120] = {{"dlclose", own, "", 0, "", 0, false}};
+  syms[0x121] = {{"collector::BeforeUnload()", own, "", 0, "", 0, false}};
+  syms[0x122] = {{"dwfl_module_addrinfo", "/lib/libdw.so.1", "", 0, "", 0, false}};
+  SymbolLookup lookup = [&](uint64_t key, bool) -> const SymbolFrames& { return syms.at(KeyAddress(key)); };
+
+  SampleTrie trie;
+  const uint64_t sleeping[] = {0x101, 0x102, 0x110, 0x111, 0x112, 0x113};
+  REQUIRE(trie.AddSample(sleeping, 6, 300));
+  const uint64_t unloading[] = {0x101, 0x102, 0x120, 0x121, 0x122};
+  REQUIRE(trie.AddSample(unloading, 5, 7));
+  cct::Tree tree;
+  ProfileBuilder b(tree, "realtime", own);
+  b.AddThread("main thread", trie, lookup);
+  const cct::MetricId time = tree.metrics().Find("realtime");
+
+  // The sleep is under usleep, as the program called it; our nanosleep and
+  // the restart loop are pass-through frames.
+  const cct::NodeId leaf = FindPath(tree, {"main thread", "main", "usleep", "__nanosleep", "clock_nanosleep"});
+  REQUIRE(leaf != cct::kNoNode);
+  CHECK(tree.Value(leaf, time) == 300);
+  CHECK(FindPath(tree, {"main thread", "main", "usleep", "nanosleep"}) == cct::kNoNode);
+  CHECK(FindPath(tree, {"main thread", "main", "<cctdb collector>"}) == cct::kNoNode);
+  // The collector's own work inside an interposed call is still its own node.
+  const cct::NodeId work = FindPath(tree, {"main thread", "main", "dlclose", "<cctdb collector>"});
+  REQUIRE(work != cct::kNoNode);
+  CHECK(tree.Value(work, time) == 7);
+}
+
+TEST_CASE("profile builder: the interposed calls it knows are exactly the collector library's exported libc functions") {
+  const auto nm = testutil::Run({"/usr/bin/nm", "-D", "--defined-only", testutil::BuildDir() + "/src/collector/libcct-collector.so"});
+  REQUIRE(nm.exit_code == 0);
+  std::istringstream in(nm.out);
+  std::string address, type, name;
+  std::set<std::string> exported;
+  while (in >> address >> type >> name)
+    if (type == "T" || type == "W") exported.insert(name);
+  // The injection entry points NVTX and CUDA call are not libc calls.
+  exported.erase("InitializeInjection");
+  exported.erase("InitializeInjectionNvtx2");
+  REQUIRE(exported.size() > 20);
+  for (const std::string& f : exported) {
+    INFO(f);
+    CHECK(IsInterposedCall(f));
+  }
+  for (std::string_view f : InterposedCalls()) {
+    INFO(f);
+    CHECK(exported.count(std::string(f)) == 1);
+  }
+  for (const char* f : {"main", "malloc", "collector::BeforeUnload()", "InitializeInjection", "nanosleep_", "sleepy"})
+    CHECK_FALSE(IsInterposedCall(f));
+}
+
 TEST_CASE("collector config: parse, defaults, errors, round trip through the environment") {
   std::map<std::string, std::string> env;
   auto lookup = [&](const char* n) -> const char* {
@@ -188,7 +255,7 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
 
   env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_CLOCK", "wall"}, {"CCT_RECORD_FREQ", "4000"},
          {"CCT_RECORD_TAGS", R"({"commit":"abc","n":"1"})"}, {"CCT_RECORD_FOLLOW", "0"},
-         {"CCT_RECORD_PARENT_RUN", "17"}};
+         {"CCT_RECORD_PARENT_RUN", "17"}, {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "1"}};
   auto c = ParseConfig(lookup);
   REQUIRE(c.ok());
   REQUIRE(c->has_value());
@@ -198,6 +265,7 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   CHECK((*c)->tags.at("commit") == "abc");
   CHECK_FALSE((*c)->follow);
   CHECK((*c)->parent_run == 17);
+  CHECK((*c)->account_short_threads);
 
   env = ConfigEnvironment(**c);
   auto again = ParseConfig(lookup);
@@ -205,12 +273,14 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   CHECK((*again)->tags == (*c)->tags);
   CHECK((*again)->freq_hz == 4000);
   CHECK((*again)->parent_run == 17);
+  CHECK((*again)->account_short_threads);
 
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"CCT_RECORD_CLOCK", "gpu"},
                                                                      {"CCT_RECORD_FREQ", "0"},
                                                                      {"CCT_RECORD_FREQ", "fast"},
                                                                      {"CCT_RECORD_TAGS", "[1]"},
-                                                                     {"CCT_RECORD_PARENT_RUN", "-3"}}) {
+                                                                     {"CCT_RECORD_PARENT_RUN", "-3"},
+                                                                     {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "yes"}}) {
     env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {k, v}};
     CHECK_FALSE(ParseConfig(lookup).ok());
   }

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cct/node_values.h"
 #include "store/database.h"
 #include "tests/test_util.h"
 
@@ -472,6 +473,81 @@ TEST_CASE("cct-record --clock wall: no stray EINTR; the program's own SIGALRM an
   const cct::Tree t = TreeOf(db, Runs(db)[0].id);
   // 25 blocking calls of 20 ms: the wall clock sees them.
   CHECK(InclusiveOf(t, "realtime", "sleepy_work") == doctest::Approx(double(v["SLEPT_MS"]) * 1e6).epsilon(0.15));
+}
+
+TEST_CASE("cct-record --clock wall: 0.3 s asleep in each interposed call shows under that call, not the collector") {
+  TempDir dir;
+  const std::string db = dir / "s.db";
+  auto r = Run(Record(db, {"--clock", "wall"}, {Prog("cct-test-sleep-calls")}));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  const cct::MetricId wall = t.metrics().Find("realtime");
+  REQUIRE(wall != cct::kNoMetric);
+  // The program sleeps 0.3 s in each call, from a function of its own
+  // (in_CALL); the call itself is the node below that function.
+  cct::NodeValues values(t);
+  const std::vector<double>& inclusive = values.Inclusive(wall);
+  for (const std::string call : {"usleep", "nanosleep", "clock_nanosleep", "poll", "select", "epoll_wait"}) {
+    INFO(call);
+    double under_call = 0;
+    for (cct::NodeId n = 1; n < t.size(); ++n)
+      if (t.name(n) == call && t.name(t.parent(n)) == "in_" + call) under_call += inclusive[n];
+    CHECK(InclusiveOf(t, "realtime", "in_" + call) >= 0.28e9);
+    CHECK(InclusiveOf(t, "realtime", "in_" + call) <= 0.5e9);
+    CHECK(under_call >= 0.28e9);
+  }
+  CHECK(InclusiveOf(t, "realtime", "<cctdb collector>") < 0.02e9);
+}
+
+TEST_CASE("cct-record: 1,000 threads of 0.5 ms: the unsampled share is reported; --account-short-threads puts it on the start routine") {
+  TempDir dir;
+  const std::string db = dir / "t.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-short-threads")}));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const auto& d = runs[0].diagnostics;
+  REQUIRE(d.count("unsampled_ns"));
+  REQUIRE(d.count("sampled_ns"));
+  // Every worker burns 0.5 ms in short_work after it registers (by the
+  // program's construction), so each worker that was never sampled left at
+  // least that much unsampled.
+  const int64_t never_sampled = 1001 - d.at("sampled_threads");
+  CHECK(never_sampled > 500);
+  CHECK(d.at("unsampled_ns") >= never_sampled * 500000);
+  const double share =
+      static_cast<double>(d.at("unsampled_ns")) / static_cast<double>(d.at("sampled_ns") + d.at("unsampled_ns"));
+  CHECK(share > 0.3);
+  // The summary says so, with the remedy.
+  std::regex line("run 1 '[^']*' .*, ([0-9.]+)% unsampled\\)");
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, line));
+  CHECK(std::stod(m[1]) == doctest::Approx(100 * share).epsilon(0.01));
+  CHECK(r.err.find("--account-short-threads") != std::string::npos);
+  const cct::Tree plain = TreeOf(db, runs[0].id);
+  const double plain_work = InclusiveOf(plain, "cputime", "short_work");
+  CHECK(plain_work < 0.5 * 1000 * 500000);
+
+  const std::string db2 = dir / "t2.db";
+  auto r2 = Run(Record(db2, {"--account-short-threads"}, {Prog("cct-test-short-threads")}));
+  INFO(r2.out << r2.err);
+  REQUIRE(r2.exit_code == 0);
+  const auto runs2 = Runs(db2);
+  const cct::Tree t = TreeOf(db2, runs2[0].id);
+  const double work = InclusiveOf(t, "cputime", "short_work");
+  // At least the 0.5 ms each of the 1,000 threads burned in it; at most what
+  // the threads measured on their own clocks (which includes their start-up
+  // before the collector saw them).
+  const double measured = Measured(r2.out).at("thread_cpu_ns");
+  CHECK(work >= 0.9 * 1000 * 500000);
+  CHECK(work <= 1.05 * measured);
+  CHECK(runs2[0].diagnostics.at("accounted_unsampled_ns") > 0);
+  // The start routine's time sits on complete paths (under the thread-start
+  // frames, like its samples), never under "<partial call path>".
+  CHECK_FALSE(InclusiveOf(t, "cputime", [](std::string_view n) { return n == "<partial call path>"; }) > 0.01 * work);
+  CHECK(r2.err.find("--account-short-threads adds") == std::string::npos);
 }
 
 TEST_CASE("cct-record: exit codes of its own errors and of programs that cannot run") {

@@ -41,6 +41,9 @@ struct CollectorConfig {
   bool gpu_pc_sampling = false;        // CCT_RECORD_GPU_PC_SAMPLING: 1 = PC sampling (gins)
   std::string gpu_raw_dir;             // CCT_RECORD_GPU_RAW: directory for raw GPU dumps
   std::string gpu_adapter;             // CCT_RECORD_GPU_ADAPTER: adapter module (default: libcct-cupti.so beside us)
+  // CCT_RECORD_ACCOUNT_SHORT_THREADS=1: a thread's time after its last
+  // sample is added to its start routine's node when it exits.
+  bool account_short_threads = false;
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

@@ -56,6 +56,7 @@ void* ThreadTrampoline(void* p) {
   const StartArgs a = *static_cast<StartArgs*>(p);
   delete static_cast<StartArgs*>(p);
   collector::RegisterCurrentThread();
+  collector::NoteThreadStart(reinterpret_cast<void*>(a.fn), __builtin_return_address(0));
   return a.fn(a.arg);
 }
 

@@ -27,6 +27,22 @@ bool IsNvtxFunction(std::string_view function) {
   return function.starts_with("nvtx");
 }
 
+std::span<const std::string_view> InterposedCalls() {
+  // Kept in step with core/interpose.cc by a test that reads the library's
+  // exported symbols.
+  static constexpr std::string_view kCalls[] = {
+      "pthread_create", "execve", "execvpe", "fexecve", "execv", "execvp", "execl", "execlp", "execle",
+      "posix_spawn", "posix_spawnp", "vfork", "_exit", "_Exit", "dlopen", "dlclose", "nanosleep",
+      "clock_nanosleep", "usleep", "sleep", "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait"};
+  return kCalls;
+}
+
+bool IsInterposedCall(std::string_view function) {
+  for (std::string_view c : InterposedCalls())
+    if (function == c) return true;
+  return false;
+}
+
 bool IsGpuRuntimeFunction(std::string_view f) {
   if (f.starts_with("cuda") || f.starts_with("__cuda") || f.starts_with("cudart::") ||
       f.starts_with("__device_stub_") || f.starts_with("libcudart_static_"))
@@ -121,10 +137,14 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
   std::vector<cct::NodeId> cct_of(n, thread);
   std::vector<bool> partial_path(n, false);
   std::vector<bool> has_address(n, false);  // an address key on the path from the root
-  // Below a collector frame (other than the thread trampoline) everything is
-  // the collector's own work — NVTX bookkeeping, symbolizing a push site —
-  // shown as one "<cctdb collector>" node so its cost stays visible.
+  // Below a collector frame (other than the thread trampoline and an
+  // interposed call) everything is the collector's own work — NVTX
+  // bookkeeping, symbolizing a push site — shown as one "<cctdb collector>"
+  // node so its cost stays visible.
   std::vector<bool> in_collector(n, false);
+  // Inside an interposed libc call: the collector's pass-through frames are
+  // hidden until the real libc function (see IsInterposedCall).
+  std::vector<bool> in_interposer(n, false);
 
   for (SampleTrie::NodeIndex i = 1; i < n; ++i) {
     const SampleTrie::NodeIndex p = trie.parent(i);
@@ -132,6 +152,7 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     partial_path[i] = partial_path[p];
     has_address[i] = has_address[p];
     in_collector[i] = in_collector[p];
+    in_interposer[i] = in_interposer[p];
     cct::NodeId node = cct_of[p];
     const SymbolFrames* frames = nullptr;
     if (in_collector[i]) {
@@ -161,8 +182,16 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
       }
       has_address[i] = true;
       for (const SymbolFrame& f : *frames) {
-        if (!own_module_.empty() && f.module == own_module_ && role == Role::kSamples &&
-            f.function.find("ThreadTrampoline") == std::string::npos) {
+        const bool own = !own_module_.empty() && f.module == own_module_;
+        if (!own) in_interposer[i] = false;
+        if (own && role == Role::kSamples && f.function.find("ThreadTrampoline") == std::string::npos) {
+          if (!in_interposer[i] && IsInterposedCall(f.function)) {
+            // The program's call, under the name it called.
+            node = tree_.InternChild(node, FunctionFrame(f));
+            in_interposer[i] = true;
+            continue;
+          }
+          if (in_interposer[i] && !f.function.starts_with("collector::")) continue;  // pass-through
           node = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kFunction, "<cctdb collector>", f.module));
           in_collector[i] = true;
           break;
@@ -178,7 +207,7 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     }
 
     const uint32_t samples = trie.samples(i);
-    if (samples == 0) continue;
+    if (samples == 0 && trie.time_ns(i) == 0) continue;  // time without samples: a thread's unsampled tail
     if (role == Role::kRanges) {
       if (IsMarkKey(key)) {
         tree_.AddValue(node, nvtx_marks_, samples);
@@ -196,6 +225,7 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     }
     if (value_nodes) (*value_nodes)[i] = leaf;
     tree_.AddValue(leaf, time_, static_cast<double>(trie.time_ns(i)));
+    stats_.time_ns += trie.time_ns(i);
     tree_.AddValue(leaf, samples_, samples);
     stats_.samples += samples;
     if (partial_path[i]) stats_.partial_samples += samples;

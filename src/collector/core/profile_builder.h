@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,11 +33,22 @@ using SymbolLookup = std::function<const SymbolFrames&(uint64_t key, bool return
 struct BuildStats {
   uint64_t samples = 0;
   uint64_t partial_samples = 0;  // under "<partial call path>"
+  int64_t time_ns = 0;           // the time metric added from CPU sample tries
 };
 
 // Whether a function is part of NVTX's own code (hidden like the
 // collector's, since the range node stands for it).
 bool IsNvtxFunction(std::string_view function);
+
+// Whether a function of the collector library is one of the libc calls it
+// interposes (core/interpose.cc: sleeps, waits, the loader, thread creation,
+// exec, exit). In a sample, such a frame stands for the program's own call:
+// it is shown under its libc name, and the collector's helpers below it
+// (restart loops, lambdas, another interposed call) are hidden, so time
+// spent sleeping in usleep shows under usleep, not under "<cctdb collector>".
+// The collector's own work below it (collector::...) stays visible.
+bool IsInterposedCall(std::string_view function);
+std::span<const std::string_view> InterposedCalls();
 
 // Whether a frame belongs to the CUDA machinery between a program's CUDA call
 // and the collector's launch callback, trimmed from launch sites: the CUDA

@@ -15,7 +15,8 @@
 // static destructors): core/runtime_state.h.
 //
 // Where the entry points live: Start, BeforeExit, Active in
-// core/lifecycle.cc; RegisterCurrentThread in core/threads.cc; exec in
+// core/lifecycle.cc; RegisterCurrentThread in core/threads.cc;
+// NoteThreadStart in cpu/thread_time.cc; exec in
 // core/exec_fork.cc; the loader hooks in cpu/loader_events.cc;
 // SamplerInterrupts in cpu/sampler.cc. NVTX's entry points are in
 // nvtx/nvtx_ranges.h.
@@ -33,6 +34,9 @@ void Start();
 
 // Thread registration, from the pthread_create wrapper's start routine.
 void RegisterCurrentThread();
+// Then, on the same thread: its start routine and the return address into
+// the thread-start code that called the wrapper (cpu/thread_time.cc).
+void NoteThreadStart(void* start_routine, void* start_return_address);
 
 // Interposer hooks.
 bool Active();

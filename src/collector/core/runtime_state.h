@@ -119,6 +119,15 @@ struct ThreadState {
   // GPU launch sites (gpu_runtime.h): written by this thread at CUDA calls.
   SampleTrie launch_trie;
   std::unordered_map<uintptr_t, bool> gpu_runtime_frame;  // return address → trimmed at launches (owner only)
+  // Where the thread started (cpu/thread_time.cc): its start routine and,
+  // root first, the return addresses of the thread-start frames that called
+  // it (clone3, start_thread). Written by the thread at registration.
+  static constexpr int kStartFrames = 8;
+  uintptr_t start_routine = 0;
+  uintptr_t start_frames[kStartFrames] = {};
+  int start_depth = 0;
+  // Time after its last sample, measured by the thread as it exits.
+  int64_t unsampled_ns = 0;
 };
 
 struct Runtime {
@@ -137,6 +146,12 @@ struct Runtime {
   std::atomic<ThreadState*> threads[kMaxThreads] = {};
   std::atomic<size_t> thread_count{0};
   std::atomic<uint64_t> threads_unsampled{0};
+  // Thread time that fell after a thread's last sample (cpu/thread_time.cc):
+  // of exited threads, of those running when sampling stopped, and how much
+  // of it was added to start routines.
+  std::atomic<int64_t> exited_unsampled_ns{0};
+  std::atomic<int64_t> stopped_unsampled_ns{0};
+  std::atomic<int64_t> accounted_unsampled_ns{0};
 
   std::mutex flush_mutex;  // checkpoint writes, symbolizer, run metadata
   store::RunMeta meta;

@@ -6,12 +6,14 @@
 namespace collector::internal {
 
 extern const Source kCpuSamplerSource;  // cpu/sampler.cc
+extern const Source kThreadTimeSource;  // cpu/thread_time.cc
 extern const Source kNvtxSource;        // nvtx/nvtx_ranges.cc
 extern const Source kGpuSource;         // gpu/launch_capture.cc
 
 namespace {
 constexpr const Source* kSources[] = {
     &kCpuSamplerSource,
+    &kThreadTimeSource,  // after the sampler: its thread_exiting disarms the timer first
     &kNvtxSource,
     &kGpuSource,
 };

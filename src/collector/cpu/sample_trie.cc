@@ -62,11 +62,12 @@ SampleTrie::NodeIndex SampleTrie::FindOrAdd(NodeIndex parent_node, uint64_t k) {
   return static_cast<NodeIndex>(n);
 }
 
-bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delta) {
-  return AddSampleAt(keys, depth, time_ns_delta) != kNoIndex;
+bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delta, uint32_t samples) {
+  return AddSampleAt(keys, depth, time_ns_delta, samples) != kNoIndex;
 }
 
-SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns_delta) {
+SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns_delta,
+                                              uint32_t samples) {
   if (count_.load(std::memory_order_relaxed) == 0) {
     // Node 0 is the root; its chunk is mapped on the first sample.
     auto* chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
@@ -95,7 +96,7 @@ SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, i
   std::atomic_ref<int64_t> t(chunk->time_ns[node % kChunkNodes]);
   t.store(t.load(std::memory_order_relaxed) + time_ns_delta, std::memory_order_relaxed);
   std::atomic_ref<uint32_t> s(chunk->samples[node % kChunkNodes]);
-  s.store(s.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  s.store(s.load(std::memory_order_relaxed) + samples, std::memory_order_relaxed);
   return node;
 }
 

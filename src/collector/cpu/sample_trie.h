@@ -78,12 +78,13 @@ class SampleTrie {
   SampleTrie& operator=(const SampleTrie&) = delete;
 
   // Records one sample: `keys` root first, `depth` of them; adds `time_ns` and
-  // one sample to the leaf. Returns false when the trie is full or memory
-  // could not be mapped (the caller counts the sample as lost).
-  // Async-signal-safe.
-  bool AddSample(const uint64_t* keys, int depth, int64_t time_ns);
+  // `samples` (one sample; 0 for time that no sample saw, such as a thread's
+  // time after its last sample) to the leaf. Returns false when the trie is
+  // full or memory could not be mapped (the caller counts the sample as
+  // lost). Async-signal-safe.
+  bool AddSample(const uint64_t* keys, int depth, int64_t time_ns, uint32_t samples = 1);
   // The same, returning the leaf's index (kNoIndex on failure).
-  NodeIndex AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns);
+  NodeIndex AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns, uint32_t samples = 1);
 
   // Forgets everything (a forked child starts empty). Not signal-safe; the
   // caller makes sure no sample is being recorded.
