@@ -235,8 +235,14 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
     out << kTool << ": run " << m.id << " '" << m.name << "' " << output::FormatValue(static_cast<double>(m.duration_ns), cct::Unit::kNanoseconds) << ", "
               << d("threads") << (d("threads") == 1 ? " thread, " : " threads, ") << samples << " samples ("
               << share << " partial" << unsampled << ")" << gpu << ", " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
-    if (unsampled_share >= 10.0 && !m.diagnostics.count("accounted_unsampled_ns")) {
-      out << kTool << ": run " << m.id << ": " << output::FormatValue(static_cast<double>(unsampled_ns), cct::Unit::kNanoseconds)
+    // Worth a line when it is a real share of a run that is not tiny: ten
+    // sampling periods or more (a /bin/true has a millisecond, all unsampled).
+    const double freq = m.sampling.contains("freq_hz") && m.sampling["freq_hz"].is_number()
+                            ? m.sampling["freq_hz"].get<double>()
+                            : 1000.0;
+    if (unsampled_share >= 10.0 && static_cast<double>(unsampled_ns) >= 10 * 1e9 / freq &&
+        !m.diagnostics.count("accounted_unsampled_ns")) {
+      out << kTool << ": note: run " << m.id << ": " << output::FormatValue(static_cast<double>(unsampled_ns), cct::Unit::kNanoseconds)
           << " of its threads' time fell after their last sample (threads shorter than the sampling period are not in "
              "the tree); --account-short-threads adds it to their start routines, a higher --freq samples them\n";
     }

@@ -4,8 +4,9 @@
 // SIGNAL-HANDLER CODE: the functions marked so run in signal handlers and
 // are async-signal-safe (no allocation, no locks, only async-signal-safe
 // calls); keep them so.
-// OnFatal is SIGNAL-HANDLER CODE; InstallFatalHandlers and InstallAltStack
-// run in normal context (Start, thread registration).
+// OnFatal is SIGNAL-HANDLER CODE; InstallFatalHandlers, InstallAltStack and
+// RemoveAltStack run in normal context (Start, thread registration, thread
+// exit).
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -84,16 +85,37 @@ void InstallFatalHandlers() {
 }
 
 // An alternate stack so a stack overflow's SIGSEGV can still be handled.
+namespace {
+// The alternate stack this thread got from InstallAltStack (not one the
+// program installed), freed when the thread exits: a program that starts
+// threads by the thousand must not leak one per thread.
+__thread void* t_alt_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+constexpr size_t kAltStackSize = 64 * 1024;
+}  // namespace
+
 void InstallAltStack() {
   stack_t current{};
   if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
-  const size_t size = 64 * 1024;
-  void* mem = malloc(size);
+  void* mem = malloc(kAltStackSize);
   if (!mem) return;
   stack_t ss{};
   ss.ss_sp = mem;
-  ss.ss_size = size;
+  ss.ss_size = kAltStackSize;
   if (sigaltstack(&ss, nullptr) != 0) free(mem);
+  else t_alt_stack = mem;
+}
+
+void RemoveAltStack() {
+  void* mem = t_alt_stack;
+  if (!mem) return;
+  stack_t current{};
+  // Only ours, and never while a handler runs on it.
+  if (sigaltstack(nullptr, &current) != 0 || current.ss_sp != mem || (current.ss_flags & SS_ONSTACK)) return;
+  stack_t off{};
+  off.ss_flags = SS_DISABLE;
+  if (sigaltstack(&off, nullptr) != 0) return;
+  t_alt_stack = nullptr;
+  free(mem);
 }
 
 }  // namespace collector::internal

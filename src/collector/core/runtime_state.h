@@ -264,6 +264,7 @@ void OnProcessExit(int status, void*);
 // --- fatal.cc
 void InstallFatalHandlers();
 void InstallAltStack();
+void RemoveAltStack();  // the calling thread's, from InstallAltStack; at its exit
 
 // --- exec_fork.cc
 void ForkPrepare();

@@ -49,6 +49,7 @@ void OnThreadExit(void* p) {
   SourcesThreadExiting(t);  // the CPU sampler disarms its timer
   t->alive.store(false, std::memory_order_release);
   t_state = nullptr;
+  RemoveAltStack();
 }
 
 ThreadState* RegisterThread(pid_t tid, bool current) {

@@ -49,11 +49,12 @@ SampleTrie::NodeIndex SampleTrie::FindOrAdd(NodeIndex parent_node, uint64_t k) {
     slot = (slot + 1) & (index_capacity_ - 1);
   }
   if (n >= kChunkNodes * kMaxChunks) return kNoIndex;
-  NodeChunk* chunk = chunks_[n / kChunkNodes].load(std::memory_order_relaxed);
+  std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_relaxed);
+  NodeChunk* chunk = table[n / kChunkNodes].load(std::memory_order_relaxed);
   if (!chunk) {
     chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
     if (!chunk) return kNoIndex;
-    chunks_[n / kChunkNodes].store(chunk, std::memory_order_release);
+    table[n / kChunkNodes].store(chunk, std::memory_order_release);
   }
   chunk->key[n % kChunkNodes] = k;
   chunk->parent[n % kChunkNodes] = parent_node;
@@ -69,10 +70,17 @@ bool SampleTrie::AddSample(const uint64_t* keys, int depth, int64_t time_ns_delt
 SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns_delta,
                                               uint32_t samples) {
   if (count_.load(std::memory_order_relaxed) == 0) {
-    // Node 0 is the root; its chunk is mapped on the first sample.
+    // Node 0 is the root; the chunk table and its first chunk are mapped on
+    // the first sample (a Reset keeps the table).
+    std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_relaxed);
+    if (!table) {
+      table = static_cast<std::atomic<NodeChunk*>*>(MapZeroed(kMaxChunks * sizeof(std::atomic<NodeChunk*>)));
+      if (!table) return kNoIndex;
+      chunks_.store(table, std::memory_order_release);
+    }
     auto* chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
     if (!chunk) return kNoIndex;
-    chunks_[0].store(chunk, std::memory_order_release);
+    table[0].store(chunk, std::memory_order_release);
     count_.store(1, std::memory_order_release);
   }
   NodeIndex node = kRoot;
@@ -101,9 +109,11 @@ SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, i
 }
 
 void SampleTrie::Reset() {
-  for (auto& c : chunks_) {
-    if (NodeChunk* chunk = c.load(std::memory_order_relaxed)) munmap(chunk, sizeof(NodeChunk));
-    c.store(nullptr, std::memory_order_relaxed);
+  if (std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_relaxed)) {
+    for (size_t i = 0; i < kMaxChunks; ++i) {
+      if (NodeChunk* chunk = table[i].load(std::memory_order_relaxed)) munmap(chunk, sizeof(NodeChunk));
+      table[i].store(nullptr, std::memory_order_relaxed);
+    }
   }
   if (index_) munmap(index_, index_capacity_ * sizeof(uint32_t));
   index_ = nullptr;
@@ -113,10 +123,13 @@ void SampleTrie::Reset() {
 }
 
 size_t SampleTrie::MappedBytes() const {
+  const std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_acquire);
+  if (!table) return 0;
   size_t chunks = 0;
-  for (const auto& c : chunks_)
-    if (c.load(std::memory_order_relaxed)) ++chunks;
-  return chunks * sizeof(NodeChunk) + index_capacity_ * sizeof(uint32_t);
+  for (size_t i = 0; i < kMaxChunks; ++i)
+    if (table[i].load(std::memory_order_relaxed)) ++chunks;
+  return chunks * sizeof(NodeChunk) + kMaxChunks * sizeof(std::atomic<NodeChunk*>) +
+         index_capacity_ * sizeof(uint32_t);
 }
 
 }  // namespace collector

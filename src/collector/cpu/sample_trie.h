@@ -110,7 +110,7 @@ class SampleTrie {
     int64_t time_ns[kChunkNodes];
   };
   NodeChunk* Chunk(NodeIndex n) const {
-    return chunks_[n / kChunkNodes].load(std::memory_order_acquire);
+    return chunks_.load(std::memory_order_acquire)[n / kChunkNodes].load(std::memory_order_acquire);
   }
   NodeIndex FindOrAdd(NodeIndex parent, uint64_t key);  // kNoIndex on failure
   bool GrowIndex();
@@ -118,7 +118,11 @@ class SampleTrie {
 
   static constexpr int kCacheDepth = 512;
 
-  std::atomic<NodeChunk*> chunks_[kMaxChunks] = {};
+  // The chunk table is mapped with the first sample, not with the trie: a
+  // thread's state holds several tries, most never written, and zeroing
+  // their tables at every thread's registration cost page faults on each.
+  // Published before count_ leaves 0, so readers that saw size() > 0 see it.
+  std::atomic<std::atomic<NodeChunk*>*> chunks_{nullptr};
   std::atomic<size_t> count_{0};
   uint32_t* index_ = nullptr;  // slots hold node index + 1; 0 = empty
   size_t index_capacity_ = 0;  // a power of two
