@@ -14,6 +14,9 @@ and the peak RSS of the program with and without the collector (wait4's
 ru_maxrss of the recorded process tree). Then the per-sample handler cost at
 stack depth 16 and 64 (bench/handler_bench.cc: signal delivery alone, and
 with the collector's unwind + trie update).
+Then thread churn (bench/thread-churn: 1,000 threads of 0.5 ms CPU, 8 at a
+time): median wall time bare, under cct-record (with and without
+--account-short-threads) and perf, as ratios to bare.
 Then NVTX (bench/nvtx_bench.cc, when built): the cost of a push/pop pair at
 depth 16 and 64 including the stack capture interleaving needs, and a loop of
 10^6 ranges around ~1 us work items, with and without cct-record.
@@ -85,6 +88,23 @@ def main():
         print(f"handler at depth {d} ({h['unwound_frames']} frames unwound): median {h['median_ns'] / 1000:.2f} us, "
               f"p99 {h['p99_ns'] / 1000:.2f} us per sample; signal delivery alone {h['empty_handler_median_ns'] / 1000:.2f} us "
               f"-> collector's part {h['handler_only_median_ns'] / 1000:.2f} us (target <= 3 us at depth 64)")
+    # Thread churn: what registering, sampling and retiring a thread costs,
+    # as whole-process wall time of 1,000 threads of 0.5 ms each.
+    tc = [f"{b}/bench/thread-churn", "1000"]
+    churn = {"bare": lambda: tc, "cct 1k": lambda: [rec, "-o", f"{tmp}/tc.db", "--"] + tc,
+             "cct 1k account": lambda: [rec, "-o", f"{tmp}/tca.db", "--account-short-threads", "--"] + tc}
+    if "perf 1k" in variants:
+        churn["perf 1k"] = lambda: [perf, "record", "-q", "-e", "cpu-clock", "-F", "1000", "-g", "-o",
+                                    f"{tmp}/tc.data", "--"] + tc
+    churn_walls = {k: [] for k in churn}
+    for i in range(a.repeat):
+        for k, mk in churn.items():
+            churn_walls[k].append(run_rss(mk())[0])
+    churn_base = statistics.median(churn_walls["bare"])
+    for k in churn:
+        w = statistics.median(churn_walls[k])
+        rows[f"thread churn {k}"] = {"wall_s": w, "ratio": w / churn_base}
+        print(f"thread churn (1000 threads x 0.5 ms) {k:<15} {w:7.3f} s  x{w / churn_base:.2f} of bare")
     nb = f"{b}/bench/nvtx-bench"
     if os.path.exists(nb):
         def nvtx(cmd):
