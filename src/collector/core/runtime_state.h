@@ -27,7 +27,7 @@
 // SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch, rt->config
 // (nvtx_placement), rt->threads/thread_count (FindThread), the current
 // thread's ThreadState (trie, unwind, keys, ranges, range_count,
-// range_frames, interrupts, in_loader, last_ns, lost, perf_fd), t_state,
+// range_frames, interrupts, in_loader, unwind_ready, last_ns, lost, perf_fd), t_state,
 // and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
 // request_pipe and ack_pipe. Nothing else: code reaching those
 // from normal context must keep them consistent at every instruction (see
@@ -95,6 +95,11 @@ struct ThreadState {
   int64_t last_ns = 0;  // clock reading at the previous sample
   std::atomic<uint32_t> interrupts{0};
   std::atomic<int> in_loader{0};
+  // PrepareUnwindThread ran on this thread (cpu/unwinder.h): until then its
+  // samples keep only the interrupted instruction. Set by the thread itself,
+  // at registration or, for a thread that existed before the collector, at
+  // its first interposed call.
+  std::atomic<bool> unwind_ready{false};
   std::atomic<uint64_t> lost{0};
   uintptr_t unwind[kMaxDepth + kUnwindSlack];
   uint64_t keys[kMaxDepth + kMaxRanges + 2];

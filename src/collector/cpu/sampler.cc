@@ -45,9 +45,10 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
 
   bool truncated = false;
   int depth;
-  if (t->in_loader.load(std::memory_order_relaxed) > 0) {
-    // libunwind may need the loader's lock, which this thread may hold: keep
-    // only the interrupted instruction.
+  if (t->in_loader.load(std::memory_order_relaxed) > 0 || !t->unwind_ready.load(std::memory_order_relaxed)) {
+    // libunwind may need the loader's lock, which this thread may hold; or
+    // this thread is not prepared (its libunwind state would be allocated
+    // with malloc here): keep only the interrupted instruction.
     t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
     depth = 1;
     truncated = true;
@@ -148,7 +149,8 @@ void ResumeSampling() {
   }
 }
 
-// Start: the sampling signal's handler, and libunwind warmed up.
+// Start: the sampling signal's handler (libunwind was loaded, and this
+// thread prepared, by Start).
 bool Attach() {
   struct sigaction sa {};
   sa.sa_sigaction = OnSample;
@@ -158,16 +160,15 @@ bool Attach() {
     Warn("cannot install the sampling signal handler; not profiling");
     return false;
   }
-  {
-    // Warm libunwind's per-thread cache outside a signal handler.
-    uintptr_t buf[64];
-    UnwindHere(buf, 64);
-  }
   return true;
 }
 
-// A registered thread is sampled from now on (registry_mutex held).
+// A registered thread is sampled from now on (registry_mutex held). The
+// calling thread is prepared for unwinding before its timer is armed; a
+// thread registered by another (it existed before the collector) is
+// prepared at its first interposed call (PrepareCurrentThread).
 void ThreadStarted(ThreadState* t) {
+  if (t->tid == Tid() && PrepareUnwindThread()) t->unwind_ready.store(true, std::memory_order_relaxed);
   if (rt->active.load() && !ArmTimer(t)) rt->threads_unsampled.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -180,6 +181,12 @@ extern const Source kCpuSamplerSource = {.name = "cpu", .attach = Attach, .threa
 }  // namespace internal
 
 using namespace internal;
+
+void PrepareCurrentThread() {
+  ThreadState* t = t_state;
+  if (!t || t->unwind_ready.load(std::memory_order_relaxed)) return;
+  if (PrepareUnwindThread()) t->unwind_ready.store(true, std::memory_order_relaxed);
+}
 
 // SIGNAL-HANDLER CODE (reads only): called around blocking calls that a
 // sampling signal may interrupt.

@@ -3,6 +3,7 @@
 #include "collector/cpu/unwinder.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <libunwind.h>
 #include <ucontext.h>
 
@@ -19,6 +20,18 @@ struct Api {
 };
 Api api;
 bool loaded = false;
+// libunwind's TLS module id (0: it has no TLS), and whether each thread's
+// trace cache must be made at preparation (see PrepareUnwindThread).
+size_t tls_modid = 0;
+bool make_cache_at_prepare = false;
+
+// glibc's TLS accessor (ld.so): allocates the calling thread's block of a
+// dlopen'ed module's TLS on first use.
+struct TlsIndex {
+  unsigned long module;
+  unsigned long offset;
+};
+extern "C" void* __tls_get_addr(TlsIndex*);
 
 template <class F>
 bool Sym(void* lib, const char* name, F& fn) {
@@ -43,7 +56,33 @@ bool LoadUnwinder(std::string* error) {
     return false;
   }
   api.set_caching_policy(*api.local_addr_space, UNW_CACHE_PER_THREAD);
+  if (dlinfo(lib, RTLD_DI_TLS_MODID, &tls_modid) != 0) tls_modid = 0;
   loaded = true;
+  // The first unwind on this thread makes libunwind create its pthread key
+  // for the per-thread caches; a key created right after it gets the next
+  // index. Below glibc's first-level block of 32, pthread_setspecific never
+  // allocates, so a thread's cache may be made inside the handler.
+  uintptr_t warm[64];
+  UnwindHere(warm, 64);
+  pthread_key_t probe;
+  if (pthread_key_create(&probe, nullptr) == 0) {
+    make_cache_at_prepare = probe >= 32;
+    pthread_key_delete(probe);
+  } else {
+    make_cache_at_prepare = true;
+  }
+  return true;
+}
+
+bool PrepareUnwindThread() {
+  if (!loaded) return false;
+  if (make_cache_at_prepare) {
+    uintptr_t warm[8];
+    UnwindHere(warm, 8);
+  } else if (tls_modid != 0) {
+    TlsIndex index{tls_modid, 0};
+    __tls_get_addr(&index);
+  }
   return true;
 }
 

@@ -17,8 +17,8 @@
 namespace collector {
 
 // Loads libunwind and sets its per-thread caching policy (so unwinding needs
-// no locks). Returns false with `error` set when libunwind is unavailable.
-// Not signal-safe.
+// no locks), and prepares the calling thread (PrepareUnwindThread). Returns
+// false with `error` set when libunwind is unavailable. Not signal-safe.
 bool LoadUnwinder(std::string* error);
 bool UnwinderLoaded();
 
@@ -28,12 +28,27 @@ bool UnwinderLoaded();
 // entries (the frames above the interrupted one are unwound into it too, then
 // dropped). Returns the number of addresses (0 when nothing could be
 // unwound); sets *truncated when the stack was deeper than `max`.
-// SIGNAL-HANDLER CODE: async-signal-safe (libunwind's local unwinder with the
-// per-thread cache takes no locks and does not allocate once warmed up).
+// SIGNAL-HANDLER CODE: async-signal-safe on a thread that PrepareUnwindThread
+// prepared (libunwind's local unwinder with the per-thread cache takes no
+// lock a sampled thread can hold and does not call malloc).
 inline constexpr int kUnwindSlack = 8;
 int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated);
 
 // The same for the calling thread at the call site (tests, benchmarks).
 int UnwindHere(uintptr_t* out, int max);
+
+// Prepares the calling thread for Unwind() in a signal handler; call it in
+// normal context on each thread before its sampling timer is armed. Why:
+// libunwind is dlopen'ed, so its thread-local variables (unw_backtrace's
+// per-thread cache pointer) live in dynamic TLS, which glibc allocates with
+// malloc on a thread's first access — inside the handler, that malloc can
+// interrupt a malloc the thread is in and deadlock on its lock. This
+// allocates the block now (microseconds). The cache itself is then made on
+// the thread's first sample from mmap and libunwind's own pool (its lock is
+// held with all signals blocked), no malloc — unless libunwind's
+// pthread key is beyond glibc's first 32 (pthread_setspecific would
+// calloc), in which case the cache is made here too (about a millisecond).
+// Returns false when the unwinder is not loaded. Not signal-safe.
+bool PrepareUnwindThread();
 
 }  // namespace collector
