@@ -27,7 +27,7 @@ void Handler(int, siginfo_t*, void* uc) {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);  // the handler reads the thread clock too
   bool truncated = false;
-  const int depth = collector::Unwind(uc, unwind_buf, kMax, &truncated);
+  const int depth = collector::Unwind(uc, unwind_buf, kMax, &truncated, /*prepared=*/true);
   int k = 0;
   if (truncated) keys[k++] = collector::kPartialKey;
   for (int i = depth - 1; i >= 0; --i) keys[k++] = collector::MakeKey(unwind_buf[i], 0);

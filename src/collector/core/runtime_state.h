@@ -96,7 +96,8 @@ struct ThreadState {
   std::atomic<uint32_t> interrupts{0};
   std::atomic<int> in_loader{0};
   // PrepareUnwindThread ran on this thread (cpu/unwinder.h): until then its
-  // samples keep only the interrupted instruction. Set by the thread itself,
+  // samples are unwound the slow way, without libunwind's TLS. Set by the
+  // thread itself,
   // at registration or, for a thread that existed before the collector, at
   // its first interposed call.
   std::atomic<bool> unwind_ready{false};

@@ -45,15 +45,16 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
 
   bool truncated = false;
   int depth;
-  if (t->in_loader.load(std::memory_order_relaxed) > 0 || !t->unwind_ready.load(std::memory_order_relaxed)) {
-    // libunwind may need the loader's lock, which this thread may hold; or
-    // this thread is not prepared (its libunwind state would be allocated
-    // with malloc here): keep only the interrupted instruction.
+  if (t->in_loader.load(std::memory_order_relaxed) > 0) {
+    // libunwind may need the loader's lock, which this thread may hold: keep
+    // only the interrupted instruction.
     t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
     depth = 1;
     truncated = true;
   } else {
-    depth = Unwind(uc, t->unwind, kMaxDepth, &truncated);
+    // A thread not yet prepared (it existed before the collector) is
+    // unwound without libunwind's TLS, whose first use would malloc here.
+    depth = Unwind(uc, t->unwind, kMaxDepth, &truncated, t->unwind_ready.load(std::memory_order_relaxed));
     if (depth == 0) {
       t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
       depth = 1;

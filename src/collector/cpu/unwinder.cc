@@ -88,16 +88,17 @@ bool PrepareUnwindThread() {
 
 bool UnwinderLoaded() { return loaded; }
 
-int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated) {
+int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated, bool prepared) {
   *truncated = false;
   if (!loaded || max <= 0) return 0;
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uintptr_t pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  // Fast path: libunwind's trace cache (unw_backtrace) from here, through the
-  // signal frame, straight into `out`; then drop the frames above the
-  // interrupted instruction (this function, the handler, the trampoline).
+  // Fast path (prepared threads only: it uses libunwind's TLS): the trace
+  // cache (unw_backtrace) from here, through the signal frame, straight into
+  // `out`; then drop the frames above the interrupted instruction (this
+  // function, the handler, the trampoline).
   const int want = max + kUnwindSlack;
-  const int n = api.backtrace(reinterpret_cast<void**>(out), want);
+  const int n = prepared ? api.backtrace(reinterpret_cast<void**>(out), want) : 0;
   for (int skip = 0; skip < n && skip < kUnwindSlack; ++skip) {
     if (out[skip] != pc) continue;
     int depth = n - skip;
@@ -106,7 +107,8 @@ int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated) {
     for (int i = 0; i < depth; ++i) out[i] = out[skip + i];
     return depth;
   }
-  // Slow path: step from the signal context itself.
+  // Slow path: step from the signal context itself (no TLS; tens of
+  // microseconds at depth 20 instead of under one).
   unw_cursor_t cursor;
   if (api.init_local2(&cursor, const_cast<unw_context_t*>(reinterpret_cast<const unw_context_t*>(uc)),
                       UNW_INIT_SIGNAL_FRAME) < 0) {
