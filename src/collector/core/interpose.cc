@@ -84,6 +84,7 @@ timespec Remaining(int64_t deadline_ns) {
 CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
   static auto real = Real<int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create");
   if (!collector::Active()) return real(thread, attr, fn, arg);
+  collector::RefreshUnwind();  // a safe moment for the creating thread
   auto* start = new (std::nothrow) StartArgs{fn, arg};
   if (!start) return real(thread, attr, fn, arg);
   const int rc = real(thread, attr, ThreadTrampoline, start);

@@ -34,6 +34,11 @@ void Start();
 // Thread registration, from the pthread_create wrapper's start routine.
 void RegisterCurrentThread();
 
+// Brings the calling thread's unwind state up to date after loader activity
+// (runtime_state.h, loader_generation), so its samples take the fast path
+// again. Normal context; cheap when nothing changed.
+void RefreshUnwind();
+
 // Interposer hooks.
 bool Active();
 void BeforeExec();      // final write of this image's run; stops sampling
