@@ -36,7 +36,7 @@ void Churn(long long ns, unsigned seed) {
 }
 
 void* Leaf(void* arg) {
-  Churn(3000000, static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg)));
+  Churn(500000, static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg)));
   return nullptr;
 }
 
@@ -49,7 +49,7 @@ void* Worker(void* arg) {
   }
   pthread_t child{};
   const bool spawned = id % 2 == 0 && pthread_create(&child, nullptr, Leaf, arg) == 0;
-  Churn(5000000, id * 7919u);
+  Churn(1000000, id * 7919u);
   if (spawned) pthread_join(child, nullptr);
   return nullptr;
 }
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   for (int w = 0; w < waves; ++w) {
     pthread_t t[kThreadsPerWave];
     for (pthread_t& x : t) pthread_create(&x, nullptr, Worker, reinterpret_cast<void*>(uintptr_t{++id}));
-    Churn(1000000, static_cast<unsigned>(w));
+    Churn(200000, static_cast<unsigned>(w));
     for (pthread_t& x : t) pthread_join(x, nullptr);
   }
   printf("STORM %u threads\n", id + id / 2);
