@@ -3,7 +3,9 @@
 // preallocated storage, and the sample trie update — the same functions the
 // collector's handler calls. Each sample is timed on its own (CLOCK_MONOTONIC
 // around raise()), and the median and p99 are printed.
-//   handler-bench [DEPTH=64] [SAMPLES=20000]
+// "slow" unwinds without libunwind's per-thread trace cache (the path taken
+// by threads registered by another thread, or after a loader call).
+//   handler-bench [DEPTH=64] [SAMPLES=20000] [fast|slow]
 #include <signal.h>
 #include <time.h>
 
@@ -22,12 +24,13 @@ uintptr_t unwind_buf[kMax + collector::kUnwindSlack];
 uint64_t keys[kMax + 1];
 collector::SampleTrie* trie;
 int last_depth;
+bool fast = true;
 
 void Handler(int, siginfo_t*, void* uc) {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);  // the handler reads the thread clock too
   bool truncated = false;
-  const int depth = collector::Unwind(uc, unwind_buf, kMax, &truncated, /*prepared=*/true);
+  const int depth = collector::Unwind(uc, unwind_buf, kMax + collector::kUnwindSlack, fast, &truncated);
   int k = 0;
   if (truncated) keys[k++] = collector::kPartialKey;
   for (int i = depth - 1; i >= 0; --i) keys[k++] = collector::MakeKey(unwind_buf[i], 0);
@@ -65,11 +68,13 @@ extern "C" __attribute__((noinline)) void descend(int depth, int sig) {
 int main(int argc, char** argv) {
   const int depth = argc > 1 ? std::atoi(argv[1]) : 64;
   if (argc > 2) samples = std::atoi(argv[2]);
+  if (argc > 3) fast = std::string(argv[3]) != "slow";
   std::string error;
   if (!collector::LoadUnwinder(&error)) {
     std::fprintf(stderr, "handler-bench: %s\n", error.c_str());
     return 2;
   }
+  collector::PrepareUnwindThread();
   trie = new collector::SampleTrie;
   const int sig = SIGRTMIN + 6;
   struct sigaction sa {};

@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
       ("freq", po::value<double>()->default_value(1000), "samples per second of each thread's clock")
       ("checkpoint", po::value<double>()->default_value(1), "seconds between checkpoint writes (0: only at exit)")
       ("repeat", po::value<int>()->default_value(1), "run the program N times, one run each")
+      ("max-depth", po::value<std::string>()->default_value(std::to_string(collector::kDefaultMaxDepth)),
+       "frames kept per sampled stack; a deeper stack keeps its outermost ones (under a <truncated stack> leaf)")
       ("no-follow", "record only the first process, not its forked or exec'd children")
       ("account-short-threads", "add each thread's time after its last sample (threads shorter than a "
                                 "sampling period have nothing else) to its start routine")
@@ -101,6 +103,19 @@ int main(int argc, char** argv) {
   config.checkpoint_s = vm["checkpoint"].as<double>();
   if (!std::isfinite(config.checkpoint_s) || config.checkpoint_s < 0 || config.checkpoint_s > 86400)
     cli::Fail(kTool, "--checkpoint must be between 0 and 86400 seconds", kExitOwnError);
+  {
+    // Parsed here rather than as an int so that "abc", "12x" and overflow
+    // all get the same one-line message.
+    const std::string s = vm["max-depth"].as<std::string>();
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || errno != 0 || v < collector::kMinMaxDepth || v > collector::kMaxMaxDepth)
+      cli::Fail(kTool, "--max-depth must be a frame count between " + std::to_string(collector::kMinMaxDepth) + " and " +
+                           std::to_string(collector::kMaxMaxDepth) + ", not '" + s + "'",
+                kExitOwnError);
+    config.max_depth = static_cast<int>(v);
+  }
   const int repeat = vm["repeat"].as<int>();
   if (repeat < 1 || repeat > 100000) cli::Fail(kTool, "--repeat must be at least 1", kExitOwnError);
   if (vm.count("name")) config.name = vm["name"].as<std::string>();

@@ -74,7 +74,7 @@ std::string RandomSession() {
 void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program) {
   static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock", "--freq",
                                                    "--checkpoint", "--repeat", "--nvtx", "--nvtx-mode",
-                                                   "--iteration", "--gpu", "--gpu-raw"};
+                                                   "--iteration", "--gpu", "--gpu-raw", "--max-depth"};
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];

@@ -266,6 +266,9 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   CHECK_FALSE((*c)->follow);
   CHECK((*c)->parent_run == 17);
   CHECK((*c)->account_short_threads);
+  CHECK((*c)->max_depth == kDefaultMaxDepth);
+  CHECK(kDefaultMaxDepth >= 2048);
+  (*c)->max_depth = 100;
 
   env = ConfigEnvironment(**c);
   auto again = ParseConfig(lookup);
@@ -274,15 +277,22 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   CHECK((*again)->freq_hz == 4000);
   CHECK((*again)->parent_run == 17);
   CHECK((*again)->account_short_threads);
+  CHECK((*again)->max_depth == 100);
 
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"CCT_RECORD_CLOCK", "gpu"},
                                                                      {"CCT_RECORD_FREQ", "0"},
                                                                      {"CCT_RECORD_FREQ", "fast"},
                                                                      {"CCT_RECORD_TAGS", "[1]"},
                                                                      {"CCT_RECORD_PARENT_RUN", "-3"},
-                                                                     {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "yes"}}) {
+                                                                     {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "yes"},
+                                                                     {"CCT_RECORD_MAX_DEPTH", "0"},
+                                                                     {"CCT_RECORD_MAX_DEPTH", "7"},
+                                                                     {"CCT_RECORD_MAX_DEPTH", "65537"},
+                                                                     {"CCT_RECORD_MAX_DEPTH", "64k"}}) {
     env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {k, v}};
-    CHECK_FALSE(ParseConfig(lookup).ok());
+    auto bad = ParseConfig(lookup);
+    CHECK_FALSE(bad.ok());
+    if (!bad.ok()) CHECK(bad.status().message().find(k) != std::string::npos);
   }
 }
 

@@ -82,6 +82,7 @@ void WriteRun(store::RunState state) noexcept {
     ++m.checkpoints;
     m.diagnostics["samples"] = static_cast<int64_t>(builder.stats().samples);
     m.diagnostics["partial_samples"] = static_cast<int64_t>(builder.stats().partial_samples);
+    m.diagnostics["truncated_samples"] = static_cast<int64_t>(builder.stats().truncated_samples);
     m.diagnostics["lost_samples"] = static_cast<int64_t>(lost);
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);

@@ -64,6 +64,11 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
       return cct::BadInput(std::string("CCT_RECORD_SIGNAL must be an offset from SIGRTMIN (0..28): ") + v);
   }
   if (const char* v = env("CCT_RECORD_ITERATION")) c.iteration_regex = v;
+  if (const char* v = env("CCT_RECORD_MAX_DEPTH"); v && *v) {
+    if (!ParseInt(v, &c.max_depth) || c.max_depth < kMinMaxDepth || c.max_depth > kMaxMaxDepth)
+      return cct::BadInput("CCT_RECORD_MAX_DEPTH must be a frame count between " + std::to_string(kMinMaxDepth) +
+                           " and " + std::to_string(kMaxMaxDepth) + ", not '" + v + "'");
+  }
   if (const char* v = env("CCT_RECORD_NVTX_MODE")) {
     const std::string s = v;
     if (s == "interleaved") c.nvtx_placement = NvtxPlacement::kInterleaved;
@@ -104,6 +109,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.session.empty()) e["CCT_RECORD_SESSION"] = c.session;
   e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);
   if (!c.iteration_regex.empty()) e["CCT_RECORD_ITERATION"] = c.iteration_regex;
+  e["CCT_RECORD_MAX_DEPTH"] = std::to_string(c.max_depth);
   e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
   e["CCT_RECORD_GPU"] = c.gpu == GpuTracing::kOn ? "on" : c.gpu == GpuTracing::kOff ? "off" : "auto";
   if (c.gpu_pc_sampling) e["CCT_RECORD_GPU_PC_SAMPLING"] = "1";

@@ -24,6 +24,12 @@ enum class NvtxPlacement { kInterleaved, kPrefix };
 // cct-record fails with 125 when it cannot start), off (CUDA untouched).
 enum class GpuTracing { kAuto, kOn, kOff };
 
+// --max-depth: a sampled stack deeper than this keeps its outermost
+// max_depth frames.
+inline constexpr int kDefaultMaxDepth = 4096;
+inline constexpr int kMinMaxDepth = 8;
+inline constexpr int kMaxMaxDepth = 65536;
+
 struct CollectorConfig {
   std::string db_path;                 // CCT_RECORD_DB (its presence turns the collector on)
   SampleClock clock = SampleClock::kCpu;  // CCT_RECORD_CLOCK: cpu | wall
@@ -36,6 +42,7 @@ struct CollectorConfig {
   std::string session;                 // CCT_RECORD_SESSION: ties a recording's runs together
   int signal_offset = 6;               // CCT_RECORD_SIGNAL: sample signal is SIGRTMIN + this
   std::string iteration_regex;         // CCT_RECORD_ITERATION
+  int max_depth = kDefaultMaxDepth;    // CCT_RECORD_MAX_DEPTH: frames kept per sampled stack
   NvtxPlacement nvtx_placement = NvtxPlacement::kInterleaved;  // CCT_RECORD_NVTX_MODE
   GpuTracing gpu = GpuTracing::kAuto;  // CCT_RECORD_GPU: auto | on | off
   bool gpu_pc_sampling = false;        // CCT_RECORD_GPU_PC_SAMPLING: 1 = PC sampling (gins)

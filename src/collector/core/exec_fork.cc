@@ -41,6 +41,8 @@ void ForkChild() {
   new (&rt->nvtx_mutex) std::mutex;
   ThreadState* self = t_state;
   rt->active.store(false);
+  // Loader calls other threads had in progress do not exist in the child.
+  rt->loaders_active.store(self ? self->in_loader.load() : 0);
   rt->flusher_running = false;
   rt->fatal_once.store(false);
   if (!rt->config.follow) return;  // --no-follow: the child is not recorded

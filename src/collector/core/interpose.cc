@@ -18,8 +18,10 @@
 //
 // Everything else in the library is hidden (-fvisibility=hidden). Each
 // wrapper passes straight through when the collector is not active. The
-// waits, the loader calls and pthread_create also prepare a thread that
-// existed before the collector for unwinding (PrepareCurrentThread).
+// waits and pthread_create also prepare the calling thread for unwinding if
+// it is not (RefreshUnwind: a thread that existed before the collector, or
+// one whose TLS a loader call elsewhere may have changed); dlopen and dlclose
+// do it on their way out (LeaveLoader).
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -87,7 +89,7 @@ timespec Remaining(int64_t deadline_ns) {
 CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
   static auto real = Real<int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create");
   if (!collector::Active()) return real(thread, attr, fn, arg);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();  // a safe moment for the creating thread
   auto* start = new (std::nothrow) StartArgs{fn, arg};
   if (!start) return real(thread, attr, fn, arg);
   const int rc = real(thread, attr, ThreadTrampoline, start);
@@ -213,7 +215,6 @@ CCT_EXPORT [[noreturn]] void _Exit(int status) {
 
 CCT_EXPORT void* dlopen(const char* file, int mode) {
   static auto real = Real<void* (*)(const char*, int)>("dlopen");
-  collector::PrepareCurrentThread();
   collector::EnterLoader();
   void* h = real(file, mode);
   collector::LeaveLoader();
@@ -222,7 +223,6 @@ CCT_EXPORT void* dlopen(const char* file, int mode) {
 
 CCT_EXPORT int dlclose(void* handle) {
   static auto real = Real<int (*)(void*)>("dlclose");
-  collector::PrepareCurrentThread();
   collector::BeforeUnload();
   collector::EnterLoader();
   const int rc = real(handle);
@@ -235,7 +235,7 @@ CCT_EXPORT int dlclose(void* handle) {
 CCT_EXPORT int nanosleep(const timespec* req, timespec* rem) {
   static auto real = Real<int (*)(const timespec*, timespec*)>("nanosleep");
   if (!collector::Active() || !req) return real(req, rem);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   timespec left = *req, r{};
   for (;;) {
     const uint32_t before = collector::SamplerInterrupts();
@@ -253,7 +253,7 @@ CCT_EXPORT int nanosleep(const timespec* req, timespec* rem) {
 CCT_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
   static auto real = Real<int (*)(clockid_t, int, const timespec*, timespec*)>("clock_nanosleep");
   if (!collector::Active() || !req) return real(clock, flags, req, rem);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   timespec left = *req, r{};
   for (;;) {
     const uint32_t before = collector::SamplerInterrupts();
@@ -339,21 +339,21 @@ struct FdSets {
 CCT_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   static auto real = Real<int (*)(pollfd*, nfds_t, int)>("poll");
   if (!collector::Active()) return real(fds, n, timeout);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   return RestartWithTimeoutMs(timeout, [&](int t) { return real(fds, n, t); });
 }
 
 CCT_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
   static auto real = Real<int (*)(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll");
   if (!collector::Active()) return real(fds, n, ts, mask);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   return RestartWithTimespec(ts, [&](const timespec* left) { return real(fds, n, left, mask); }, [] {});
 }
 
 CCT_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
   static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, timeval*)>("select");
   if (!collector::Active()) return real(nfds, r, w, e, tv);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   FdSets sets(r, w, e);
   for (;;) {
     const uint32_t before = collector::SamplerInterrupts();
@@ -370,7 +370,7 @@ CCT_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
 CCT_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const timespec* ts, const sigset_t* mask) {
   static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*)>("pselect");
   if (!collector::Active()) return real(nfds, r, w, e, ts, mask);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   FdSets sets(r, w, e);
   return RestartWithTimespec(ts, [&](const timespec* left) { return real(nfds, r, w, e, left, mask); },
                              [&] { sets.Restore(); });
@@ -379,13 +379,13 @@ CCT_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const timespec
 CCT_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
   static auto real = Real<int (*)(int, epoll_event*, int, int)>("epoll_wait");
   if (!collector::Active()) return real(epfd, events, max, timeout);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t); });
 }
 
 CCT_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
   static auto real = Real<int (*)(int, epoll_event*, int, int, const sigset_t*)>("epoll_pwait");
   if (!collector::Active()) return real(epfd, events, max, timeout, mask);
-  collector::PrepareCurrentThread();
+  collector::RefreshUnwind();
   return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t, mask); });
 }

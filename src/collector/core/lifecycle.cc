@@ -65,7 +65,7 @@ void FillMeta(store::RunMeta& m) {
                 {"freq_hz", rt->config.freq_hz},
                 {"checkpoint_s", rt->config.checkpoint_s},
                 {"signal", "SIGRTMIN+" + std::to_string(rt->config.signal_offset)},
-                {"max_depth", kMaxDepth},
+                {"max_depth", rt->config.max_depth},
                 {"unwinder", "libunwind"}};
   if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
   rt->start_mono_ns = Now(CLOCK_MONOTONIC);

@@ -161,6 +161,9 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
       node = partial_node(node);
       partial_path[i] = true;
       has_address[i] = true;  // what follows is known not to start at a thread start
+    } else if (key == kTruncatedKey) {
+      // The innermost frames of a stack deeper than --max-depth, dropped.
+      node = tree_.InternChild(node, tree_.InternFrame(cct::FrameKind::kUnknown, kTruncatedStackName));
     } else if (IsRangeKey(key)) {
       node = tree_.InternChild(node, RangeFrame(key));
     } else if (IsKernelKey(key)) {
@@ -229,6 +232,7 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     tree_.AddValue(leaf, samples_, samples);
     stats_.samples += samples;
     if (partial_path[i]) stats_.partial_samples += samples;
+    if (key == kTruncatedKey) stats_.truncated_samples += samples;
   }
 }
 

@@ -30,10 +30,14 @@ namespace collector {
 // `return_address` is true for every frame but the leaf.
 using SymbolLookup = std::function<const SymbolFrames&(uint64_t key, bool return_address)>;
 
+// The leaf under which a stack deeper than --max-depth ends (kTruncatedKey).
+inline constexpr std::string_view kTruncatedStackName = "<truncated stack>";
+
 struct BuildStats {
   uint64_t samples = 0;
   uint64_t partial_samples = 0;  // under "<partial call path>"
   int64_t time_ns = 0;           // the time metric added from CPU sample tries
+  uint64_t truncated_samples = 0;  // deeper than --max-depth: under "<truncated stack>"
 };
 
 // Whether a function is part of NVTX's own code (hidden like the

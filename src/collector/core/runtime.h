@@ -18,7 +18,7 @@
 // core/lifecycle.cc; RegisterCurrentThread in core/threads.cc;
 // NoteThreadStart in cpu/thread_time.cc; exec in
 // core/exec_fork.cc; the loader hooks in cpu/loader_events.cc;
-// SamplerInterrupts and PrepareCurrentThread in cpu/sampler.cc. NVTX's entry points are in
+// SamplerInterrupts in cpu/sampler.cc. NVTX's entry points are in
 // nvtx/nvtx_ranges.h.
 #pragma once
 
@@ -38,6 +38,11 @@ void RegisterCurrentThread();
 // the thread-start code that called the wrapper (cpu/thread_time.cc).
 void NoteThreadStart(void* start_routine, void* start_return_address);
 
+// Brings the calling thread's unwind state up to date after loader activity
+// (runtime_state.h, loader_generation), so its samples take the fast path
+// again. Normal context; cheap when nothing changed.
+void RefreshUnwind();
+
 // Interposer hooks.
 bool Active();
 void BeforeExec();      // final write of this image's run; stops sampling
@@ -54,12 +59,6 @@ void BeforeExit(int status);  // _exit/_Exit
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();
 void BeforeUnload();          // dlclose: symbolize samples in the library first
-
-// A thread that existed before the collector started is registered by
-// another thread and cannot be prepared for unwinding there; every
-// interposed call prepares the calling thread if it is not yet
-// (cpu/sampler.cc). Normal context; cheap when there is nothing to do.
-void PrepareCurrentThread();
 
 // How many sampling signals this thread has taken; a blocking call that fails
 // with EINTR and sees this number change was interrupted by the sampler.

@@ -24,10 +24,12 @@
 // Lock order (ForkPrepare takes all three): flush_mutex, registry_mutex,
 // nvtx_mutex.
 //
-// SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch, rt->config
-// (nvtx_placement), rt->threads/thread_count (FindThread), the current
-// thread's ThreadState (trie, unwind, keys, ranges, range_count,
-// range_frames, interrupts, in_loader, unwind_ready, last_ns, lost, perf_fd), t_state,
+// SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch,
+// rt->loader_generation, rt->config (nvtx_placement),
+// rt->threads/thread_count (FindThread), the current thread's ThreadState
+// (trie, unwind, keys, max_depth, unwind_capacity, unwind_generation,
+// ranges, range_count, range_frames, interrupts, in_loader, last_ns, lost,
+// perf_fd), t_state,
 // and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
 // request_pipe and ack_pipe. Nothing else: code reaching those
 // from normal context must keep them consistent at every instruction (see
@@ -65,7 +67,14 @@
 
 namespace collector::internal {
 
+// Stacks captured at NVTX pushes and GPU launches (normal context, on the
+// caller's stack) keep at most this many frames; sampled stacks keep
+// config.max_depth (--max-depth).
 constexpr int kMaxDepth = 512;
+// A sampled stack is walked for at most max_depth + kWalkSlack frames, to
+// reach its root and keep the outermost max_depth; a runaway walk (a
+// corrupt stack) stops there.
+constexpr int kWalkSlack = 16384;
 constexpr int kMaxRanges = 128;
 constexpr int kRangeFrames = 16384;
 constexpr size_t kMaxThreads = 16384;
@@ -95,15 +104,20 @@ struct ThreadState {
   int64_t last_ns = 0;  // clock reading at the previous sample
   std::atomic<uint32_t> interrupts{0};
   std::atomic<int> in_loader{0};
-  // PrepareUnwindThread ran on this thread (cpu/unwinder.h): until then its
-  // samples are unwound the slow way, without libunwind's TLS. Set by the
-  // thread itself,
-  // at registration or, for a thread that existed before the collector, at
-  // its first interposed call.
-  std::atomic<bool> unwind_ready{false};
   std::atomic<uint64_t> lost{0};
-  uintptr_t unwind[kMaxDepth + kUnwindSlack];
-  uint64_t keys[kMaxDepth + kMaxRanges + 2];
+  // The sampling handler's buffers, mapped at registration (AddThread) from
+  // config.max_depth: `unwind` holds unwind_capacity addresses (the walk
+  // limit), `keys` max_depth + kMaxRanges + 3. Null when the mapping failed
+  // (the thread is then not sampled).
+  int max_depth = 0;
+  int unwind_capacity = 0;
+  uintptr_t* unwind = nullptr;
+  uint64_t* keys = nullptr;
+  // The loader generation (Runtime::loader_generation) at which this thread
+  // last prepared its libunwind state on itself (PrepareUnwindThread); the
+  // handler takes libunwind's fast path only while it is current. -1: never
+  // (threads registered by another thread start so).
+  std::atomic<int64_t> unwind_generation{-1};
 
   // NVTX push/pop ranges open on this thread: written by the thread itself
   // in normal context, read by its own signal handler (range_count is
@@ -149,6 +163,12 @@ struct Runtime {
   std::atomic<int> use_perf{-1};  // -1 untried, 0 no, 1 yes
   std::atomic<bool> active{false};  // sampling on
   std::atomic<uint32_t> epoch{0};   // bumped when a library is unloaded
+  // Bumped when any thread enters or leaves dlopen/dlclose: a library with
+  // TLS changes glibc's TLS generation, and a thread's next access to
+  // dynamic TLS (libunwind's trace cache) may then free or grow its TLS
+  // vector with malloc. Odd while a loader call is in progress.
+  std::atomic<int64_t> loader_generation{0};
+  std::atomic<int> loaders_active{0};
   std::atomic<ThreadState*> threads[kMaxThreads] = {};
   std::atomic<size_t> thread_count{0};
   std::atomic<uint64_t> threads_unsampled{0};
@@ -245,6 +265,11 @@ void OnThreadExit(void* p);
 // (thread_started). Takes registry_mutex.
 ThreadState* RegisterThread(pid_t tid, bool current);
 std::string ThreadName(const ThreadState& t);
+
+// Prepares the calling thread's unwind state (PrepareUnwindThread) and
+// records the loader generation it is good for. Normal context, on `t`'s
+// own thread.
+void PrepareUnwind(ThreadState* t);
 
 // --- path_keys.cc
 int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool truncated, int open, uint32_t epoch,

@@ -6,6 +6,7 @@
 // SIGNAL-HANDLER CODE: FindThread runs in the sampling handler and is
 // async-signal-safe (atomic loads only).
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <new>
 #include <string>
@@ -35,6 +36,23 @@ ThreadState* AddThread(pid_t tid) {
   }
   auto* t = new (std::nothrow) ThreadState;
   if (!t) return nullptr;
+  // The handler's buffers, sized from --max-depth. Mapped, not allocated:
+  // only the pages a deep stack reaches are ever backed.
+  t->max_depth = rt->config.max_depth;
+  t->unwind_capacity = t->max_depth + kWalkSlack + kUnwindSlack;
+  const size_t unwind_bytes = sizeof(uintptr_t) * static_cast<size_t>(t->unwind_capacity);
+  const size_t keys_bytes = sizeof(uint64_t) * static_cast<size_t>(t->max_depth + kMaxRanges + 3);
+  void* u = mmap(nullptr, unwind_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* k = mmap(nullptr, keys_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (u == MAP_FAILED || k == MAP_FAILED) {
+    if (u != MAP_FAILED) munmap(u, unwind_bytes);
+    if (k != MAP_FAILED) munmap(k, keys_bytes);
+    delete t;
+    rt->threads_unsampled.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t->unwind = static_cast<uintptr_t*>(u);
+  t->keys = static_cast<uint64_t*>(k);
   t->tid = tid;
   t->index = static_cast<uint32_t>(slot);
   // The thread's clock now: its first sample measures from registration.
@@ -59,9 +77,23 @@ ThreadState* RegisterThread(pid_t tid, bool current) {
   if (current) {
     t_state = t;
     pthread_setspecific(exit_key, t);
+    // Before the timer: the first sample must find libunwind's per-thread
+    // state already made. A thread registered by another one (it existed
+    // before us) cannot be prepared from here; its samples step the slow,
+    // TLS-free way until it prepares itself (RefreshUnwind).
+    PrepareUnwind(t);
   }
   SourcesThreadStarted(t);  // the CPU sampler arms its timer
   return t;
+}
+
+void PrepareUnwind(ThreadState* t) {
+  // While a loader call runs elsewhere glibc's TLS generation may move under
+  // us: stay on the slow path until the next chance.
+  if (rt->loaders_active.load(std::memory_order_acquire) != 0) return;
+  const int64_t generation = rt->loader_generation.load(std::memory_order_acquire);
+  if (!PrepareUnwindThread()) return;
+  t->unwind_generation.store(generation, std::memory_order_release);
 }
 
 // Caller holds flush_mutex (nvtx_name is set under registry_mutex; a
@@ -75,6 +107,13 @@ std::string ThreadName(const ThreadState& t) {
 }  // namespace internal
 
 using namespace internal;
+
+void RefreshUnwind() {
+  ThreadState* t = t_state;
+  if (!t || !rt) return;
+  if (t->unwind_generation.load(std::memory_order_relaxed) != rt->loader_generation.load(std::memory_order_relaxed))
+    PrepareUnwind(t);
+}
 
 void RegisterCurrentThread() {
   if (!rt || !rt->active.load()) return;

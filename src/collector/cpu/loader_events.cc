@@ -13,11 +13,26 @@ namespace collector {
 
 using namespace internal;
 
+// Every thread's libunwind fast path is off from the moment a loader call
+// starts (its TLS generation may change); the calling thread prepares its
+// own state again when the call is over, the others at their next
+// RefreshUnwind or registration.
 void EnterLoader() {
+  if (!rt) return;
+  rt->loaders_active.fetch_add(1, std::memory_order_acq_rel);
+  rt->loader_generation.fetch_add(1, std::memory_order_acq_rel);
   if (ThreadState* t = t_state) t->in_loader.fetch_add(1, std::memory_order_relaxed);
 }
 void LeaveLoader() {
+  if (!rt) return;
   if (ThreadState* t = t_state) t->in_loader.fetch_sub(1, std::memory_order_relaxed);
+  rt->loader_generation.fetch_add(1, std::memory_order_acq_rel);
+  // Never below zero: a call that began before the collector started was
+  // not counted.
+  int active = rt->loaders_active.load(std::memory_order_relaxed);
+  while (active > 0 && !rt->loaders_active.compare_exchange_weak(active, active - 1, std::memory_order_acq_rel)) {
+  }
+  if (ThreadState* t = t_state; t && t->in_loader.load(std::memory_order_relaxed) == 0) PrepareUnwind(t);
 }
 
 void BeforeUnload() {

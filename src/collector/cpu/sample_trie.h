@@ -63,7 +63,13 @@ inline uintptr_t KeyAddress(uint64_t key) { return static_cast<uintptr_t>(key & 
 // the unwind was cut (too deep, unsafe moment); the builder shows it under
 // "<partial call path>".
 inline constexpr uint64_t kPartialKey = 1;
-inline bool IsAddressKey(uint64_t key) { return (key & kRangeKeyBit) == 0 && key != kPartialKey; }
+// The leaf of a path whose stack was deeper than --max-depth: the path holds
+// the outermost frames (it reached the thread's start), the innermost ones
+// are dropped; the builder shows "<truncated stack>" there.
+inline constexpr uint64_t kTruncatedKey = 2;
+inline bool IsAddressKey(uint64_t key) {
+  return (key & kRangeKeyBit) == 0 && key != kPartialKey && key != kTruncatedKey;
+}
 
 class SampleTrie {
  public:

@@ -6,7 +6,13 @@
 // calls); keep them so.
 // OnSample and SamplerInterrupts are SIGNAL-HANDLER CODE (with PathKeys,
 // FindThread, Unwind and SampleTrie::AddSample, which they call); the timer
-// functions and the source's hooks run in normal context.
+// functions and the source's hooks run in normal context. What makes
+// unwinding safe here (no malloc, no TLS allocation, no lock a sampled
+// thread can hold) is described at Unwind (unwinder.h) and PrepareUnwind
+// (threads.cc): every thread prepares libunwind's per-thread state on itself
+// before its timer is armed; a thread that could not (registered by another
+// thread) or whose TLS a loader call may have changed is unwound without
+// libunwind's per-thread cache.
 #include "collector/cpu/sampler.h"
 
 #include <fcntl.h>
@@ -43,28 +49,51 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   const int64_t delta = now > t->last_ns ? now - t->last_ns : 0;
   t->last_ns = now;
 
-  bool truncated = false;
+  if (!t->unwind) {  // no buffers (their mapping failed)
+    errno = saved_errno;
+    return;
+  }
+  // `partial`: the walk did not reach the stack's root; `deep`: it did, but
+  // the stack was deeper than max_depth and only its outermost max_depth
+  // frames are kept, so the path still merges with the complete ones.
+  bool partial = false, deep = false;
   int depth;
+  const uintptr_t pc = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+  uintptr_t* frames = t->unwind;
   if (t->in_loader.load(std::memory_order_relaxed) > 0) {
     // libunwind may need the loader's lock, which this thread may hold: keep
     // only the interrupted instruction.
-    t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+    frames[0] = pc;
     depth = 1;
-    truncated = true;
+    partial = true;
   } else {
-    // A thread not yet prepared (it existed before the collector) is
-    // unwound without libunwind's TLS, whose first use would malloc here.
-    depth = Unwind(uc, t->unwind, kMaxDepth, &truncated, t->unwind_ready.load(std::memory_order_relaxed));
+    // libunwind's fast path touches its dynamic TLS: only when this thread
+    // prepared it and no loader call has changed glibc's TLS since.
+    const bool fast = t->unwind_generation.load(std::memory_order_relaxed) ==
+                      rt->loader_generation.load(std::memory_order_acquire);
+    bool cut = false;
+    depth = Unwind(uc, frames, t->unwind_capacity, fast, &cut);
     if (depth == 0) {
-      t->unwind[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+      frames[0] = pc;
       depth = 1;
-      truncated = true;
+      partial = true;
+    } else if (depth > t->max_depth) {
+      if (cut) {
+        partial = true;  // a runaway walk: the innermost frames, marked partial
+      } else {
+        frames += depth - t->max_depth;
+        deep = true;
+      }
+      depth = t->max_depth;
+    } else if (cut) {
+      partial = true;
     }
   }
   // The stack root first, for merging in the open NVTX ranges.
-  for (int i = 0, j = depth - 1; i < j; ++i, --j) std::swap(t->unwind[i], t->unwind[j]);
-  const int k = PathKeys(t, t->unwind, depth, truncated, t->range_count.load(std::memory_order_relaxed),
-                         rt->epoch.load(std::memory_order_relaxed), t->keys);
+  for (int i = 0, j = depth - 1; i < j; ++i, --j) std::swap(frames[i], frames[j]);
+  int k = PathKeys(t, frames, depth, partial, t->range_count.load(std::memory_order_relaxed),
+                   rt->epoch.load(std::memory_order_relaxed), t->keys);
+  if (deep) t->keys[k++] = kTruncatedKey;
   if (!t->trie.AddSample(t->keys, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
   if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one more overflow signal
   errno = saved_errno;
@@ -150,8 +179,8 @@ void ResumeSampling() {
   }
 }
 
-// Start: the sampling signal's handler (libunwind was loaded, and this
-// thread prepared, by Start).
+// Start: the sampling signal's handler. Each thread's libunwind state is
+// prepared when it registers (RegisterThread), before its timer is armed.
 bool Attach() {
   struct sigaction sa {};
   sa.sa_sigaction = OnSample;
@@ -164,12 +193,9 @@ bool Attach() {
   return true;
 }
 
-// A registered thread is sampled from now on (registry_mutex held). The
-// calling thread is prepared for unwinding before its timer is armed; a
-// thread registered by another (it existed before the collector) is
-// prepared at its first interposed call (PrepareCurrentThread).
+// A registered thread is sampled from now on (registry_mutex held; a
+// thread registering itself prepared its unwind state first, RegisterThread).
 void ThreadStarted(ThreadState* t) {
-  if (t->tid == Tid() && PrepareUnwindThread()) t->unwind_ready.store(true, std::memory_order_relaxed);
   if (rt->active.load() && !ArmTimer(t)) rt->threads_unsampled.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -182,12 +208,6 @@ extern const Source kCpuSamplerSource = {.name = "cpu", .attach = Attach, .threa
 }  // namespace internal
 
 using namespace internal;
-
-void PrepareCurrentThread() {
-  ThreadState* t = t_state;
-  if (!t || t->unwind_ready.load(std::memory_order_relaxed)) return;
-  if (PrepareUnwindThread()) t->unwind_ready.store(true, std::memory_order_relaxed);
-}
 
 // SIGNAL-HANDLER CODE (reads only): called around blocking calls that a
 // sampling signal may interrupt.

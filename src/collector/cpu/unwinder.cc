@@ -55,7 +55,11 @@ bool LoadUnwinder(std::string* error) {
     *error = "libunwind.so.8 lacks the local unwinding API";
     return false;
   }
-  api.set_caching_policy(*api.local_addr_space, UNW_CACHE_PER_THREAD);
+  // Debian's libunwind 1.6 is built without per-thread register-state
+  // caches and turns UNW_CACHE_PER_THREAD into UNW_CACHE_GLOBAL; say so.
+  // The global cache's lock is taken with every signal blocked, so no
+  // sampled thread is ever interrupted while holding it.
+  api.set_caching_policy(*api.local_addr_space, UNW_CACHE_GLOBAL);
   if (dlinfo(lib, RTLD_DI_TLS_MODID, &tls_modid) != 0) tls_modid = 0;
   loaded = true;
   // The first unwind on this thread makes libunwind create its pthread key
@@ -88,27 +92,24 @@ bool PrepareUnwindThread() {
 
 bool UnwinderLoaded() { return loaded; }
 
-int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated, bool prepared) {
-  *truncated = false;
-  if (!loaded || max <= 0) return 0;
+int Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool* cut) {
+  *cut = false;
+  if (!loaded || capacity <= kUnwindSlack) return 0;
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uintptr_t pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  // Fast path (prepared threads only: it uses libunwind's TLS): the trace
-  // cache (unw_backtrace) from here, through the signal frame, straight into
-  // `out`; then drop the frames above the interrupted instruction (this
-  // function, the handler, the trampoline).
-  const int want = max + kUnwindSlack;
-  const int n = prepared ? api.backtrace(reinterpret_cast<void**>(out), want) : 0;
-  for (int skip = 0; skip < n && skip < kUnwindSlack; ++skip) {
-    if (out[skip] != pc) continue;
-    int depth = n - skip;
-    if (depth > max) depth = max;
-    *truncated = n == want;
-    for (int i = 0; i < depth; ++i) out[i] = out[skip + i];
-    return depth;
+  if (fast) {
+    // libunwind's trace cache (unw_backtrace) from here, through the signal
+    // frame, straight into `out`; then drop the frames above the
+    // interrupted instruction.
+    const int n = api.backtrace(reinterpret_cast<void**>(out), capacity);
+    for (int skip = 0; skip < n && skip < kUnwindSlack; ++skip) {
+      if (out[skip] != pc) continue;
+      *cut = n == capacity;
+      for (int i = skip; i < n; ++i) out[i - skip] = out[i];
+      return n - skip;
+    }
   }
-  // Slow path: step from the signal context itself (no TLS; tens of
-  // microseconds at depth 20 instead of under one).
+  // Step from the signal context itself: no trace cache, so no TLS.
   unw_cursor_t cursor;
   if (api.init_local2(&cursor, const_cast<unw_context_t*>(reinterpret_cast<const unw_context_t*>(uc)),
                       UNW_INIT_SIGNAL_FRAME) < 0) {
@@ -119,8 +120,8 @@ int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated, bool prepar
   do {
     unw_word_t ip = 0;
     if (api.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-    if (depth == max) {
-      *truncated = true;
+    if (depth == capacity) {
+      *cut = true;
       break;
     }
     out[depth++] = ip;

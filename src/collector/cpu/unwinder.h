@@ -16,28 +16,33 @@
 
 namespace collector {
 
-// Loads libunwind and sets its per-thread caching policy (so unwinding needs
-// no locks), and prepares the calling thread (PrepareUnwindThread). Returns
-// false with `error` set when libunwind is unavailable. Not signal-safe.
+// Loads libunwind (global cache policy: its lock is held only with every
+// signal blocked) and prepares the calling thread (PrepareUnwindThread).
+// Returns false with `error` set when libunwind is unavailable. Not
+// signal-safe.
 bool LoadUnwinder(std::string* error);
 bool UnwinderLoaded();
 
 // Writes the code addresses of the interrupted thread's stack, leaf first, to
 // `out`: the interrupted instruction, then return addresses. `ucontext` is the
-// third argument of an SA_SIGINFO handler. `out` must hold max + kUnwindSlack
-// entries (the frames above the interrupted one are unwound into it too, then
-// dropped). Returns the number of addresses (0 when nothing could be
-// unwound); sets *truncated when the stack was deeper than `max`.
-// `prepared`: PrepareUnwindThread ran on this thread, so libunwind's cached
-// fast path may run; otherwise only its step-by-step path, which touches no
-// TLS (about 2 us a frame instead of 10 ns).
-// SIGNAL-HANDLER CODE: async-signal-safe (libunwind's local unwinder takes no
-// lock a sampled thread can hold — its own are held with all signals
-// blocked — and does not call malloc).
+// third argument of an SA_SIGINFO handler. `out` holds `capacity` entries;
+// the frames above the interrupted one (this function, the handler, the
+// signal trampoline: at most kUnwindSlack) are unwound into it too, then
+// dropped. Returns the number of addresses (0 when nothing could be unwound);
+// sets *cut when the walk stopped at `capacity` before the stack's root.
+// `fast`: use libunwind's trace cache (unw_backtrace) — only on a thread
+// whose PrepareUnwindThread ran and whose dynamic TLS needs no update (no
+// library with TLS loaded or unloaded since: see sampler.cc). Otherwise the
+// unwind steps from the signal context with libunwind's global cache, whose
+// lock libunwind holds only with all signals blocked, so an interrupted
+// thread never holds it.
+// SIGNAL-HANDLER CODE: async-signal-safe under those conditions (no
+// allocation, no TLS allocation, no lock a sampled thread can hold).
 inline constexpr int kUnwindSlack = 8;
-int Unwind(void* ucontext, uintptr_t* out, int max, bool* truncated, bool prepared);
+int Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool* cut);
 
 // The same for the calling thread at the call site (tests, benchmarks).
+// Normal context.
 int UnwindHere(uintptr_t* out, int max);
 
 // Prepares the calling thread for Unwind() in a signal handler; call it in
@@ -51,6 +56,9 @@ int UnwindHere(uintptr_t* out, int max);
 // held with all signals blocked), no malloc — unless libunwind's
 // pthread key is beyond glibc's first 32 (pthread_setspecific would
 // calloc), in which case the cache is made here too (about a millisecond).
+// A library with TLS loaded or unloaded later may make the thread's next
+// TLS access update its TLS vector (malloc, free): the sampler then keeps
+// the thread off the fast path until it prepares again (sampler.cc).
 // Returns false when the unwinder is not loaded. Not signal-safe.
 bool PrepareUnwindThread();
 
