@@ -101,7 +101,10 @@ void UnloadedModules::Add(const ModuleImage& m, uint32_t epoch) {
   for (size_t i = list_.size(); i-- > 0;) {
     UnloadedModule& r = list_[i];
     if (r.image.hi <= m.lo || m.hi <= r.image.lo) continue;
-    if (r.image.SameImage(m) && r.image.lo == m.lo && r.image.hi == m.hi) {
+    // (Not into the final epoch: the record's older epochs would then share
+    // the final one's ambiguity.)
+    if (r.image.SameImage(m) && r.image.lo == m.lo && r.image.hi == m.hi &&
+        (epoch != final_epoch_ || r.last_epoch == final_epoch_)) {
       r.last_epoch = epoch;
       return;
     }
