@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "collector/core/config.h"
 #include "collector/core/profile_builder.h"
 #include "collector/core/run_info.h"
+#include "collector/cpu/modules.h"
 #include "collector/cpu/sample_trie.h"
 #include "collector/cpu/symbolizer.h"
 #include "collector/cpu/unwinder.h"
@@ -366,4 +368,176 @@ TEST_CASE("unwinder: this thread's stack includes its callers") {
     for (const auto& f : sym->Lookup(pcs[i], true))
       if (f.function == "main") found_main = true;
   CHECK(found_main);
+}
+
+namespace {
+ModuleImage Image(const std::string& path, uintptr_t lo, uintptr_t hi, const std::string& build_id = "id") {
+  ModuleImage m;
+  m.path = path;
+  m.build_id = build_id;
+  m.bias = lo;
+  m.lo = lo;
+  m.hi = hi;
+  return m;
+}
+}  // namespace
+
+TEST_CASE("unloaded modules: an address of epoch e belongs to the first module unloaded there at or after e") {
+  UnloadedModules u(100);
+  const ModuleImage a = Image("a.so", 0x1000, 0x2000), b = Image("b.so", 0x1000, 0x2000);
+  const ModuleImage c = Image("c.so", 0x5000, 0x6000);
+  u.Add(a, 0);  // a unloaded in epoch 0
+  u.Add(c, 1);  // c in epoch 1
+  u.Add(b, 2);  // b, loaded where a was, in epoch 2
+  auto path_of = [&](uint32_t e, uintptr_t addr) {
+    const auto m = u.Find(e, addr, nullptr);
+    return m.kind == UnloadedModules::Match::kUnloaded ? m.module->image.path : std::string("live");
+  };
+  CHECK(path_of(0, 0x1800) == "a.so");
+  CHECK(path_of(1, 0x1800) == "b.so");
+  CHECK(path_of(2, 0x1800) == "b.so");
+  CHECK(path_of(3, 0x1800) == "live");   // loaded after b went: still loaded
+  CHECK(path_of(0, 0x5800) == "c.so");
+  CHECK(path_of(2, 0x5800) == "live");
+  CHECK(path_of(0, 0x9000) == "live");   // never unloaded: the executable, libc
+  CHECK(path_of(0, 0x2000) == "live");   // the end is exclusive
+}
+
+TEST_CASE("unloaded modules: a plugin unloaded in a loop keeps one record; exhausted epochs are never wrong") {
+  UnloadedModules u(5);
+  const ModuleImage p = Image("p.so", 0x1000, 0x2000), q = Image("q.so", 0x1000, 0x2000);
+  for (uint32_t e = 0; e < 5; ++e) u.Add(p, e);
+  CHECK(u.size() == 1);
+  CHECK(u.Find(0, 0x1100, nullptr).module->image.path == "p.so");
+  CHECK(u.Find(4, 0x1100, nullptr).module->image.path == "p.so");
+  // Epochs exhausted (the final one is 5): the same image again and again is
+  // still unambiguous, with or without it loaded now...
+  for (int i = 0; i < 1000; ++i) u.Add(p, 5);
+  CHECK(u.size() == 2);  // epochs 0-4, and the final one
+  CHECK(u.Find(5, 0x1100, &p).kind == UnloadedModules::Match::kUnloaded);
+  CHECK(u.Find(5, 0x1100, nullptr).module->image.path == "p.so");
+  // ...two images sharing the final epoch at one address are reported as
+  // ambiguous, not guessed; older epochs keep their answer.
+  u.Add(q, 5);
+  u.Add(p, 5);
+  CHECK(u.size() == 3);
+  const auto m = u.Find(5, 0x1100, nullptr);
+  CHECK(m.kind == UnloadedModules::Match::kAmbiguous);
+  CHECK(m.candidates == 2);
+  CHECK(u.Find(3, 0x1100, nullptr).kind == UnloadedModules::Match::kUnloaded);
+  // A different image loaded there now makes it ambiguous too.
+  UnloadedModules v(5);
+  v.Add(p, 5);
+  CHECK(v.Find(5, 0x1100, &q).kind == UnloadedModules::Match::kAmbiguous);
+  CHECK(v.Find(5, 0x1100, &p).kind == UnloadedModules::Match::kUnloaded);
+}
+
+TEST_CASE("loaded modules: this process's modules with build ids; Disappeared compares identities") {
+  const auto mods = LoadedModules();
+  REQUIRE(mods.size() >= 2);
+  CHECK(mods[0].path.find("cctdb-tests") != std::string::npos);
+  const auto self = reinterpret_cast<uintptr_t>(&collector_test_marker_function);
+  CHECK(mods[0].Covers(self));
+  // The build id matches what readelf reads from the file.
+  auto r = testutil::Run({"/usr/bin/readelf", "-n", mods[0].path});
+  REQUIRE(r.exit_code == 0);
+  std::string hex;
+  for (unsigned char c : mods[0].build_id) {
+    char buf[3];
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    hex += buf;
+  }
+  CHECK_FALSE(hex.empty());
+  CHECK(r.out.find("Build ID: " + hex) != std::string::npos);
+  auto fewer = mods;
+  fewer.erase(fewer.begin() + 1);
+  const auto gone = Disappeared(mods, fewer);
+  REQUIRE(gone.size() == 1);
+  CHECK(gone[0].path == mods[1].path);
+  CHECK(Disappeared(mods, mods).empty());
+}
+
+TEST_CASE("symbolizer: the sorted symbol table names what nm names, for every function of a binary file") {
+  // Expected names from a second tool: nm -C (addresses and sizes from the
+  // file's .symtab). The file is symbolized offline, as an unloaded module.
+  const std::string path = testutil::BuildDir() + "/tools/cct-record";
+  auto r = testutil::Run({"/usr/bin/nm", "-C", "-S", "--defined-only", path});
+  REQUIRE(r.exit_code == 0);
+  struct Sym {
+    uint64_t addr, size;
+    std::string name;
+  };
+  std::vector<Sym> syms;
+  std::map<uint64_t, int> at;  // how many symbols start at an address (aliases)
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string a, sz, type;
+    if (!(ls >> a >> sz >> type) || (type != "T" && type != "t" && type != "W")) continue;
+    std::string name;
+    std::getline(ls, name);
+    if (!name.empty() && name[0] == ' ') name.erase(0, 1);
+    const uint64_t addr = std::stoull(a, nullptr, 16), size = std::stoull(sz, nullptr, 16);
+    ++at[addr];
+    if (size >= 2) syms.push_back({addr, size, name});
+  }
+  REQUIRE(syms.size() > 500);
+  ModuleImage image;
+  image.path = path;
+  auto sym = Symbolizer::Create();
+  size_t checked = 0;
+  const size_t stride = syms.size() / 120 + 1;
+  for (size_t i = 0; i < syms.size(); i += stride) {
+    const Sym& s = syms[i];
+    if (at[s.addr] != 1) continue;  // aliases: any of them is right
+    for (uint64_t addr : {s.addr, s.addr + s.size / 2, s.addr + s.size - 1}) {
+      const SymbolFrames& f = sym->LookupImage(image, addr, false);
+      REQUIRE_FALSE(f.empty());
+      INFO(std::hex << addr << " nm: " << s.name);
+      CHECK(f.front().function == s.name);
+    }
+    ++checked;
+  }
+  CHECK(checked > 60);
+}
+
+TEST_CASE("symbolizer: addresses outside every module do not re-read the mappings each time") {
+  auto sym = Symbolizer::Create();
+  const size_t before = sym->reports();
+  for (uintptr_t a = 0x100; a < 0x100 + 2000 * 16; a += 16) {
+    const SymbolFrames& f = sym->Lookup(a, false);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].module.empty());
+  }
+  CHECK(sym->reports() == before);
+  sym->Sync();  // nothing loaded or unloaded: nothing to do
+  CHECK(sym->reports() == before);
+}
+
+TEST_CASE("symbol index: closest containing symbol, then binding; sizeless labels only when nothing covers them") {
+  static const char* names[] = {"big", "inner", "weak_alias", "global_name", "label", "after"};
+  SymbolIndex idx;
+  idx.Add({0x1000, 0x1000, 3, 0, names[0]});  // big: [0x1000, 0x2000)
+  idx.Add({0x1400, 0x100, 1, 1, names[1]});   // inner, nested in big
+  idx.Add({0x3000, 0x100, 2, 2, names[2]});   // two names at one address:
+  idx.Add({0x3000, 0x100, 3, 3, names[3]});   // the global one wins
+  idx.Add({0x4000, 0, 3, 4, names[4]});       // an assembly label
+  idx.Add({0x5000, 0x10, 3, 5, names[5]});
+  idx.Finish();
+  auto name = [&](uintptr_t a) {
+    const auto* e = idx.Find(a);
+    return e ? std::string(e->name) : std::string("-");
+  };
+  CHECK(name(0xfff) == "-");
+  CHECK(name(0x1000) == "big");
+  CHECK(name(0x1450) == "inner");
+  CHECK(name(0x1500) == "big");
+  CHECK(name(0x1fff) == "big");
+  CHECK(name(0x2000) == "-");
+  CHECK(name(0x3050) == "global_name");
+  CHECK(name(0x3100) == "-");
+  CHECK(name(0x4abc) == "label");
+  CHECK(name(0x5008) == "after");
+  CHECK(name(0x5010) == "-");  // past `after`, which ends after the label
 }

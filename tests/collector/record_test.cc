@@ -350,6 +350,52 @@ TEST_CASE("cct-record: a library loaded with dlopen and unloaded is symbolized")
   CHECK(module_ok);
 }
 
+double WallOf(const std::string& out) {
+  std::istringstream in(out);
+  std::string tag;
+  double v = -1;
+  while (in >> tag)
+    if (tag == "WALL") in >> v;
+  return v;
+}
+
+TEST_CASE("cct-record: 300 dlopen/call/dlclose cycles: every name resolved, plugin time from the file, dlclose cheap") {
+  // Issue 15: each dlclose used to symbolize every sampled address (and
+  // re-read the libraries' DWARF) on the program's thread: ~50 ms a call,
+  // and samples taken meanwhile became "<unloaded code 0x…>", main's too.
+  TempDir dir;
+  const std::string db = dir / "l.db";
+  const std::vector<std::string> prog{Prog("cct-test-dl-loop"), Prog("libcct-test-plugin.so"), "300", "1000", "200"};
+  auto bare = Run(prog);
+  REQUIRE(bare.exit_code == 0);
+  auto r = Run(Record(db, {}, prog));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const double bare_s = WallOf(bare.out), recorded_s = WallOf(r.out);
+  INFO("bare " << bare_s << " s, recorded " << recorded_s << " s");
+  REQUIRE(bare_s > 0);
+  // Generous: catches the 30x regression without being at the mercy of load.
+  CHECK(recorded_s < 3 * bare_s + 0.3);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  CHECK_FALSE(HasFrame(t, [](std::string_view s) { return s.find("unloaded code") != std::string_view::npos; }));
+  CHECK_FALSE(HasFrame(t, [](std::string_view s) { return s.find("unloaded modules") != std::string_view::npos; }));
+  const cct::MetricId m = t.metrics().Find("cputime");
+  double total = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n) total += t.Value(n, m);
+  const double main_ns = InclusiveOf(t, "cputime", "main");
+  const double step = InclusiveOf(t, "cputime", "plugin_step");
+  const double host = InclusiveOf(t, "cputime", "host_work");
+  INFO("total " << total << " main " << main_ns << " plugin_step " << step << " host_work " << host);
+  CHECK(step == doctest::Approx(300e6).epsilon(0.2));
+  CHECK(host == doctest::Approx(200e6).epsilon(0.15));
+  CHECK(main_ns >= 0.75 * total);  // the rest: samples inside the loader (leaf only)
+  bool module_ok = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (t.name(n) == "plugin_step" && t.str(t.frame(n).module).find("libcct-test-plugin.so") != std::string::npos)
+      module_ok = true;
+  CHECK(module_ok);
+}
+
 TEST_CASE("cct-record: exit statuses and data kept for segv, abort, _exit(7), return") {
   struct Case {
     std::string mode;

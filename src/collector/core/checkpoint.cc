@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,24 +29,61 @@ uint64_t LookupKey(uint64_t key, bool return_address) {
   return key | (return_address ? uint64_t{1} << 47 : 0);  // user addresses are below 2^47
 }
 
+namespace {
+const SymbolFrames& Named(uint64_t lk, const std::string& function, const std::string& module = {}) {
+  SymbolFrame f;
+  f.function = function;
+  f.module = module;
+  return rt->frozen.insert_or_assign(lk, SymbolFrames{f}).first->second;
+}
+}  // namespace
+
 // The symbol lookup for the profile builder. Caller holds flush_mutex.
+// A key's epoch says which modules were loaded when it was sampled: an
+// address covered by a module unloaded since is named from that module's
+// file; any other address is in a module still loaded and goes to the live
+// symbolizer (whose results stay cached across checkpoints).
 const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   const uint32_t epoch = static_cast<uint32_t>(key >> kEpochShift);
-  if (epoch != (rt->epoch.load(std::memory_order_relaxed) & kEpochMask)) {
-    auto it = rt->frozen.find(LookupKey(key, return_address));
-    if (it != rt->frozen.end()) return it->second;
-    // Sampled in a library that was unloaded before we could resolve it.
-    SymbolFrame f;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "<unloaded code 0x%lx>", static_cast<unsigned long>(KeyAddress(key)));
-    f.function = buf;
-    return rt->frozen.emplace(LookupKey(key, return_address), SymbolFrames{f}).first->second;
+  const uintptr_t address = KeyAddress(key);
+  const uint32_t now = rt->epoch.load(std::memory_order_relaxed) & kEpochMask;
+  if (now != rt->synced_epoch) {
+    // Modules were unloaded since: the live symbolizer forgets them.
+    rt->symbolizer->Sync();
+    rt->synced_epoch = now;
   }
-  if (rt->refresh_symbols) {
-    rt->symbolizer->Refresh();
-    rt->refresh_symbols = false;
+  UnloadedModules::Match match;
+  ModuleImage image;
+  {
+    std::lock_guard<std::mutex> lock(rt->modules_mutex);
+    if (!rt->unloaded.empty()) {
+      const uint64_t lk = LookupKey(key, return_address);
+      auto it = rt->frozen.find(lk);
+      if (it != rt->frozen.end()) return it->second;
+      std::optional<ModuleImage> live;
+      if (epoch == rt->unloaded.final_epoch()) {
+        for (ModuleImage& m : LoadedModules())
+          if (m.Covers(address)) live = std::move(m);
+      }
+      match = rt->unloaded.Find(epoch, address, live ? &*live : nullptr);
+      if (match.module) image = match.module->image;
+    }
   }
-  return rt->symbolizer->Lookup(KeyAddress(key), return_address);
+  const uint64_t lk = LookupKey(key, return_address);
+  switch (match.kind) {
+    case UnloadedModules::Match::kLive:
+      return rt->symbolizer->Lookup(address, return_address);
+    case UnloadedModules::Match::kAmbiguous: {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "<code at 0x%lx in one of %zu unloaded modules>",
+                    static_cast<unsigned long>(address), match.candidates);
+      return Named(lk, buf);
+    }
+    case UnloadedModules::Match::kUnloaded:
+      break;
+  }
+  const SymbolFrames& frames = rt->symbolizer->LookupImage(image, address, return_address);
+  return rt->frozen.insert_or_assign(lk, frames).first->second;
 }
 
 // Builds the tree from every thread's trie and writes the run. Caller holds

@@ -23,6 +23,7 @@ namespace internal {
 void ForkPrepare() {
   if (!rt) return;
   rt->flush_mutex.lock();
+  rt->modules_mutex.lock();
   registry_mutex.lock();
   rt->nvtx_mutex.lock();
 }
@@ -30,6 +31,7 @@ void ForkParent() {
   if (!rt) return;
   rt->nvtx_mutex.unlock();
   registry_mutex.unlock();
+  rt->modules_mutex.unlock();
   rt->flush_mutex.unlock();
 }
 void ForkChild() {
@@ -38,6 +40,9 @@ void ForkChild() {
   // the portable way to get an unlocked one in the child.
   new (&registry_mutex) std::mutex;
   new (&rt->flush_mutex) std::mutex;
+  // The unloaded modules stay: the child inherits the address space they
+  // describe (and the key epoch they go with).
+  new (&rt->modules_mutex) std::mutex;
   new (&rt->nvtx_mutex) std::mutex;
   ThreadState* self = t_state;
   rt->active.store(false);

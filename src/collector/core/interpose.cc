@@ -223,10 +223,11 @@ CCT_EXPORT void* dlopen(const char* file, int mode) {
 
 CCT_EXPORT int dlclose(void* handle) {
   static auto real = Real<int (*)(void*)>("dlclose");
-  collector::BeforeUnload();
+  void* modules = collector::BeforeUnload();
   collector::EnterLoader();
   const int rc = real(handle);
   collector::LeaveLoader();
+  collector::AfterUnload(modules);
   return rc;
 }
 

@@ -58,7 +58,10 @@ ExecEnv ExecEnvironment(const char* const* envp);
 void BeforeExit(int status);  // _exit/_Exit
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();
-void BeforeUnload();          // dlclose: symbolize samples in the library first
+// dlclose: BeforeUnload notes the loaded modules (null when not recording);
+// AfterUnload, given that, records the ones that went away and frees it.
+void* BeforeUnload();
+void AfterUnload(void* token);
 
 // How many sampling signals this thread has taken; a blocking call that fails
 // with EINTR and sees this number change was interrupted by the sampler.

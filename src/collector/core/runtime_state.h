@@ -17,12 +17,14 @@
 //    with acquire and never see a half-made slot.
 //  - flush_mutex guards the run's metadata, the symbolizer, frozen frames
 //    and every checkpoint write (WriteRun).
+//  - modules_mutex guards the unloaded modules (taken after dlclose, and by
+//    LookupSymbols under flush_mutex).
 //  - nvtx_mutex guards the NVTX names, start/end ranges, problems and the
 //    iteration records.
 //  - atomics (active, epoch, use_perf, current_iteration, fatal_*): any
 //    thread, any context.
-// Lock order (ForkPrepare takes all three): flush_mutex, registry_mutex,
-// nvtx_mutex.
+// Lock order (ForkPrepare takes all four): flush_mutex, modules_mutex,
+// registry_mutex, nvtx_mutex.
 //
 // SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch,
 // rt->loader_generation, rt->config (nvtx_placement),
@@ -58,6 +60,7 @@
 
 #include "collector/core/config.h"
 #include "collector/cpu/sample_trie.h"
+#include "collector/cpu/modules.h"
 #include "collector/cpu/symbolizer.h"
 #include "collector/cpu/unwinder.h"
 #include "collector/gpu/gpu_metrics.h"  // kNoIteration
@@ -162,7 +165,8 @@ struct Runtime {
   // measured CPU time, so totals stay right).
   std::atomic<int> use_perf{-1};  // -1 untried, 0 no, 1 yes
   std::atomic<bool> active{false};  // sampling on
-  std::atomic<uint32_t> epoch{0};   // bumped when a library is unloaded
+  // Bumped when dlclose unloads a module; saturates at kEpochMask.
+  std::atomic<uint32_t> epoch{0};
   // Bumped when any thread enters or leaves dlopen/dlclose: a library with
   // TLS changes glibc's TLS generation, and a thread's next access to
   // dynamic TLS (libunwind's trace cache) may then free or grow its TLS
@@ -185,10 +189,16 @@ struct Runtime {
   bool finished = false;
   int64_t start_mono_ns = 0;
   std::unique_ptr<Symbolizer> symbolizer;
-  // Frames of addresses from earlier load epochs (libraries since unloaded),
-  // resolved while they were mapped; keyed by LookupKey().
+  // Frames of keys resolved from unloaded modules' files (or named as
+  // unresolvable), keyed by LookupKey(); kept across checkpoints.
   std::unordered_map<uint64_t, SymbolFrames> frozen;
-  bool refresh_symbols = false;
+  // The epoch the live symbolizer last caught up with the loaded modules in.
+  uint32_t synced_epoch = 0;
+  // The modules dlclose unloaded (cpu/loader_events.cc). Guarded by
+  // modules_mutex, which dlclose takes without flush_mutex (a checkpoint in
+  // progress must not stall the program's dlclose).
+  std::mutex modules_mutex;
+  UnloadedModules unloaded{kEpochMask};
   std::string own_module;
   bool warned_write = false;
 

@@ -1,13 +1,18 @@
 // dlopen/dlclose as the sampler sees them: while the loader runs on a thread
 // its samples keep only the interrupted instruction (libunwind may need the
-// loader's lock); before a library is unloaded, every address sampled in it
-// is symbolized and the key epoch moves on. Called by the interposer
-// (core/interpose.cc), normal context; BeforeUnload takes flush_mutex.
+// loader's lock). Around dlclose the collector notes which modules went away
+// (identity only: path, build id, bias, span; no symbols are read here, so
+// dlclose stays cheap) and moves the key epoch on, so later samples at the
+// same addresses (a different library mapped there) are told apart. The
+// profile builder symbolizes the old addresses later, from the files
+// (checkpoint.cc, LookupSymbols). Called by the interposer (core/interpose.cc),
+// normal context; AfterUnload takes modules_mutex, never flush_mutex.
 #include <mutex>
 #include <vector>
 
 #include "collector/core/runtime.h"
 #include "collector/core/runtime_state.h"
+#include "collector/cpu/modules.h"
 
 namespace collector {
 
@@ -35,33 +40,35 @@ void LeaveLoader() {
   if (ThreadState* t = t_state; t && t->in_loader.load(std::memory_order_relaxed) == 0) PrepareUnwind(t);
 }
 
-void BeforeUnload() {
-  if (!rt || !rt->active.load()) return;
-  // Resolve every address sampled so far while the library is still mapped,
-  // then start a new key epoch so later samples at the same addresses (a
-  // different library loaded there) are told apart.
-  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+void* BeforeUnload() {
+  if (!rt || !rt->active.load()) return nullptr;
   try {
-    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
-    const size_t n = rt->thread_count.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i) {
-      ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
-      if (!t) continue;
-      const size_t nodes = t->trie.size();
-      std::vector<bool> has_child(nodes, false);
-      for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) has_child[t->trie.parent(j)] = true;
-      const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed) & kEpochMask;
-      for (SampleTrie::NodeIndex j = 1; j < nodes; ++j) {
-        const uint64_t key = t->trie.key(j);
-        if (!IsAddressKey(key) || (key >> kEpochShift) != epoch) continue;
-        const uint64_t lk = LookupKey(key, has_child[j]);
-        if (!rt->frozen.count(lk)) rt->frozen.emplace(lk, LookupSymbols(key, has_child[j]));
-      }
+    // Build ids must be read while the modules are still mapped.
+    return new std::vector<ModuleImage>(LoadedModules());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void AfterUnload(void* token) {
+  auto* before = static_cast<std::vector<ModuleImage>*>(token);
+  if (!before) return;
+  try {
+    const std::vector<ModuleImage> gone = Disappeared(*before, LoadedModules());
+    if (!gone.empty()) {
+      // Not under the loader's lock: a dlopen on another thread could map a
+      // new library over the old addresses before the epoch moves; its
+      // samples in that window would be named from the old file.
+      std::lock_guard<std::mutex> lock(rt->modules_mutex);
+      const uint32_t epoch = rt->epoch.load(std::memory_order_relaxed);
+      for (const ModuleImage& m : gone) rt->unloaded.Add(m, epoch);
+      // Saturates instead of wrapping: an epoch reused would merge old and new
+      // samples at one address into one trie node.
+      if (epoch < kEpochMask) rt->epoch.store(epoch + 1, std::memory_order_relaxed);
     }
-    rt->refresh_symbols = true;
   } catch (...) {
   }
-  rt->epoch.fetch_add(1, std::memory_order_relaxed);
+  delete before;
 }
 
 }  // namespace collector

@@ -4,9 +4,11 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <link.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,11 +30,110 @@ std::string Demangle(const char* name) {
   return name;
 }
 
+void SymbolIndex::Finish() {
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.binding != b.binding) return a.binding > b.binding;
+    return a.order < b.order;
+  });
+  max_end_.resize(entries_.size());
+  last_label_.resize(entries_.size());
+  uintptr_t m = 0;
+  size_t label = SIZE_MAX;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].size != 0) m = std::max<uintptr_t>(m, entries_[i].start + entries_[i].size);
+    // The preferred label at a start is the first one there.
+    if (entries_[i].size == 0 && (label == SIZE_MAX || entries_[label].start != entries_[i].start)) label = i;
+    max_end_[i] = m;
+    last_label_[i] = label;
+  }
+}
+
+const SymbolIndex::Entry* SymbolIndex::Find(uintptr_t address) const {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
+                             [](uintptr_t a, const Entry& e) { return a < e.start; });
+  if (it == entries_.begin()) return nullptr;
+  const size_t last = static_cast<size_t>(it - entries_.begin()) - 1;
+  // Sized symbols containing the address: walk down from the closest start;
+  // max_end_ says when nothing further down reaches the address. At one
+  // start the sort put the preferred symbol first.
+  for (size_t i = last + 1; i-- > 0;) {
+    if (max_end_[i] <= address) break;
+    const Entry& e = entries_[i];
+    if (e.size != 0 && address - e.start < e.size) {
+      size_t j = i;
+      while (j > 0 && entries_[j - 1].start == e.start) --j;
+      while (entries_[j].size == 0 || address - entries_[j].start >= entries_[j].size) ++j;
+      return &entries_[j];
+    }
+  }
+  // The closest sizeless label (assembly), unless a sized symbol after it
+  // ends between it and the address (as dwfl_module_addrsym decides).
+  const size_t k = last_label_[last];
+  if (k != SIZE_MAX && max_end_[last] <= entries_[k].start) return &entries_[k];
+  return nullptr;
+}
+
+namespace {
+// The offline session for one unloaded image.
+struct OfflineImage {
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* module = nullptr;
+  std::string problem;  // why it cannot be symbolized ("" if it can)
+  std::map<uint64_t, SymbolFrames> cache;
+};
+}  // namespace
+
 struct Symbolizer::State {
   char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
+  Dwfl_Callbacks offline_callbacks{};
   Dwfl* dwfl = nullptr;
+  // Sorted symbol tables, built on first use, by module (the live session's
+  // and the offline ones'); dropped with their module.
+  std::unordered_map<Dwfl_Module*, std::unique_ptr<SymbolIndex>> symbols;
+  // By path '\0' build id '\0' bias.
+  std::unordered_map<std::string, OfflineImage> offline;
+
+  const SymbolIndex& SymbolsOf(Dwfl_Module* mod);
+  SymbolFrames ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self);
+  ~State() {
+    for (auto& [k, o] : offline)
+      if (o.dwfl) dwfl_end(o.dwfl);
+    if (dwfl) dwfl_end(dwfl);
+  }
 };
+
+const SymbolIndex& Symbolizer::State::SymbolsOf(Dwfl_Module* mod) {
+  auto& slot = symbols[mod];
+  if (slot) return *slot;
+  slot = std::make_unique<SymbolIndex>();
+  // The same symbols dwfl_module_addrsym considers, in its preference:
+  // globals before locals.
+  const int n = dwfl_module_getsymtab(mod);
+  const int first_global = std::max(dwfl_module_getsymtab_first_global(mod), 0);
+  for (int i = 1; i < n; ++i) {
+    GElf_Sym sym;
+    GElf_Addr value = 0;
+    GElf_Word shndx = 0;
+    Elf* elf = nullptr;
+    Dwarf_Addr bias = 0;
+    const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, &elf, &bias);
+    if (!name || !name[0] || sym.st_shndx == SHN_UNDEF) continue;
+    const int type = GELF_ST_TYPE(sym.st_info);
+    if (type == STT_SECTION || type == STT_FILE || type == STT_TLS) continue;
+    const int bind = GELF_ST_BIND(sym.st_info);
+    SymbolIndex::Entry e;
+    e.start = value;
+    e.size = sym.st_size;
+    e.binding = bind == STB_GLOBAL ? 3 : bind == STB_WEAK ? 2 : bind == STB_LOCAL ? 1 : 0;
+    e.order = static_cast<uint32_t>(i >= first_global ? i - first_global : n + i);
+    e.name = name;
+    slot->Add(e);
+  }
+  slot->Finish();
+  return *slot;
+}
 
 namespace {
 
@@ -78,6 +179,10 @@ Symbolizer::Symbolizer(pid_t pid) : state_(std::make_unique<State>()), pid_(pid 
   state_->callbacks.find_elf = dwfl_linux_proc_find_elf;
   state_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
   state_->callbacks.debuginfo_path = &state_->debuginfo_path;
+  state_->offline_callbacks.find_elf = dwfl_build_id_find_elf;
+  state_->offline_callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  state_->offline_callbacks.section_address = dwfl_offline_section_address;
+  state_->offline_callbacks.debuginfo_path = &state_->debuginfo_path;
   state_->dwfl = dwfl_begin(&state_->callbacks);
   Report();
 }
@@ -86,23 +191,66 @@ std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid) {
   return std::unique_ptr<Symbolizer>(new Symbolizer(pid));
 }
 
-Symbolizer::~Symbolizer() {
-  if (state_->dwfl) dwfl_end(state_->dwfl);
+Symbolizer::~Symbolizer() = default;
+
+namespace {
+int CountLoads(dl_phdr_info* info, size_t, void* data) {
+  *static_cast<uint64_t*>(data) = info->dlpi_adds + info->dlpi_subs;
+  return 1;  // the counters are the same in every entry
+}
+
+struct ModuleSpan {
+  Dwfl_Module* mod;
+  Dwarf_Addr lo, hi;
+};
+int CollectModule(Dwfl_Module* mod, void**, const char*, Dwarf_Addr lo, void* arg) {
+  Dwarf_Addr hi = 0;
+  dwfl_module_info(mod, nullptr, nullptr, &hi, nullptr, nullptr, nullptr, nullptr);
+  static_cast<std::vector<ModuleSpan>*>(arg)->push_back({mod, lo, hi});
+  return DWARF_CB_OK;
+}
+std::vector<ModuleSpan> ModulesOf(Dwfl* dwfl) {
+  std::vector<ModuleSpan> out;
+  if (dwfl) dwfl_getmodules(dwfl, CollectModule, &out, 0);
+  return out;
+}
+}  // namespace
+
+uint64_t Symbolizer::LoaderGeneration() const {
+  uint64_t g = 0;
+  if (pid_ == getpid()) dl_iterate_phdr(CountLoads, &g);
+  return g;
 }
 
 void Symbolizer::Report() {
   if (!state_->dwfl) return;
+  ++reports_;
+  if (pid_ == getpid()) generation_ = LoaderGeneration();
+  const std::vector<ModuleSpan> before = ModulesOf(state_->dwfl);
+  // libdwfl keeps a module reported again with the same name and range
+  // (with what it has read: symbol tables, DWARF); the others are freed by
+  // dwfl_report_end.
   dwfl_report_begin(state_->dwfl);
   dwfl_linux_proc_report(state_->dwfl, pid_);
   dwfl_report_end(state_->dwfl, nullptr, nullptr);
+  const std::vector<ModuleSpan> after = ModulesOf(state_->dwfl);
+  for (const ModuleSpan& b : before) {
+    bool kept = false;
+    for (const ModuleSpan& a : after) kept |= a.mod == b.mod && a.lo == b.lo && a.hi == b.hi;
+    if (kept) continue;
+    state_->symbols.erase(b.mod);
+    // Results cached for its addresses described it (return addresses are
+    // cached at address - 1, inside the same range).
+    cache_.erase(cache_.lower_bound(b.lo), cache_.lower_bound(b.hi));
+  }
+  // Addresses that were in no module ("0x…") may be in one now.
+  for (auto it = cache_.begin(); it != cache_.end();)
+    it = it->second.size() == 1 && it->second[0].module.empty() ? cache_.erase(it) : std::next(it);
 }
 
-void Symbolizer::Refresh() {
-  // Modules can be replaced at the same addresses: start from scratch.
-  if (state_->dwfl) dwfl_end(state_->dwfl);
-  state_->dwfl = dwfl_begin(&state_->callbacks);
-  cache_.clear();
-  Report();
+void Symbolizer::Sync() {
+  if (pid_ != getpid()) return;
+  if (LoaderGeneration() != generation_) Report();
 }
 
 const SymbolFrames& Symbolizer::Lookup(uintptr_t address, bool return_address) {
@@ -113,13 +261,64 @@ const SymbolFrames& Symbolizer::Lookup(uintptr_t address, bool return_address) {
 }
 
 SymbolFrames Symbolizer::Resolve(uintptr_t address) {
-  SymbolFrames frames;
   Dwfl_Module* mod = state_->dwfl ? dwfl_addrmodule(state_->dwfl, address) : nullptr;
-  if (!mod && state_->dwfl) {
-    // A library loaded since the last report (dlopen): read the maps again.
+  // A library loaded since the last report (dlopen): read the maps again,
+  // but only if the loader says something changed (for another process: no
+  // way to tell, read them).
+  if (!mod && state_->dwfl && (pid_ != getpid() || LoaderGeneration() != generation_)) {
     Report();
     mod = dwfl_addrmodule(state_->dwfl, address);
   }
+  return state_->ResolveIn(mod, address, pid_ == getpid());
+}
+
+const SymbolFrames& Symbolizer::LookupImage(const ModuleImage& image, uintptr_t address, bool return_address) {
+  const uintptr_t a = return_address && address > 0 ? address - 1 : address;
+  std::string key = image.path;
+  key.push_back('\0');
+  key += image.build_id;
+  key.push_back('\0');
+  key += std::to_string(image.bias);
+  auto [oit, fresh] = state_->offline.try_emplace(key);
+  OfflineImage& o = oit->second;
+  if (fresh) {
+    o.dwfl = dwfl_begin(&state_->offline_callbacks);
+    if (o.dwfl) {
+      dwfl_report_begin(o.dwfl);
+      // add_p_vaddr: `image.bias` is the load bias, as dl_iterate_phdr gives it.
+      o.module = dwfl_report_elf(o.dwfl, image.path.c_str(), image.path.c_str(), -1, image.bias, true);
+      dwfl_report_end(o.dwfl, nullptr, nullptr);
+    }
+    if (!o.module) {
+      o.problem = "file unreadable";
+    } else if (!image.build_id.empty()) {
+      const unsigned char* bits = nullptr;
+      GElf_Addr vaddr = 0;
+      const int n = dwfl_module_build_id(o.module, &bits, &vaddr);
+      if (n <= 0 || static_cast<size_t>(n) != image.build_id.size() ||
+          std::memcmp(bits, image.build_id.data(), image.build_id.size()) != 0)
+        o.problem = "file changed since";
+    }
+  }
+  auto it = o.cache.find(a);
+  if (it != o.cache.end()) return it->second;
+  SymbolFrames frames;
+  if (o.problem.empty()) {
+    frames = state_->ResolveIn(o.module, a, false);
+    for (SymbolFrame& f : frames) f.module = image.path;
+  } else {
+    SymbolFrame f;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "<unloaded code 0x%lx in ", static_cast<unsigned long>(a));
+    f.function = buf + image.path + " (" + o.problem + ")>";
+    f.module = image.path;
+    frames.push_back(std::move(f));
+  }
+  return o.cache.emplace(a, std::move(frames)).first->second;
+}
+
+SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self) {
+  SymbolFrames frames;
   SymbolFrame base;
   Dwarf_Addr mod_start = 0;
   if (mod) {
@@ -152,9 +351,8 @@ SymbolFrames Symbolizer::Resolve(uintptr_t address) {
   // it carries the full demangled signature, which DWARF lacks for
   // functions with internal linkage.
   std::string symbol_name;
-  GElf_Sym sym;
-  GElf_Off offset = 0;
-  if (const char* name = dwfl_module_addrinfo(mod, address, &offset, &sym, nullptr, nullptr, nullptr)) {
+  if (const SymbolIndex::Entry* e = SymbolsOf(mod).Find(address)) {
+    const char* name = e->name;
     // .dynsym names may carry a symbol version ("clock_gettime@@GLIBC_2.17").
     const char* at = std::strchr(name, '@');
     symbol_name = Demangle(at ? std::string(name, at).c_str() : name);
@@ -217,7 +415,7 @@ SymbolFrames Symbolizer::Resolve(uintptr_t address) {
 
   // No DWARF: the symbol, else module+offset. A stripped executable's entry
   // code is still known as _start, so its stacks count as complete.
-  if (symbol_name.empty() && pid_ == getpid()) {
+  if (symbol_name.empty() && self) {
     const uintptr_t entry = getauxval(AT_ENTRY);
     if (entry && address >= entry && address < entry + 64) symbol_name = "_start";
   }

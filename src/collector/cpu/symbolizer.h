@@ -4,8 +4,15 @@
 //
 // Lookup order for a function name: DWARF (linkage name demangled, else the
 // DIE name), then the ELF symbol tables (.symtab, then .dynsym), then
-// "module+0xOFFSET". Results are cached per address; Refresh() re-reads the
-// process's mappings after a library is loaded or unloaded.
+// "module+0xOFFSET". ELF symbols are found by binary search in a table
+// sorted once per module (libdwfl's dwfl_module_addrsym scans the whole
+// symbol table on every call). Results are cached per address for as long as
+// the module that holds the address stays loaded: Sync() re-reads the
+// process's mappings only when the loader's counters say something changed,
+// and forgets only what was cached for modules that went away.
+//
+// Modules that were unloaded are symbolized from their files
+// (LookupImage), at the bias they had, once their build id is checked.
 //
 // Not signal-safe (allocates, takes elfutils' internal locks). Not
 // thread-safe: the collector serializes its use with a mutex.
@@ -14,10 +21,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "collector/cpu/modules.h"
 
 namespace collector {
 
@@ -47,8 +57,15 @@ class Symbolizer {
   // but the leaf); the call itself is looked up (address - 1).
   const SymbolFrames& Lookup(uintptr_t address, bool return_address);
 
-  // Re-reads the process's mappings and forgets cached results.
-  void Refresh();
+  // Catches up with dlopen/dlclose since the last call: re-reads the
+  // mappings if the loader's counters moved, and forgets the cached results
+  // of modules that are gone. Cheap when nothing changed.
+  void Sync();
+
+  // An address in a module that is no longer loaded, from its file at the
+  // recorded bias. When the file is gone or its build id differs, one frame
+  // says so ("<unloaded code 0x… in PATH (…)>").
+  const SymbolFrames& LookupImage(const ModuleImage& image, uintptr_t address, bool return_address);
 
   // True when the function is where a thread's stack begins (_start,
   // clone/clone3, start_thread): a stack whose outermost frame is not one of
@@ -56,16 +73,47 @@ class Symbolizer {
   static bool IsThreadStart(const std::string& function);
 
   size_t cached() const { return cache_.size(); }
+  // How many times the mappings were read (tests: no re-read storms).
+  size_t reports() const { return reports_; }
 
  private:
   explicit Symbolizer(pid_t pid);
   SymbolFrames Resolve(uintptr_t address);
   void Report();
+  uint64_t LoaderGeneration() const;
 
   struct State;
   std::unique_ptr<State> state_;
   pid_t pid_;
-  std::unordered_map<uint64_t, SymbolFrames> cache_;
+  std::map<uint64_t, SymbolFrames> cache_;  // ordered: a module's range is erased at once
+  uint64_t generation_ = 0;  // the loader's adds + subs at the last Report
+  size_t reports_ = 0;
+};
+
+// Function symbols sorted by address, for the lookup that
+// dwfl_module_addrsym does by a linear scan. Pure data: names point into
+// storage the caller keeps alive (libelf's string tables).
+class SymbolIndex {
+ public:
+  struct Entry {
+    uintptr_t start = 0;
+    uint64_t size = 0;  // 0: a sizeless label
+    int binding = 0;    // higher is preferred: global 3, weak 2, local 1
+    uint32_t order = 0; // lower is preferred among equals
+    const char* name = nullptr;
+  };
+  void Add(const Entry& e) { entries_.push_back(e); }
+  void Finish();  // sorts; call once after the last Add
+  // The symbol containing `address` (the closest start, then the strongest
+  // binding, then the lowest order); else the closest sizeless label not
+  // covered by a sized symbol in between; else null.
+  const Entry* Find(uintptr_t address) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::vector<Entry> entries_;
+  std::vector<uintptr_t> max_end_;    // max end of the sized entries_[0..i]
+  std::vector<size_t> last_label_;   // the preferred sizeless entry at or before i (SIZE_MAX: none)
 };
 
 // Demangles a C++ symbol; returns the input when it is not a mangled name.

@@ -4,3 +4,6 @@
 volatile double burn_sink;
 
 extern "C" __attribute__((noinline)) void plugin_work() { BURN_NS(300000000); }
+
+// One short step, for dl_loop's dlopen/call/dlclose cycles.
+extern "C" __attribute__((noinline)) void plugin_step(long ns) { BURN_NS(ns); }

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Whole-process overhead of cct-record against the bare program and against
+`perf record -g`, on the workloads of issue 15: make -j2 of a generated small
+C project, g++ -O2 -c of a generated ~1,300-line C++ file, and a 1000-cycle
+dlopen/call/dlclose loop. Runs alternate (bare, cct-record, perf, bare, ...)
+so load drifts hit every variant alike; reports medians and ratios to the
+bare median of the same invocation.
+
+  bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only make,gxx,dl]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def gen_c_project(d, files=30):
+    os.makedirs(d, exist_ok=True)
+    objs = []
+    for i in range(files):
+        with open(os.path.join(d, f"f{i}.c"), "w") as f:
+            f.write("#include <stdio.h>\n#include <string.h>\n#include <stdlib.h>\n")
+            for j in range(12):
+                f.write(f"static int h{j}(const char* s, int n) {{ int a = {j}; for (int k = 0; k < n; ++k) "
+                        f"a = a * 31 + s[k % (int)strlen(s)]; return a ^ {i}; }}\n")
+            f.write(f"int f{i}(int n) {{ char buf[64]; snprintf(buf, sizeof buf, \"%d\", n); int s = 0;\n")
+            for j in range(12):
+                f.write(f"  s += h{j}(buf, n + {j});\n")
+            f.write("  return s; }\n")
+        objs.append(f"f{i}.o")
+    with open(os.path.join(d, "main.c"), "w") as f:
+        f.write("#include <stdio.h>\n")
+        for i in range(files):
+            f.write(f"int f{i}(int);\n")
+        f.write("int main(void) { int s = 0;\n")
+        for i in range(files):
+            f.write(f"  s += f{i}(10);\n")
+        f.write('  printf("%d\\n", s); return 0; }\n')
+    with open(os.path.join(d, "Makefile"), "w") as f:
+        f.write("CFLAGS = -O2 -g\nOBJS = main.o " + " ".join(objs) + "\n")
+        f.write("prog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n")
+        f.write("clean:\n\trm -f prog *.o\n")
+
+
+def gen_cxx_file(path, lines=1300):
+    out = ["#include <map>", "#include <string>", "#include <vector>", "#include <algorithm>", "#include <sstream>",
+           "namespace gen {"]
+    i = 0
+    while len(out) < lines - 20:
+        out += [f"template <typename T> struct Box{i} {{",
+                f"  std::vector<T> v; std::map<std::string, T> m;",
+                f"  T sum() const {{ T s{{}}; for (const T& x : v) s += x; for (auto& [k, x] : m) s += x; return s; }}",
+                f"  void add(const std::string& k, T x) {{ v.push_back(x); m[k] = x; std::sort(v.begin(), v.end()); }}",
+                f"}};",
+                f"std::string use{i}(int n) {{ Box{i}<int> b; Box{i}<double> d; std::ostringstream os;",
+                f"  for (int k = 0; k < n; ++k) {{ b.add(std::to_string(k), k); d.add(std::to_string(k), k * 0.5); }}",
+                f"  os << b.sum() << d.sum(); return os.str(); }}"]
+        i += 1
+    out += ["}  // namespace gen", "int main() { return gen::use0(3).size() > 100; }"]
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return len(out)
+
+
+def timed(argv, cwd=None, before=None):
+    if before:
+        before()
+    t = time.perf_counter()
+    r = subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    w = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"bench: {' '.join(argv)} failed ({r.returncode})")
+    return w
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", default="make,gxx,dl")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    record = os.path.join(build, "tools/cct-record")
+    perf = shutil.which("perf") or "/usr/bin/perf"
+    tmp = tempfile.mkdtemp(prefix="cct-wpbench-")
+    try:
+        proj = os.path.join(tmp, "proj")
+        gen_c_project(proj)
+        cxx = os.path.join(tmp, "big.cc")
+        nlines = gen_cxx_file(cxx)
+        db = os.path.join(tmp, "b.db")
+        pdata = os.path.join(tmp, "perf.data")
+        dl = os.path.join(build, "tests/collector/cct-test-dl-loop")
+        plugin = os.path.join(build, "tests/collector/libcct-test-plugin.so")
+        gxx = shutil.which("g++")
+        workloads = {
+            "make": (["make", "-s", "-j2", "prog"], proj, lambda: subprocess.run(
+                ["make", "-s", "clean"], cwd=proj, stdout=subprocess.DEVNULL)),
+            "gxx": ([gxx, "-O2", "-c", cxx, "-o", os.path.join(tmp, "big.o")], tmp, None),
+            "dl": ([dl, plugin, "1000", "100", "0"], tmp, None),
+        }
+        wrappers = {
+            "bare": lambda a: a,
+            "cct-record": lambda a: [record, "-o", db, "--"] + a,
+            "perf -g": lambda a: [perf, "record", "-q", "-e", "cpu-clock", "-g", "-o", pdata, "--"] + a,
+        }
+        print(f"# {args.repeat} alternating runs each; C project: 31 files; C++ file: {nlines} lines; "
+              f"load at start: {os.getloadavg()[0]:.2f}")
+        for name in args.only.split(","):
+            argv, cwd, before = workloads[name]
+            times = {w: [] for w in wrappers}
+            timed(argv, cwd, before)  # warm the page cache
+            for _ in range(args.repeat):
+                for w, wrap in wrappers.items():
+                    if os.path.exists(db):
+                        os.remove(db)
+                    times[w].append(timed(wrap(argv), cwd, before))
+            base = statistics.median(times["bare"])
+            for w in wrappers:
+                med = statistics.median(times[w])
+                print(f"{name:5s} {w:11s} median {med:7.3f} s  x{med / base:5.2f}  "
+                      f"runs: {' '.join(f'{t:.2f}' for t in times[w])}")
+        print(f"# load at end: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

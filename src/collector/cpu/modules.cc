@@ -1,0 +1,151 @@
+#include "collector/cpu/modules.h"
+
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+
+namespace collector {
+
+namespace {
+
+std::string ExecutablePath() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The GNU build id in a mapped PT_NOTE segment.
+std::string BuildIdOf(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    const size_t align = ph.p_align > 4 ? 8 : 4;
+    auto up = [align](size_t n) { return (n + align - 1) & ~(align - 1); };
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) nh;
+      std::memcpy(&nh, p, sizeof nh);
+      const char* name = p + sizeof nh;
+      const char* desc = name + up(nh.n_namesz);
+      if (desc + nh.n_descsz > end) break;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+        return std::string(desc, nh.n_descsz);
+      p = desc + up(nh.n_descsz);
+    }
+  }
+  return {};
+}
+
+int AddModule(dl_phdr_info* info, size_t, void* data) {
+  auto& out = *static_cast<std::vector<ModuleImage>*>(data);
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  if (std::strncmp(name, "linux-vdso", 10) == 0 || std::strncmp(name, "linux-gate", 10) == 0) return 0;
+  ModuleImage m;
+  m.bias = info->dlpi_addr;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+    hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (hi == 0) return 0;
+  m.lo = lo;
+  m.hi = hi;
+  if (name[0] == '\0') {
+    if (out.empty()) {  // the first entry with no name is the executable
+      static const std::string exe = ExecutablePath();
+      m.path = exe;
+    } else {
+      return 0;
+    }
+  } else {
+    m.path = name;
+  }
+  m.build_id = BuildIdOf(info);
+  out.push_back(std::move(m));
+  return 0;
+}
+
+}  // namespace
+
+std::vector<ModuleImage> LoadedModules() {
+  std::vector<ModuleImage> out;
+  out.reserve(32);
+  dl_iterate_phdr(AddModule, &out);
+  return out;
+}
+
+std::vector<ModuleImage> Disappeared(const std::vector<ModuleImage>& before, const std::vector<ModuleImage>& after) {
+  std::vector<ModuleImage> gone;
+  for (const ModuleImage& b : before) {
+    bool still = false;
+    for (const ModuleImage& a : after)
+      if (a.SameImage(b)) {
+        still = true;
+        break;
+      }
+    if (!still) gone.push_back(b);
+  }
+  return gone;
+}
+
+void UnloadedModules::Add(const ModuleImage& m, uint32_t epoch) {
+  // The newest record over these addresses: if it is this image, no other
+  // image was unloaded there in between, and extending it keeps every
+  // answer of Find the same for older epochs.
+  for (size_t i = list_.size(); i-- > 0;) {
+    UnloadedModule& r = list_[i];
+    if (r.image.hi <= m.lo || m.hi <= r.image.lo) continue;
+    // (Not into the final epoch: the record's older epochs would then share
+    // the final one's ambiguity.)
+    if (r.image.SameImage(m) && r.image.lo == m.lo && r.image.hi == m.hi &&
+        (epoch != final_epoch_ || r.last_epoch == final_epoch_)) {
+      r.last_epoch = epoch;
+      return;
+    }
+    break;
+  }
+  if (epoch == final_epoch_) {
+    // Exhausted: one record per image is all Find can tell apart.
+    for (const UnloadedModule& r : list_)
+      if (r.last_epoch == epoch && r.image.SameImage(m) && r.image.lo == m.lo && r.image.hi == m.hi) return;
+  }
+  list_.push_back({m, epoch});
+}
+
+UnloadedModules::Match UnloadedModules::Find(uint32_t epoch, uintptr_t address, const ModuleImage* live) const {
+  Match best;
+  uint32_t best_epoch = UINT32_MAX;
+  for (const UnloadedModule& r : list_) {
+    if (r.last_epoch < epoch || !r.image.Covers(address)) continue;
+    if (r.last_epoch < best_epoch) {
+      best_epoch = r.last_epoch;
+      best.kind = Match::kUnloaded;
+      best.module = &r;
+    }
+  }
+  if (best.kind == Match::kLive || best_epoch != final_epoch_) return best;
+  // The final epoch: every image unloaded there since, and the one mapped
+  // there now, may have been sampled under it.
+  std::vector<const ModuleImage*> images;
+  auto add = [&](const ModuleImage* m) {
+    for (const ModuleImage* x : images)
+      if (x->SameImage(*m)) return;
+    images.push_back(m);
+  };
+  for (const UnloadedModule& r : list_)
+    if (r.last_epoch == final_epoch_ && r.image.Covers(address)) add(&r.image);
+  if (live && live->Covers(address)) add(live);
+  if (images.size() > 1) {
+    best.kind = Match::kAmbiguous;
+    best.candidates = images.size();
+  }
+  return best;
+}
+
+}  // namespace collector
