@@ -242,6 +242,40 @@ TEST_CASE("run info: environment allow-list and secrets") {
   CHECK(rec.count("OMP_PROC_BIND"));
 }
 
+TEST_CASE("run info: Spack and Nix install paths are kept; secrets are found by name and known formats") {
+  // Hashes in directory names are not secrets (issue 15): Spack's 32-letter
+  // base32 hash, Nix's store hash, a conda package hash.
+  const std::string spack = "/opt/spack/opt/spack/linux-rhel8-zen2/gcc-12.2.0/"
+                            "openmpi-4.1.5-7l6ehgvmzxstdkqwpdo3khzbdkfjt5ch/lib";
+  const std::string nix = "/nix/store/0c7c4a6iyn6ha7vvzp12s1jyqnsf1a8y-python3-3.11.4/bin";
+  CHECK_FALSE(LooksSecret("PATH", spack + ":" + nix + ":/usr/bin"));
+  CHECK_FALSE(LooksSecret("LD_LIBRARY_PATH", spack + ":/usr/lib"));
+  CHECK_FALSE(LooksSecret("PYTHONPATH", nix + "/lib/python3.11/site-packages"));
+  CHECK_FALSE(LooksSecret("CONDA_PREFIX", "/home/u/miniforge3/pkgs/numpy-1.26.4-py311h64a7726_0abcdef0123456789abcdef01234"));
+  // A path that merely contains a token prefix is a path.
+  CHECK_FALSE(LooksSecret("PATH", "/home/u/desk-tools/bin:/opt/hf_cache/bin:/srv/AKIAtools/bin"));
+  // Known formats, alone or inside a list.
+  CHECK(LooksSecret("CUDA_X", "ghp_" + std::string(36, 'a')));
+  CHECK(LooksSecret("CUDA_X", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"));
+  CHECK(LooksSecret("NV_X", "AKIAIOSFODNN7EXAMPLE"));
+  CHECK(LooksSecret("PATH", "/usr/bin:AKIAIOSFODNN7EXAMPLE"));
+  CHECK(LooksSecret("TORCH_X", "hf_" + std::string(34, 'Q')));
+  CHECK(LooksSecret("TORCH_X", "sk-proj-" + std::string(40, 'z')));
+  CHECK(LooksSecret("NV_X", "-----BEGIN OPENSSH PRIVATE KEY-----"));
+  // By name, whatever the value.
+  CHECK(LooksSecret("GITHUB_TOKEN", "x"));
+  CHECK(LooksSecret("NCCL_IB_PASSWORD", "/a/path"));
+  const std::string path = spack + ":" + nix;
+  const std::string entry = "PATH=" + path, py = "PYTHONPATH=" + nix, ld = "LD_LIBRARY_PATH=" + spack;
+  const char* envp[] = {entry.c_str(), py.c_str(), ld.c_str(), "CUDA_TOKEN_FILE=/x", "NV_KEYISH=AKIAIOSFODNN7EXAMPLE",
+                        nullptr};
+  const auto rec = RecordedEnvironment(envp);
+  CHECK(rec.size() == 3);
+  CHECK(rec.count("PATH"));
+  CHECK(rec.count("PYTHONPATH"));
+  CHECK(rec.count("LD_LIBRARY_PATH"));
+}
+
 TEST_CASE("run info: git commit read from .git files (branch ref, packed ref, detached)") {
   testutil::TempDir dir;
   const std::string sha1(40, 'a'), sha2(40, 'b'), sha3 = "0123456789abcdef0123456789abcdef01234567";

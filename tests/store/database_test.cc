@@ -463,3 +463,71 @@ TEST_CASE("selectors parse and select") {
   CHECK(err.find("no run matches 'nonesuch'") != std::string::npos);
   CHECK(err.find("5 'even' (complete)") != std::string::npos);
 }
+
+TEST_CASE("selectors over process trees: latest and NAME mean an invocation's root, NAME/all all its processes") {
+  // Runs as version 1 wrote them: parent_run links only, no root_run.
+  testutil::TempDir dir;
+  const std::string path = dir / "tree.db";
+  struct Spec {
+    const char* name;
+    store::RunId parent;
+    int64_t pid;
+    bool exec;
+  };
+  // 1 'a' (root) forks 2, which forks 3; 4 'b' (root) execs itself (5, same
+  // pid) after forking 6; 7 'imp' is an imported run; 8 'helper' is a late
+  // child of 1.
+  const Spec specs[] = {{"a", 0, 100, false},   {"a", 1, 101, false},  {"a", 2, 102, false}, {"b", 0, 200, true},
+                        {"b", 4, 200, false},   {"b", 4, 201, false},  {"imp", 0, 0, false}, {"helper", 1, 103, false}};
+  {
+    auto db = Database::Open(path, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    for (const Spec& s : specs) {
+      RunMeta m = MakeMeta(s.name);
+      m.extra = nlohmann::json::object();
+      m.parent_run = s.parent;
+      m.pid = s.pid;
+      if (s.exec) m.extra["exec"] = true;
+      Tree t;
+      REQUIRE((*db)->CreateRun(m, &t).ok());
+    }
+  }
+  {
+    // Stamped as a version 1 file.
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
+              auto dbi = txn.OpenDb("meta", false);
+              if (!dbi.ok()) return dbi.status();
+              const uint32_t v = 1;
+              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
+            }).ok());
+  }
+  auto db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
+    auto sel = store::ParseSelector(text, path);
+    REQUIRE_MESSAGE(sel.ok(), text);
+    auto runs = store::SelectRuns(**db, *sel);
+    std::vector<store::RunId> ids;
+    if (runs.ok())
+      for (const RunMeta& r : *runs) ids.push_back(r.id);
+    return ids;
+  };
+  using Ids = std::vector<store::RunId>;
+  CHECK(select("latest") == Ids{7});
+  CHECK(select("latest~1") == Ids{5});  // the root process, in the image it exec'd
+  CHECK(select("latest~2") == Ids{1});
+  CHECK(select("latest~3").empty());
+  CHECK(select("a") == Ids{1});
+  CHECK(select("b") == Ids{5});
+  CHECK(select("helper") == Ids{8});  // a name only a child has: that child
+  CHECK(select("2") == Ids{2});       // an id is that run
+  CHECK(select("a/all") == (Ids{1, 2, 3, 8}));
+  CHECK(select("3/all") == (Ids{1, 2, 3, 8}));
+  CHECK(select("b/all") == (Ids{4, 5, 6}));
+  CHECK(select("latest/all") == Ids{7});
+  CHECK(select(path + ":latest~1/all") == (Ids{4, 5, 6}));
+  for (const char* bad : {"/all", "tag:k=v/all", "a/all@iter=2"})
+    CHECK_MESSAGE(!store::ParseSelector(bad, path).ok(), bad);
+}
