@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -274,6 +275,58 @@ TEST_CASE("run info: Spack and Nix install paths are kept; secrets are found by 
   CHECK(rec.count("PATH"));
   CHECK(rec.count("PYTHONPATH"));
   CHECK(rec.count("LD_LIBRARY_PATH"));
+}
+
+TEST_CASE("run info: ELF notes and .comment readers survive malformed input; launcher ranks; os-release") {
+  // A build-id note, then the same note cut short at every length.
+  const unsigned char note[] = {4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0, 0xde, 0xad, 0xbe, 0xef};
+  CHECK(BuildIdFromNotes(note, sizeof note) == "deadbeef");
+  for (size_t n = 0; n < sizeof note; ++n) CHECK(BuildIdFromNotes(note, n).empty());
+  unsigned char huge[sizeof note];
+  std::memcpy(huge, note, sizeof note);
+  huge[4] = 0xff;  // descriptor longer than the area
+  huge[7] = 0x7f;
+  CHECK(BuildIdFromNotes(huge, sizeof huge).empty());
+  // .comment of files that are not ELF, truncated ELF, or missing.
+  testutil::TempDir dir;
+  CHECK(ElfComment(dir / "missing").empty());
+  testutil::WriteFileOrDie(dir / "text", "hello");
+  CHECK(ElfComment(dir / "text").empty());
+  const std::string self = testutil::ReadFileOrDie("/proc/self/exe");
+  for (size_t cut : {size_t{16}, size_t{64}, self.size() / 2, self.size() - 1}) {
+    testutil::WriteFileOrDie(dir / "cut", self.substr(0, cut));
+    (void)ElfComment(dir / "cut");  // any answer, no crash
+  }
+  std::string damaged = self;  // section header offset pointing past the end
+  const uint64_t far = ~uint64_t{0} - 8;
+  std::memcpy(damaged.data() + 0x28, &far, 8);
+  testutil::WriteFileOrDie(dir / "damaged", damaged);
+  CHECK(ElfComment(dir / "damaged").empty());
+  CHECK_FALSE(ElfComment("/proc/self/exe").empty());
+
+  std::map<std::string, std::string> vars = {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "16"},
+                                             {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"SLURM_PROCID", "9"}};
+  auto lookup = [&](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  auto r = LauncherRankFrom(lookup);
+  REQUIRE(r.has_value());
+  CHECK(r->source == "OMPI_COMM_WORLD_RANK");
+  CHECK(r->rank == 5);
+  CHECK(r->size == 16);
+  CHECK(r->local_rank == 1);
+  vars = {{"RANK", "2"}, {"WORLD_SIZE", "4"}};
+  r = LauncherRankFrom(lookup);
+  REQUIRE(r.has_value());
+  CHECK(r->source == "RANK");
+  CHECK(r->local_rank == -1);
+  vars = {{"PMI_RANK", "x"}};
+  CHECK_FALSE(LauncherRankFrom(lookup).has_value());
+
+  CHECK(OsPrettyName("NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n") ==
+        "Debian GNU/Linux 12 (bookworm)");
+  CHECK(OsPrettyName("NAME=Alpine\nVERSION_ID=3.19\n") == "Alpine 3.19");
 }
 
 TEST_CASE("run info: git commit read from .git files (branch ref, packed ref, detached)") {

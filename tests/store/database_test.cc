@@ -530,4 +530,70 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   CHECK(select(path + ":latest~1/all") == (Ids{4, 5, 6}));
   for (const char* bad : {"/all", "tag:k=v/all", "a/all@iter=2"})
     CHECK_MESSAGE(!store::ParseSelector(bad, path).ok(), bad);
+
+  // A writer stamps the version 1 file 2; its records read the same.
+  db->reset();
+  REQUIRE(Database::Open(path, Database::Mode::kWrite).ok());
+  {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadOnly);
+    REQUIRE(env.ok());
+    auto txn = (*env)->Begin(false);
+    REQUIRE(txn.ok());
+    auto dbi = (*txn)->OpenDb("meta", false);
+    REQUIRE((dbi.ok() && dbi->has_value()));
+    auto v = (*txn)->Get(**dbi, "format_version");
+    REQUIRE((v.ok() && v->has_value() && (*v)->size() == 4));
+    uint32_t version = 0;
+    std::memcpy(&version, (*v)->data(), 4);
+    CHECK(version == store::kFormatVersion);
+    CHECK(version == 2);
+  }
+  auto again = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(again.ok());
+  auto sel = store::ParseSelector("b/all", path);
+  auto runs = store::SelectRuns(**again, *sel);
+  REQUIRE(runs.ok());
+  CHECK(runs->size() == 3);
+}
+
+TEST_CASE("run records: format version 2 fields round trip; wrong types are corrupt, not a crash") {
+  RunMeta m = MakeMeta("v2");
+  m.root_run = 4;
+  m.user = "ana";
+  m.executable = "/opt/app";
+  m.executable_build_id = "0123abcd";
+  m.compiler = {"GCC: (GNU) 13.2.0", "clang version 17.0.6"};
+  m.kernel = "Linux 6.1.0 #1 SMP x86_64";
+  m.os = "Debian GNU/Linux 12 (bookworm)";
+  m.glibc = "2.36";
+  m.modules = {{"/opt/app", "0123abcd"}, {"/lib/libc.so.6", ""}};
+  m.process_cpu_ns = 1234567;
+  m.launcher = store::LauncherRank{3, 8, -1, "PMIX_RANK"};
+  auto back = RunMeta::FromJson(m.ToJson());
+  REQUIRE(back.ok());
+  CHECK(back->root_run == 4);
+  CHECK(back->user == "ana");
+  CHECK(back->executable == m.executable);
+  CHECK(back->executable_build_id == m.executable_build_id);
+  CHECK(back->compiler == m.compiler);
+  CHECK(back->kernel == m.kernel);
+  CHECK(back->os == m.os);
+  CHECK(back->glibc == m.glibc);
+  CHECK(back->modules == m.modules);
+  CHECK(back->process_cpu_ns == m.process_cpu_ns);
+  CHECK(back->launcher == m.launcher);
+  CHECK_FALSE(m.ToJson()["launcher"].contains("local_rank"));  // unknown: absent
+  CHECK_FALSE(back->extra.contains("modules"));                // known fields, not extras
+  // A record without them (version 1): defaults.
+  auto old = RunMeta::FromJson(MakeMeta("v1").ToJson());
+  REQUIRE(old.ok());
+  CHECK(old->root_run == 0);
+  CHECK(old->modules.empty());
+  CHECK_FALSE(old->launcher.has_value());
+  for (const char* bad : {R"({"modules": [3]})", R"({"modules": [{"path": 1}]})", R"({"executable": {"compiler": "x"}})",
+                          R"({"launcher": {"rank": "x"}})", R"({"root_run": "x"})"}) {
+    nlohmann::json j = MakeMeta("x").ToJson();
+    j.update(nlohmann::json::parse(bad));
+    CHECK_MESSAGE(!RunMeta::FromJson(j).ok(), bad);
+  }
 }
