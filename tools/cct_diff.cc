@@ -24,8 +24,9 @@ reports what got slower or faster: totals first, then the largest regressions
 and improvements, then subtrees that appear or disappear.
 
 BASE and CANDIDATE select runs: an id, latest, latest~N, a run name,
-RUN@iter=K (one iteration), RUN@iter=median, RUN@iter=K..J (iterations as a
-group), tag:KEY=VALUE (a group of runs: means, standard deviations, 95%
+RUN/all (every process of a recording, totalled), RUN@iter=K (one
+iteration), RUN@iter=median, RUN@iter=K..J (iterations as a group),
+tag:KEY=VALUE (a group of runs: means, standard deviations, 95%
 intervals and a Mann-Whitney U test per node), PATH:SELECTOR for another
 database.
 

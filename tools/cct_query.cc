@@ -41,8 +41,10 @@ std::string Usage() {
       line("export RUN --to FORMAT", exporters::ExporterNames(", ", " or ") + ", to stdout or -o FILE");
   }
   usage += R"(
-RUN selects a run: an id, latest, latest~N, a run name, tag:KEY=VALUE (a group:
-reports show the mean per run), PATH:RUN for another database; RUN@iter=K (one
+RUN selects a run: an id, latest, latest~N, a run name (latest and a name mean
+the process cct-record started, not its children), RUN/all (every process of
+that recording: reports show their total), tag:KEY=VALUE (a group: reports
+show the mean per run), PATH:RUN for another database; RUN@iter=K (one
 iteration, from 1), RUN@iter=K..J (their sum), RUN@iter=median (by -m).
 
 Options)";

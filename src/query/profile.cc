@@ -46,6 +46,11 @@ std::vector<double> IterationTotals(const store::RunIterations& iterations, cons
   return out;
 }
 
+std::string InvocationLabel(const std::string& selector_text, size_t processes) {
+  return "invocation " + selector_text + " (total of " + std::to_string(processes) +
+         (processes == 1 ? " process)" : " processes)");
+}
+
 size_t MedianIteration(const std::vector<double>& totals) {
   std::vector<size_t> order(totals.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -182,12 +187,16 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     p.label = RunLabel(p.runs.front());
     if (!iteration_desc.empty()) p.label += " " + iteration_desc;
   } else {
-    const double scale = 1.0 / static_cast<double>(p.runs.size());
+    // A tag group's runs are repetitions: their mean. An invocation's runs
+    // are its processes, each doing part of the work: their total.
+    const bool total = p.selector.is_invocation();
+    const double scale = total ? 1.0 : 1.0 / static_cast<double>(p.runs.size());
     for (const store::RunMeta& run : p.runs) {
       CCT_ASSIGN_OR_RETURN(cct::Tree t, read(run));
       CCT_RETURN_IF_ERROR(cct::MergeInto(p.tree, t, scale).WithContext(RunLabel(run)));
     }
-    p.label = "group " + p.selector.text + " (mean of " + std::to_string(p.runs.size()) + " runs)";
+    p.label = total ? InvocationLabel(p.selector.text, p.runs.size())
+                    : "group " + p.selector.text + " (mean of " + std::to_string(p.runs.size()) + " runs)";
   }
   if (!options.keep_lines && cct::HasKind(p.tree, cct::FrameKind::kLine))
     p.tree = cct::FoldKind(p.tree, cct::FrameKind::kLine);

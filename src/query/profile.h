@@ -2,7 +2,8 @@
 //
 // One run gives its own tree. A group (tag:K=V) gives the union of its runs'
 // trees by path identity holding the mean per run, so every report also works
-// on groups. Source-line nodes are folded into their functions unless asked
+// on groups. An invocation (SEL/all) gives the union of its processes' trees
+// holding their total (the same path in two processes adds up). Source-line nodes are folded into their functions unless asked
 // for (top --by line, tree --lines). An @iter= selector replaces every
 // additive metric's values with those of the chosen iteration(s) on the
 // run's whole tree (nodes without values in them carry zeros); for a group,
@@ -32,7 +33,8 @@ struct Profile {
   std::string db_path;
   store::RunSelector selector;
   std::vector<store::RunMeta> runs;  // the run, or the group's runs
-  std::string label;                 // "run 3 'name'", "run 3 'name' iteration 4", "group tag:k=v (mean of 5 runs)"
+  std::string label;                 // "run 3 'name'", "run 3 'name' iteration 4", "group tag:k=v (mean of 5 runs)",
+                                     // "invocation job/all (total of 3 processes)"
   cct::Tree tree;
 };
 
@@ -45,6 +47,8 @@ cct::Result<std::vector<cct::MetricId>> ResolveMetrics(const cct::Tree& tree, co
 
 // "run 3 'name'" for one run.
 std::string RunLabel(const store::RunMeta& run);
+// "invocation job/all (total of 3 processes)".
+std::string InvocationLabel(const std::string& selector_text, size_t processes);
 
 // Each iteration's total of `metric`: the sum of its exclusive values for an
 // additive metric; for a derived one, its formula over those sums.

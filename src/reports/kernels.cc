@@ -139,8 +139,9 @@ Status WriteKernelsReport(const std::string& selector_text, const std::string& d
     return a->name < b->name;
   });
   const size_t shown = opt.limit > 0 ? std::min(opt.limit, sorted.size()) : sorted.size();
-  const std::string label = group ? "group " + sel.text + " (" + std::to_string(runs.size()) + " runs)"
-                                  : query::RunLabel(runs.front());
+  const std::string label = group                ? "group " + sel.text + " (" + std::to_string(runs.size()) + " runs)"
+                            : sel.is_invocation() ? query::InvocationLabel(sel.text, runs.size())
+                                                  : query::RunLabel(runs.front());
   const bool has_ncu = !ncu_names.empty();
   auto pct = [](double v) { return std::isnan(v) ? std::string() : output::FormatValue(v, cct::Unit::kPercent); };
 

@@ -44,8 +44,12 @@ cct::Status WriteCallersReport(query::Profile& profile, const std::string& regex
                                std::ostream& out);
 cct::Status WriteMetricsReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 cct::Status WriteShowReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
+// `runs`: the runs listed, children indented under their parents (text);
+// JSON and CSV name each one's parent_run and invocation root_run, found
+// among `all` (the database's runs; null: among `runs`).
 cct::Status WriteRunsReport(const std::vector<store::RunMeta>& runs, const std::string& db_path,
-                            const ReportOptions& options, std::ostream& out);
+                            const ReportOptions& options, std::ostream& out,
+                            const std::vector<store::RunMeta>* all = nullptr);
 
 // `iterations RUN`: per iteration its start (relative to the run's; JSON
 // also absolute), duration, total of the metric (-m, default the run's first)

@@ -66,7 +66,25 @@ std::string Joined(const std::vector<std::string>& v) {
 
 namespace {
 
-void WriteRunJson(output::JsonWriter& w, const RunMeta& r) {
+// Per run: how many of its ancestors (parent_run links) are in `runs`.
+std::vector<size_t> TreeDepths(const std::vector<RunMeta>& runs) {
+  std::map<store::RunId, size_t> at;
+  for (size_t i = 0; i < runs.size(); ++i) at[runs[i].id] = i;
+  std::vector<size_t> depth(runs.size(), 0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    size_t d = 0;
+    store::RunId p = runs[i].parent_run;
+    // Bounded by the run count: a damaged parent_run cycle ends.
+    for (auto it = at.find(p); p != 0 && it != at.end() && d < runs.size(); it = at.find(p)) {
+      ++d;
+      p = runs[it->second].parent_run;
+    }
+    depth[i] = d;
+  }
+  return depth;
+}
+
+void WriteRunJson(output::JsonWriter& w, const RunMeta& r, store::RunId root) {
   w.BeginObject();
   w.FieldInt("id", r.id).Field("name", r.name).Field("state", store::RunStateName(store::EffectiveState(r)));
   w.Field("start_time", IsoUtc(r.start_time_ns)).FieldInt("start_time_ns", r.start_time_ns);
@@ -79,14 +97,17 @@ void WriteRunJson(output::JsonWriter& w, const RunMeta& r) {
   r.exit_code ? w.Int(*r.exit_code) : w.Null();
   w.Key("term_signal");
   r.term_signal ? w.Int(*r.term_signal) : w.Null();
-  w.FieldInt("parent_run", r.parent_run).FieldInt("nodes", static_cast<long long>(r.node_count));
+  w.FieldInt("parent_run", r.parent_run).FieldInt("root_run", root);
+  w.FieldInt("nodes", static_cast<long long>(r.node_count));
   w.EndObject();
 }
 
 }  // namespace
 
 Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_path, const ReportOptions& opt,
-                       std::ostream& out) {
+                       std::ostream& out, const std::vector<RunMeta>* all) {
+  // The invocation root of each run, among all of the database's runs.
+  auto root_of = [&](const RunMeta& r) { return store::InvocationRoot(r, all ? *all : runs); };
   switch (opt.format) {
     case OutputFormat::kText: {
       if (runs.empty()) {
@@ -96,8 +117,12 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
       output::TextTable table({{"id"}, {"state", 0, true}, {"started", 3, true}, {"duration"}, {"outcome", 1, true},
                        {"nodes", 2}},
                       "name  tags");
-      for (const RunMeta& r : runs) {
+      const std::vector<size_t> depth = TreeDepths(runs);
+      for (size_t i = 0; i < runs.size(); ++i) {
+        const RunMeta& r = runs[i];
         std::string label = r.name.empty() ? "-" : r.name;
+        // A child process's run under its parent's: indented, marked.
+        if (depth[i] > 0) label = std::string(2 * (depth[i] - 1), ' ') + (opt.ascii ? "`- " : "└ ") + label;
         const std::string tags = Tags(r.tags);
         if (!tags.empty()) label += "  " + tags;
         table.AddRow({std::to_string(r.id), std::string(store::RunStateName(store::EffectiveState(r))),
@@ -112,19 +137,19 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
     case OutputFormat::kJson: {
       output::JsonWriter w(out);
       w.BeginArray();
-      for (const RunMeta& r : runs) WriteRunJson(w, r);
+      for (const RunMeta& r : runs) WriteRunJson(w, r, root_of(r));
       w.EndArray();
       out << '\n';
       break;
     }
     case OutputFormat::kCsv: {
-      out << "id,name,state,start_time,duration,exit_code,term_signal,nodes,tags\n";
+      out << "id,name,state,start_time,duration,exit_code,term_signal,nodes,tags,parent_run,root_run\n";
       for (const RunMeta& r : runs) {
         out << r.id << ',' << output::CsvField(r.name) << ',' << store::RunStateName(store::EffectiveState(r)) << ','
             << IsoUtc(r.start_time_ns) << ',' << output::NumberText(static_cast<double>(r.duration_ns) / 1e9) << ','
             << (r.exit_code ? std::to_string(*r.exit_code) : "") << ','
             << (r.term_signal ? std::to_string(*r.term_signal) : "") << ',' << r.node_count << ','
-            << output::CsvField(Tags(r.tags)) << '\n';
+            << output::CsvField(Tags(r.tags)) << ',' << r.parent_run << ',' << root_of(r) << '\n';
       }
       break;
     }
@@ -134,18 +159,19 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
 
 cct::Status RunsCommand(const ReportRequest& request, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
-  std::vector<RunMeta> runs;
+  std::vector<RunMeta> runs, all;
   std::string path = request.db_path;
   if (request.args.empty()) {
     CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(path, store::Database::Mode::kRead));
     CCT_ASSIGN_OR_RETURN(runs, db->ListRuns());
-  } else {
-    CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(request.args[0], request.db_path));
-    path = sel.db_path;
-    CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(path, store::Database::Mode::kRead));
-    CCT_ASSIGN_OR_RETURN(runs, store::SelectRuns(*db, sel));
+    return WriteRunsReport(runs, path, opt, out);
   }
-  return WriteRunsReport(runs, path, opt, out);
+  CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(request.args[0], request.db_path));
+  path = sel.db_path;
+  CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(path, store::Database::Mode::kRead));
+  CCT_ASSIGN_OR_RETURN(runs, store::SelectRuns(*db, sel));
+  CCT_ASSIGN_OR_RETURN(all, db->ListRuns());
+  return WriteRunsReport(runs, path, opt, out, &all);
 }
 
 }  // namespace reports

@@ -111,6 +111,29 @@ Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::o
       row("duration", output::FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii));
     row("pid", r.pid ? std::to_string(r.pid) : "");
     row("parent run", r.parent_run ? std::to_string(r.parent_run) : "");
+    row("root run", r.root_run ? std::to_string(r.root_run) : "");
+    if (r.launcher) {
+      const store::LauncherRank& l = *r.launcher;
+      std::string s = l.rank >= 0 ? "rank " + std::to_string(l.rank) : "";
+      if (l.size >= 0) s += " of " + std::to_string(l.size);
+      if (l.local_rank >= 0) s += ", local rank " + std::to_string(l.local_rank);
+      row("launcher", s + " (" + l.source + ")");
+    }
+    row("user", r.user);
+    row("executable", r.executable);
+    row("build id", r.executable_build_id);
+    {
+      std::string c;
+      for (const std::string& x : r.compiler) c += (c.empty() ? "" : "; ") + x;
+      row("compiler", c);
+    }
+    row("os", r.os);
+    row("kernel", r.kernel);
+    row("glibc", r.glibc);
+    if (r.process_cpu_ns > 0)
+      row("process cpu",
+          output::FormatValue(static_cast<double>(r.process_cpu_ns), cct::Unit::kNanoseconds, opt.ascii) +
+              " (user + system, all threads)");
     row("collector", r.collector_version);
     row("git commit", r.git_commit);
     row("tags", Tags(r.tags));
@@ -127,6 +150,8 @@ Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::o
       row("iterations", "none recorded (NVTX range /" + r.iteration_regex + "/)");
     }
     for (const auto& [k, v] : r.env) row("env", k + "=" + v);
+    for (const store::ModuleInfo& m : r.modules)
+      row("module", m.path + (m.build_id.empty() ? "" : "  " + m.build_id));
     row("checkpoints", r.checkpoints ? std::to_string(r.checkpoints) : "");
     std::string diag;
     for (const auto& [k, v] : r.diagnostics) diag += (diag.empty() ? "" : ", ") + k + " " + std::to_string(v);

@@ -113,6 +113,11 @@ Status Database::Init(Mode mode) {
       return Status(ErrorCode::kVersion, p + " was written by a newer cctdb (format version " + std::to_string(v) +
                                              "; this build reads up to " + std::to_string(kFormatVersion) + ")");
     if (v == 0) return Corrupt(p + " is damaged: format version 0");
+    // Every version 1 record is a valid version 2 record (root_run absent:
+    // the parent_run chain leads to the root). A writer stamps the file 2,
+    // since it may now add runs whose children a version 1 reader would
+    // take for the newest invocation.
+    if (write && v < kFormatVersion) CCT_RETURN_IF_ERROR(txn->Put(*meta, "format_version", LeU32(kFormatVersion)));
   }
   meta_ = *meta;
   CCT_ASSIGN_OR_RETURN(std::optional<Dbi> runs, txn->OpenDb("runs", write));

@@ -22,7 +22,10 @@
 
 namespace store {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 (docs/format.md): run records name their invocation's root run
+// (root_run), and `latest`/NAME select invocation roots; version 1 files are
+// read as they are and upgraded to 2 when opened for writing.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr std::string_view kMagic = "cctdb-profile-database";
 
 // The database path to use: the explicit one, else $CCT_DB, else ./cct.db.

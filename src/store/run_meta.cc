@@ -25,7 +25,8 @@ const char* const kKnownFields[] = {
     "exit_code",  "term_signal", "command",       "cwd",             "host",          "cpu_model",
     "gpu_model",  "driver_version", "cuda_version", "collector_version", "git_commit", "tags",
     "env",        "sampling",    "diagnostics",   "pid",             "pid_start_ticks", "parent_run",
-    "iteration_regex", "node_count", "checkpoints", "updated_ns"};
+    "iteration_regex", "node_count", "checkpoints", "updated_ns", "root_run", "user", "executable", "system",
+    "modules", "process_cpu_ns", "launcher"};
 
 template <class T>
 bool Read(const nlohmann::json& j, const char* key, T& out) {
@@ -71,6 +72,26 @@ nlohmann::json RunMeta::ToJson() const {
   j["node_count"] = node_count;
   j["checkpoints"] = checkpoints;
   j["updated_ns"] = updated_ns;
+  j["root_run"] = root_run;
+  // What format version 2 added; written only when known, so imported runs
+  // stay small.
+  if (!user.empty()) j["user"] = user;
+  if (!executable.empty() || !executable_build_id.empty() || !compiler.empty())
+    j["executable"] = {{"path", executable}, {"build_id", executable_build_id}, {"compiler", compiler}};
+  if (!kernel.empty() || !os.empty() || !glibc.empty()) j["system"] = {{"kernel", kernel}, {"os", os}, {"glibc", glibc}};
+  if (!modules.empty()) {
+    nlohmann::json mods = nlohmann::json::array();
+    for (const ModuleInfo& m : modules) mods.push_back({{"path", m.path}, {"build_id", m.build_id}});
+    j["modules"] = std::move(mods);
+  }
+  if (process_cpu_ns > 0) j["process_cpu_ns"] = process_cpu_ns;
+  if (launcher) {
+    nlohmann::json l = {{"source", launcher->source}};
+    for (const auto& [k, v] : {std::pair<const char*, int64_t>{"rank", launcher->rank}, {"size", launcher->size},
+                               {"local_rank", launcher->local_rank}})
+      if (v >= 0) l[k] = v;
+    j["launcher"] = std::move(l);
+  }
   return j;
 }
 
@@ -90,6 +111,29 @@ cct::Result<RunMeta> RunMeta::FromJson(const nlohmann::json& j) {
             Read(j, "parent_run", m.parent_run) && Read(j, "iteration_regex", m.iteration_regex) &&
             Read(j, "node_count", m.node_count) && Read(j, "checkpoints", m.checkpoints) &&
             Read(j, "updated_ns", m.updated_ns);
+  ok = ok && Read(j, "root_run", m.root_run) && Read(j, "user", m.user) &&
+       Read(j, "process_cpu_ns", m.process_cpu_ns);
+  if (auto it = j.find("executable"); ok && it != j.end() && it->is_object())
+    ok = Read(*it, "path", m.executable) && Read(*it, "build_id", m.executable_build_id) &&
+         Read(*it, "compiler", m.compiler);
+  if (auto it = j.find("system"); ok && it != j.end() && it->is_object())
+    ok = Read(*it, "kernel", m.kernel) && Read(*it, "os", m.os) && Read(*it, "glibc", m.glibc);
+  if (auto it = j.find("modules"); ok && it != j.end() && it->is_array()) {
+    for (const auto& e : *it) {
+      ModuleInfo mod;
+      if (!e.is_object() || !Read(e, "path", mod.path) || !Read(e, "build_id", mod.build_id)) {
+        ok = false;
+        break;
+      }
+      m.modules.push_back(std::move(mod));
+    }
+  }
+  if (auto it = j.find("launcher"); ok && it != j.end() && it->is_object()) {
+    LauncherRank l;
+    ok = Read(*it, "rank", l.rank) && Read(*it, "size", l.size) && Read(*it, "local_rank", l.local_rank) &&
+         Read(*it, "source", l.source);
+    m.launcher = l;
+  }
   if (!ok) return cct::Corrupt("run record has a field of the wrong type");
   if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) m.exit_code = it->get<int>();
   if (auto it = j.find("term_signal"); it != j.end() && it->is_number_integer()) m.term_signal = it->get<int>();

@@ -19,6 +19,23 @@ namespace store {
 using RunId = uint32_t;
 
 enum class RunState { kRecording, kComplete, kCrashed };
+
+// A module (the executable or a shared library) mapped into the process.
+struct ModuleInfo {
+  std::string path;
+  std::string build_id;  // NT_GNU_BUILD_ID in lowercase hex; "" when it has none
+  bool operator==(const ModuleInfo&) const = default;
+};
+
+// The rank a parallel launcher (MPI, Slurm, Flux, torchrun) gave the
+// process, from its environment variables. -1: not set.
+struct LauncherRank {
+  int64_t rank = -1;
+  int64_t size = -1;
+  int64_t local_rank = -1;
+  std::string source;  // the variable the rank came from: "PMIX_RANK", "SLURM_PROCID", ...
+  bool operator==(const LauncherRank&) const = default;
+};
 std::string_view RunStateName(RunState s);  // "recording", "complete", "crashed"
 
 struct RunMeta {
@@ -40,6 +57,18 @@ struct RunMeta {
   int64_t pid = 0;
   uint64_t pid_start_ticks = 0;  // /proc/PID/stat starttime, to tell a reused pid
   RunId parent_run = 0;          // the run of the process that forked this one (0: none)
+  // The run of the invocation's root process (the one cct-record started).
+  // 0: this run is a root, or it was written before format version 2 (then
+  // the parent_run chain leads to the root; see store/selector.h).
+  RunId root_run = 0;
+  std::string user;                      // who ran it
+  std::string executable;                // /proc/self/exe, resolved
+  std::string executable_build_id;       // its NT_GNU_BUILD_ID, lowercase hex
+  std::vector<std::string> compiler;     // the executable's .comment strings ("GCC: (Debian 12.2.0-14) 12.2.0")
+  std::string kernel, os, glibc;         // uname, /etc/os-release PRETTY_NAME, gnu_get_libc_version()
+  std::vector<ModuleInfo> modules;       // every module seen mapped, the executable first
+  int64_t process_cpu_ns = 0;            // user + system CPU time of the whole process at the last write
+  std::optional<LauncherRank> launcher;  // rank variables of a parallel launcher
   std::string iteration_regex;
   uint64_t node_count = 0;
   uint64_t checkpoints = 0;

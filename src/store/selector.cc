@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <unordered_map>
 
 namespace store {
 
@@ -66,6 +67,18 @@ Result<RunSelector> ParseSelector(std::string_view text, const std::string& defa
     }
   }
 
+  if (text.size() >= 4 && text.substr(text.size() - 4) == "/all") {
+    text = text.substr(0, text.size() - 4);
+    sel.all_processes = true;
+    if (text.empty()) return InvalidArgument("selector '" + sel.text + "' names no run before /all");
+    if (text.substr(0, 4) == "tag:")
+      return InvalidArgument("bad selector '" + sel.text +
+                             "': /all follows one run (ID, latest, latest~N or NAME), not a tag group");
+    if (sel.iteration)
+      return InvalidArgument("bad selector '" + sel.text +
+                             "': @iter= selects iterations of one run, not of every process of an invocation");
+  }
+
   if (text.substr(0, 4) == "tag:") {
     const std::string_view kv = text.substr(4);
     const size_t eq = kv.find('=');
@@ -104,24 +117,102 @@ std::string DescribeRuns(const std::vector<RunMeta>& runs, size_t max) {
   return out;
 }
 
+namespace {
+
+using IdIndex = std::unordered_map<RunId, size_t>;
+
+IdIndex IndexById(const std::vector<RunMeta>& runs) {
+  IdIndex at;
+  at.reserve(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) at.emplace(runs[i].id, i);
+  return at;
+}
+
+RunId RootIn(const RunMeta& run, const std::vector<RunMeta>& runs, const IdIndex& at) {
+  const RunMeta* cur = &run;
+  // Bounded: a damaged record's parent_run cycle must not hang a reader.
+  for (size_t steps = 0; steps <= runs.size(); ++steps) {
+    if (cur->root_run != 0 && cur->root_run != cur->id && at.count(cur->root_run)) return cur->root_run;
+    if (cur->parent_run == 0 || cur->parent_run == cur->id) break;
+    auto it = at.find(cur->parent_run);
+    if (it == at.end()) break;
+    cur = &runs[it->second];
+  }
+  return cur->id;
+}
+
+// The process tree of a database's runs: each run's invocation root, and
+// whether the run is the root process itself (the root's run, or the run of
+// an image the root process exec'd: same pid and host, linked to a run that
+// ended in exec).
+struct Invocations {
+  std::vector<RunId> root;
+  std::vector<char> root_process;
+};
+
+Invocations Analyze(const std::vector<RunMeta>& runs) {
+  const IdIndex at = IndexById(runs);
+  Invocations inv;
+  inv.root.resize(runs.size());
+  inv.root_process.assign(runs.size(), 0);
+  for (size_t i = 0; i < runs.size(); ++i) inv.root[i] = RootIn(runs[i], runs, at);
+  // Parents come before their children (ids grow), so one pass in id order
+  // sees a parent's flag before its child's.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunMeta& r = runs[i];
+    if (inv.root[i] == r.id) {
+      inv.root_process[i] = 1;
+      continue;
+    }
+    auto p = at.find(r.parent_run);
+    if (p == at.end() || p->second >= i) continue;
+    const RunMeta& parent = runs[p->second];
+    inv.root_process[i] = inv.root_process[p->second] && r.pid != 0 && r.pid == parent.pid &&
+                          r.host == parent.host && parent.extra.contains("exec");
+  }
+  return inv;
+}
+
+}  // namespace
+
+RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs) {
+  return RootIn(run, runs, IndexById(runs));
+}
+
 Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
   CCT_ASSIGN_OR_RETURN(std::vector<RunMeta> runs, db.ListRuns());
   std::vector<RunMeta> out;
+  const Invocations inv = sel.kind == RunSelector::Kind::kTag ? Invocations{} : Analyze(runs);
   switch (sel.kind) {
     case RunSelector::Kind::kId:
       for (const RunMeta& r : runs)
         if (r.id == sel.id) out.push_back(r);
       break;
-    case RunSelector::Kind::kLatest:
-      if (sel.back < runs.size()) out.push_back(runs[runs.size() - 1 - sel.back]);
-      break;
-    case RunSelector::Kind::kName:
-      for (auto it = runs.rbegin(); it != runs.rend(); ++it)
-        if (it->name == sel.name) {
-          out.push_back(*it);
+    case RunSelector::Kind::kLatest: {
+      // The invocations, newest first; each one's root process in its last
+      // exec'd image (the newest run flagged root_process with that root).
+      std::vector<RunId> roots;
+      for (size_t i = runs.size(); i-- > 0;)
+        if (inv.root[i] == runs[i].id) roots.push_back(runs[i].id);
+      if (sel.back >= roots.size()) break;
+      const RunId root = roots[sel.back];
+      for (size_t i = runs.size(); i-- > 0;)
+        if (inv.root_process[i] && inv.root[i] == root) {
+          out.push_back(runs[i]);
           break;
         }
       break;
+    }
+    case RunSelector::Kind::kName: {
+      // The newest root process with the name; else the newest run with it.
+      for (int pass = 0; pass < 2 && out.empty(); ++pass)
+        for (size_t i = runs.size(); i-- > 0;)
+          if (runs[i].name == sel.name && (pass == 1 || inv.root_process[i])) {
+            out.push_back(runs[i]);
+            break;
+          }
+      break;
+    }
     case RunSelector::Kind::kTag:
       for (const RunMeta& r : runs) {
         auto t = r.tags.find(sel.tag_key);
@@ -131,6 +222,15 @@ Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
   }
   if (out.empty())
     return cct::NotFound("no run matches '" + sel.text + "' in " + db.path() + "; runs: " + DescribeRuns(runs));
+  if (sel.all_processes) {
+    // Every run whose invocation root is that of the selected run.
+    RunId root = 0;
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].id == out.front().id) root = inv.root[i];
+    out.clear();
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (inv.root[i] == root) out.push_back(runs[i]);
+  }
   return out;
 }
 

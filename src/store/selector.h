@@ -1,11 +1,19 @@
 // RUN selectors: how users name runs on every command line.
 //
 //   ID            a run id                    3
-//   latest        the newest run              latest, latest~2 (two before it)
-//   NAME          the newest run with a name  baseline
+//   latest        the newest invocation       latest, latest~2 (two before it)
+//   NAME          the newest invocation with a name   baseline
+//   SEL/all       every process of SEL's invocation   job/all, latest/all, 7/all
 //   tag:K=V       every run with that tag     tag:commit=abc123 (a group)
 //   PATH:SEL      SEL in another database     old.db:latest, ../a.db:tag:k=v
 //   SEL@iter=K    one iteration of a run      latest@iter=3, 5@iter=2..4, 5@iter=median
+//
+// An invocation is one process cct-record started (its root) and every
+// process started below it, each with its own run. `latest` and NAME mean an
+// invocation's root run — in the image the root process last exec'd, when it
+// exec'd — not the newest child; a NAME only children carry selects the
+// newest such child. SEL/all (SEL an ID, latest, latest~N or NAME) selects
+// every run of the invocation SEL's run belongs to: reports total them.
 //
 // PATH is recognised when the text before the first ':' names an existing
 // file or ends in ".db". Parsing is pure; SelectRuns reads run metadata.
@@ -36,8 +44,12 @@ struct RunSelector {
   uint32_t back = 0;  // latest~back
   std::string name, tag_key, tag_value;
   std::optional<IterationSpec> iteration;
+  bool all_processes = false;  // SEL/all: every run of the invocation
 
+  // A tag group: repeated runs, averaged by reports.
   bool is_group() const { return kind == Kind::kTag; }
+  // SEL/all: the processes of one invocation, totalled by reports.
+  bool is_invocation() const { return all_processes; }
 };
 
 cct::Result<RunSelector> ParseSelector(std::string_view text, const std::string& default_db);
@@ -45,6 +57,12 @@ cct::Result<RunSelector> ParseSelector(std::string_view text, const std::string&
 // The runs a selector names, oldest first; kNotFound (with the runs that are
 // there, in one line) when it names none.
 cct::Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& selector);
+
+// The root run of `run`'s invocation among `runs` (all of a database's runs,
+// in id order): its root_run when that run is there, else the end of its
+// parent_run chain (runs written before format version 2; a parent missing
+// from `runs`, deleted, ends the chain at its child). A root gives itself.
+RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs);
 
 // "3 'name' (complete), 4 (crashed), ..." for error messages; the newest `max`.
 std::string DescribeRuns(const std::vector<RunMeta>& runs, size_t max = 12);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <map>
@@ -322,6 +323,92 @@ TEST_CASE("run info: environment allow-list and secrets") {
   CHECK(rec.count("PATH"));
   CHECK(rec.count("CUDA_VISIBLE_DEVICES"));
   CHECK(rec.count("OMP_PROC_BIND"));
+}
+
+TEST_CASE("run info: Spack and Nix install paths are kept; secrets are found by name and known formats") {
+  // Hashes in directory names are not secrets (issue 15): Spack's 32-letter
+  // base32 hash, Nix's store hash, a conda package hash.
+  const std::string spack = "/opt/spack/opt/spack/linux-rhel8-zen2/gcc-12.2.0/"
+                            "openmpi-4.1.5-7l6ehgvmzxstdkqwpdo3khzbdkfjt5ch/lib";
+  const std::string nix = "/nix/store/0c7c4a6iyn6ha7vvzp12s1jyqnsf1a8y-python3-3.11.4/bin";
+  CHECK_FALSE(LooksSecret("PATH", spack + ":" + nix + ":/usr/bin"));
+  CHECK_FALSE(LooksSecret("LD_LIBRARY_PATH", spack + ":/usr/lib"));
+  CHECK_FALSE(LooksSecret("PYTHONPATH", nix + "/lib/python3.11/site-packages"));
+  CHECK_FALSE(LooksSecret("CONDA_PREFIX", "/home/u/miniforge3/pkgs/numpy-1.26.4-py311h64a7726_0abcdef0123456789abcdef01234"));
+  // A path that merely contains a token prefix is a path.
+  CHECK_FALSE(LooksSecret("PATH", "/home/u/desk-tools/bin:/opt/hf_cache/bin:/srv/AKIAtools/bin"));
+  // Known formats, alone or inside a list.
+  CHECK(LooksSecret("CUDA_X", "ghp_" + std::string(36, 'a')));
+  CHECK(LooksSecret("CUDA_X", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"));
+  CHECK(LooksSecret("NV_X", "AKIAIOSFODNN7EXAMPLE"));
+  CHECK(LooksSecret("PATH", "/usr/bin:AKIAIOSFODNN7EXAMPLE"));
+  CHECK(LooksSecret("TORCH_X", "hf_" + std::string(34, 'Q')));
+  CHECK(LooksSecret("TORCH_X", "sk-proj-" + std::string(40, 'z')));
+  CHECK(LooksSecret("NV_X", "-----BEGIN OPENSSH PRIVATE KEY-----"));
+  // By name, whatever the value.
+  CHECK(LooksSecret("GITHUB_TOKEN", "x"));
+  CHECK(LooksSecret("NCCL_IB_PASSWORD", "/a/path"));
+  const std::string path = spack + ":" + nix;
+  const std::string entry = "PATH=" + path, py = "PYTHONPATH=" + nix, ld = "LD_LIBRARY_PATH=" + spack;
+  const char* envp[] = {entry.c_str(), py.c_str(), ld.c_str(), "CUDA_TOKEN_FILE=/x", "NV_KEYISH=AKIAIOSFODNN7EXAMPLE",
+                        nullptr};
+  const auto rec = RecordedEnvironment(envp);
+  CHECK(rec.size() == 3);
+  CHECK(rec.count("PATH"));
+  CHECK(rec.count("PYTHONPATH"));
+  CHECK(rec.count("LD_LIBRARY_PATH"));
+}
+
+TEST_CASE("run info: ELF notes and .comment readers survive malformed input; launcher ranks; os-release") {
+  // A build-id note, then the same note cut short at every length.
+  const unsigned char note[] = {4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0, 0xde, 0xad, 0xbe, 0xef};
+  CHECK(BuildIdFromNotes(note, sizeof note) == "deadbeef");
+  for (size_t n = 0; n < sizeof note; ++n) CHECK(BuildIdFromNotes(note, n).empty());
+  unsigned char huge[sizeof note];
+  std::memcpy(huge, note, sizeof note);
+  huge[4] = 0xff;  // descriptor longer than the area
+  huge[7] = 0x7f;
+  CHECK(BuildIdFromNotes(huge, sizeof huge).empty());
+  // .comment of files that are not ELF, truncated ELF, or missing.
+  testutil::TempDir dir;
+  CHECK(ElfComment(dir / "missing").empty());
+  testutil::WriteFileOrDie(dir / "text", "hello");
+  CHECK(ElfComment(dir / "text").empty());
+  const std::string self = testutil::ReadFileOrDie("/proc/self/exe");
+  for (size_t cut : {size_t{16}, size_t{64}, self.size() / 2, self.size() - 1}) {
+    testutil::WriteFileOrDie(dir / "cut", self.substr(0, cut));
+    (void)ElfComment(dir / "cut");  // any answer, no crash
+  }
+  std::string damaged = self;  // section header offset pointing past the end
+  const uint64_t far = ~uint64_t{0} - 8;
+  std::memcpy(damaged.data() + 0x28, &far, 8);
+  testutil::WriteFileOrDie(dir / "damaged", damaged);
+  CHECK(ElfComment(dir / "damaged").empty());
+  CHECK_FALSE(ElfComment("/proc/self/exe").empty());
+
+  std::map<std::string, std::string> vars = {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "16"},
+                                             {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"SLURM_PROCID", "9"}};
+  auto lookup = [&](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  auto r = LauncherRankFrom(lookup);
+  REQUIRE(r.has_value());
+  CHECK(r->source == "OMPI_COMM_WORLD_RANK");
+  CHECK(r->rank == 5);
+  CHECK(r->size == 16);
+  CHECK(r->local_rank == 1);
+  vars = {{"RANK", "2"}, {"WORLD_SIZE", "4"}};
+  r = LauncherRankFrom(lookup);
+  REQUIRE(r.has_value());
+  CHECK(r->source == "RANK");
+  CHECK(r->local_rank == -1);
+  vars = {{"PMI_RANK", "x"}};
+  CHECK_FALSE(LauncherRankFrom(lookup).has_value());
+
+  CHECK(OsPrettyName("NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n") ==
+        "Debian GNU/Linux 12 (bookworm)");
+  CHECK(OsPrettyName("NAME=Alpine\nVERSION_ID=3.19\n") == "Alpine 3.19");
 }
 
 TEST_CASE("run info: git commit read from .git files (branch ref, packed ref, detached)") {

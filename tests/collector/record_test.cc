@@ -590,6 +590,171 @@ TEST_CASE("cct-record: fork and exec children are their own runs, linked to the 
   CHECK(InclusiveOf(TreeOf(db2, only[0].id), "cputime", "parent_work") > 0.15e9);
 }
 
+TEST_CASE("cct-record: a launcher's helpers are a process tree; latest and NAME mean the program, NAME/all totals them") {
+  TempDir dir;
+  const std::string db = dir / "l.db";
+  auto r = Run(Record(db, {"--name", "job"}, {Prog("cct-test-launcher")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 3);
+  // Which run is which, by the work each process did (the workload's
+  // construction), not by the order they were written.
+  std::map<std::string, store::RunMeta> by_work;
+  double sum = 0;
+  for (const auto& m : runs) {
+    const cct::Tree t = TreeOf(db, m.id);
+    for (std::string w : {"main_work", "daemon_work", "grandchild_work"})
+      if (InclusiveOf(t, "cputime", w) > 0.05e9) by_work[w] = m;
+    sum += cct::NodeValues(t).Total(t.metrics().Find("cputime"));
+    CHECK(m.name == "job");
+  }
+  REQUIRE(by_work.size() == 3);
+  const store::RunMeta& program = by_work["main_work"];
+  CHECK(program.parent_run == 0);
+  CHECK(by_work["daemon_work"].parent_run == program.id);
+  // The process tree: every helper names the invocation's root run.
+  for (const auto& m : runs) {
+    const nlohmann::json j = m.ToJson();
+    if (m.id == program.id) CHECK(j.value("root_run", 0u) == 0);  // a root: 0
+    else CHECK(j.value("root_run", 0u) == program.id);
+  }
+  // A helper's run is the newest, yet latest and NAME select the program.
+  CHECK(runs.back().id != program.id);
+  auto ids = [&](const std::string& sel) {
+    auto q = Run({Tool("cct-query"), "-d", db, "runs", sel, "--format", "json"});
+    INFO(sel << ": " << q.err);
+    std::vector<uint32_t> out;
+    if (q.exit_code != 0) return out;
+    for (const auto& row : nlohmann::json::parse(q.out)) out.push_back(row.at("id").get<uint32_t>());
+    return out;
+  };
+  CHECK(ids("latest") == std::vector<uint32_t>{program.id});
+  CHECK(ids("job") == std::vector<uint32_t>{program.id});
+  std::vector<uint32_t> all;
+  for (const auto& m : runs) all.push_back(m.id);
+  CHECK(ids("job/all") == all);
+  CHECK(ids("latest/all") == all);
+  CHECK(ids(std::to_string(by_work["grandchild_work"].id) + "/all") == all);
+  auto top = Run({Tool("cct-query"), "-d", db, "top", "job", "-n", "3"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("main_work") != std::string::npos);
+  CHECK(top.out.find("daemon_work") == std::string::npos);
+  // A report over NAME/all totals the processes: show's cputime total is the
+  // sum of the three runs' totals (read from the store here).
+  auto show = Run({Tool("cct-query"), "-d", db, "show", "job/all", "--format", "json"});
+  INFO(show.err);
+  REQUIRE(show.exit_code == 0);
+  const auto doc = nlohmann::json::parse(show.out);
+  CHECK(doc.at("runs").size() == 3);
+  CHECK(doc.at("totals").at("cputime").get<double>() * 1e9 == doctest::Approx(sum).epsilon(1e-6));
+  CHECK(doc.at("label").get<std::string>().find("total of 3 processes") != std::string::npos);
+  // runs shows the tree: the helpers indented under the program.
+  auto tree = Run({Tool("cct-query"), "-d", db, "runs", "--ascii"});
+  CHECK(tree.out.find("`- job") != std::string::npos);
+  // A bad selector: one line, exit 2.
+  auto bad = Run({Tool("cct-query"), "-d", db, "runs", "tag:a=b/all"});
+  CHECK(bad.exit_code == 2);
+  CHECK(testutil::LineCount(bad.err) == 1);
+}
+
+namespace {
+
+// `readelf` (binutils) as the second opinion on what the collector read.
+std::string ReadelfBuildId(const std::string& path) {
+  auto r = Run({"/usr/bin/env", "readelf", "-n", path});
+  const size_t at = r.out.find("Build ID: ");
+  if (at == std::string::npos) return "";
+  return r.out.substr(at + 10, r.out.find('\n', at) - at - 10);
+}
+
+std::set<std::string> ReadelfComment(const std::string& path) {
+  auto r = Run({"/usr/bin/env", "readelf", "-p", ".comment", path});
+  std::set<std::string> out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t close = line.find("]  ");
+    if (line.starts_with("  [") && close != std::string::npos) out.insert(line.substr(close + 3));
+  }
+  return out;
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cct-record: metadata a paper needs (user, executable, build ids, compiler, modules, system, CPU time, rank)") {
+  TempDir dir;
+  const std::string db = dir / "paper.db";
+  // A Spack-like and a Nix-like path are kept; a token-shaped value is not.
+  const std::string spack = "/opt/spack/linux-debian12-x86_64/gcc-12.2.0/openmpi-4.1.6-"
+                            "ayrvxmtbdfnvkqhmjyzfbgh2tkd4ln7q/bin";
+  const std::string nix = "/nix/store/0c7c4a6iyn6ha7vvzp12s1jyqnsf1a8y-python3-3.11.4/lib/python3.11";
+  const std::map<std::string, std::string> env = {{"PATH", spack + ":/usr/bin:/bin"},
+                                                  {"PYTHONPATH", nix},
+                                                  {"CUDA_CACHE_TOKENISH", "AKIAIOSFODNN7EXAMPLE"},
+                                                  {"SLURM_PROCID", "3"},
+                                                  {"SLURM_NTASKS", "8"},
+                                                  {"SLURM_LOCALID", "1"}};
+  const std::string prog = Prog("cct-test-cpu-split");
+  auto r = Run(Record(db, {}, {prog}), env);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const store::RunMeta& m = runs[0];
+  const nlohmann::json j = m.ToJson();
+  CHECK(m.env.count("PATH") == 1);
+  CHECK(m.env.count("PYTHONPATH") == 1);
+  CHECK(m.env.count("CUDA_CACHE_TOKENISH") == 0);
+
+  CHECK(j.value("user", "") == Trimmed(Run({"/usr/bin/env", "id", "-un"}).out));
+  REQUIRE(j.contains("executable"));
+  CHECK(j["executable"].value("path", "") == std::filesystem::canonical(prog).string());
+  const std::string build_id = ReadelfBuildId(prog);
+  REQUIRE(build_id.size() >= 16);
+  CHECK(j["executable"].value("build_id", "") == build_id);
+  // Every distinct string of the .comment section, in the file's order.
+  std::set<std::string> compilers;
+  for (const auto& c : j["executable"].value("compiler", nlohmann::json::array())) compilers.insert(c.get<std::string>());
+  CHECK(compilers == ReadelfComment(prog));
+  CHECK_FALSE(compilers.empty());
+  // Loaded modules with their build ids: libc among them, as readelf says.
+  bool libc = false;
+  for (const auto& mod : j.value("modules", nlohmann::json::array())) {
+    const std::string path = mod.value("path", "");
+    if (path.find("libc.so.6") == std::string::npos) continue;
+    libc = true;
+    CHECK(mod.value("build_id", "") == ReadelfBuildId(path));
+  }
+  CHECK(libc);
+  REQUIRE(j.contains("system"));
+  CHECK(j["system"].value("kernel", "").find(Trimmed(Run({"/usr/bin/env", "uname", "-r"}).out)) != std::string::npos);
+  CHECK("glibc " + j["system"].value("glibc", "") == Trimmed(Run({"/usr/bin/env", "getconf", "GNU_LIBC_VERSION"}).out));
+  CHECK_FALSE(j["system"].value("os", "").empty());
+  // Process CPU time: at least the sampled CPU time (the checkpoint thread
+  // adds its own), and not wildly more for this single-process program.
+  const cct::Tree t = TreeOf(db, m.id);
+  const double sampled = cct::NodeValues(t).Total(t.metrics().Find("cputime"));
+  const double cpu = j.value("process_cpu_ns", 0.0);
+  CHECK(cpu >= 0.9 * sampled);
+  CHECK(cpu <= 1.5 * sampled + 0.2e9);
+  // The launcher's rank variables, structured.
+  REQUIRE(j.contains("launcher"));
+  CHECK(j["launcher"].value("rank", -1) == 3);
+  CHECK(j["launcher"].value("size", -1) == 8);
+  CHECK(j["launcher"].value("local_rank", -1) == 1);
+  CHECK(j["launcher"].value("source", "") == "SLURM_PROCID");
+  // show prints them.
+  auto show = Run({Tool("cct-query"), "-d", db, "show", "latest"});
+  CHECK(show.out.find(build_id) != std::string::npos);
+  CHECK(show.out.find("rank 3 of 8") != std::string::npos);
+}
+
 TEST_CASE("cct-record: 8 recorders writing into one database at once give 8 complete runs") {
   TempDir dir;
   const std::string db = dir / "c.db";

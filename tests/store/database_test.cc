@@ -463,3 +463,137 @@ TEST_CASE("selectors parse and select") {
   CHECK(err.find("no run matches 'nonesuch'") != std::string::npos);
   CHECK(err.find("5 'even' (complete)") != std::string::npos);
 }
+
+TEST_CASE("selectors over process trees: latest and NAME mean an invocation's root, NAME/all all its processes") {
+  // Runs as version 1 wrote them: parent_run links only, no root_run.
+  testutil::TempDir dir;
+  const std::string path = dir / "tree.db";
+  struct Spec {
+    const char* name;
+    store::RunId parent;
+    int64_t pid;
+    bool exec;
+  };
+  // 1 'a' (root) forks 2, which forks 3; 4 'b' (root) execs itself (5, same
+  // pid) after forking 6; 7 'imp' is an imported run; 8 'helper' is a late
+  // child of 1.
+  const Spec specs[] = {{"a", 0, 100, false},   {"a", 1, 101, false},  {"a", 2, 102, false}, {"b", 0, 200, true},
+                        {"b", 4, 200, false},   {"b", 4, 201, false},  {"imp", 0, 0, false}, {"helper", 1, 103, false}};
+  {
+    auto db = Database::Open(path, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    for (const Spec& s : specs) {
+      RunMeta m = MakeMeta(s.name);
+      m.extra = nlohmann::json::object();
+      m.parent_run = s.parent;
+      m.pid = s.pid;
+      if (s.exec) m.extra["exec"] = true;
+      Tree t;
+      REQUIRE((*db)->CreateRun(m, &t).ok());
+    }
+  }
+  {
+    // Stamped as a version 1 file.
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
+              auto dbi = txn.OpenDb("meta", false);
+              if (!dbi.ok()) return dbi.status();
+              const uint32_t v = 1;
+              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
+            }).ok());
+  }
+  auto db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
+    auto sel = store::ParseSelector(text, path);
+    REQUIRE_MESSAGE(sel.ok(), text);
+    auto runs = store::SelectRuns(**db, *sel);
+    std::vector<store::RunId> ids;
+    if (runs.ok())
+      for (const RunMeta& r : *runs) ids.push_back(r.id);
+    return ids;
+  };
+  using Ids = std::vector<store::RunId>;
+  CHECK(select("latest") == Ids{7});
+  CHECK(select("latest~1") == Ids{5});  // the root process, in the image it exec'd
+  CHECK(select("latest~2") == Ids{1});
+  CHECK(select("latest~3").empty());
+  CHECK(select("a") == Ids{1});
+  CHECK(select("b") == Ids{5});
+  CHECK(select("helper") == Ids{8});  // a name only a child has: that child
+  CHECK(select("2") == Ids{2});       // an id is that run
+  CHECK(select("a/all") == (Ids{1, 2, 3, 8}));
+  CHECK(select("3/all") == (Ids{1, 2, 3, 8}));
+  CHECK(select("b/all") == (Ids{4, 5, 6}));
+  CHECK(select("latest/all") == Ids{7});
+  CHECK(select(path + ":latest~1/all") == (Ids{4, 5, 6}));
+  for (const char* bad : {"/all", "tag:k=v/all", "a/all@iter=2"})
+    CHECK_MESSAGE(!store::ParseSelector(bad, path).ok(), bad);
+
+  // A writer stamps the version 1 file 2; its records read the same.
+  db->reset();
+  REQUIRE(Database::Open(path, Database::Mode::kWrite).ok());
+  {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadOnly);
+    REQUIRE(env.ok());
+    auto txn = (*env)->Begin(false);
+    REQUIRE(txn.ok());
+    auto dbi = (*txn)->OpenDb("meta", false);
+    REQUIRE((dbi.ok() && dbi->has_value()));
+    auto v = (*txn)->Get(**dbi, "format_version");
+    REQUIRE((v.ok() && v->has_value() && (*v)->size() == 4));
+    uint32_t version = 0;
+    std::memcpy(&version, (*v)->data(), 4);
+    CHECK(version == store::kFormatVersion);
+    CHECK(version == 2);
+  }
+  auto again = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(again.ok());
+  auto sel = store::ParseSelector("b/all", path);
+  auto runs = store::SelectRuns(**again, *sel);
+  REQUIRE(runs.ok());
+  CHECK(runs->size() == 3);
+}
+
+TEST_CASE("run records: format version 2 fields round trip; wrong types are corrupt, not a crash") {
+  RunMeta m = MakeMeta("v2");
+  m.root_run = 4;
+  m.user = "ana";
+  m.executable = "/opt/app";
+  m.executable_build_id = "0123abcd";
+  m.compiler = {"GCC: (GNU) 13.2.0", "clang version 17.0.6"};
+  m.kernel = "Linux 6.1.0 #1 SMP x86_64";
+  m.os = "Debian GNU/Linux 12 (bookworm)";
+  m.glibc = "2.36";
+  m.modules = {{"/opt/app", "0123abcd"}, {"/lib/libc.so.6", ""}};
+  m.process_cpu_ns = 1234567;
+  m.launcher = store::LauncherRank{3, 8, -1, "PMIX_RANK"};
+  auto back = RunMeta::FromJson(m.ToJson());
+  REQUIRE(back.ok());
+  CHECK(back->root_run == 4);
+  CHECK(back->user == "ana");
+  CHECK(back->executable == m.executable);
+  CHECK(back->executable_build_id == m.executable_build_id);
+  CHECK(back->compiler == m.compiler);
+  CHECK(back->kernel == m.kernel);
+  CHECK(back->os == m.os);
+  CHECK(back->glibc == m.glibc);
+  CHECK(back->modules == m.modules);
+  CHECK(back->process_cpu_ns == m.process_cpu_ns);
+  CHECK(back->launcher == m.launcher);
+  CHECK_FALSE(m.ToJson()["launcher"].contains("local_rank"));  // unknown: absent
+  CHECK_FALSE(back->extra.contains("modules"));                // known fields, not extras
+  // A record without them (version 1): defaults.
+  auto old = RunMeta::FromJson(MakeMeta("v1").ToJson());
+  REQUIRE(old.ok());
+  CHECK(old->root_run == 0);
+  CHECK(old->modules.empty());
+  CHECK_FALSE(old->launcher.has_value());
+  for (const char* bad : {R"({"modules": [3]})", R"({"modules": [{"path": 1}]})", R"({"executable": {"compiler": "x"}})",
+                          R"({"launcher": {"rank": "x"}})", R"({"root_run": "x"})"}) {
+    nlohmann::json j = MakeMeta("x").ToJson();
+    j.update(nlohmann::json::parse(bad));
+    CHECK_MESSAGE(!RunMeta::FromJson(j).ok(), bad);
+  }
+}

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collector/core/profile_builder.h"
+#include "collector/core/run_info.h"
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
 #include "collector/nvtx/nvtx_ranges.h"
@@ -118,6 +119,8 @@ void WriteRun(store::RunState state) noexcept {
                                                                 : "posix-cpu-timer";
     m.duration_ns = duration_ns;
     m.updated_ns = Now(CLOCK_REALTIME);
+    m.process_cpu_ns = ProcessCpuNs();  // every thread's, this one's included
+    if (state != store::RunState::kCrashed) MergeModules(m.modules, RunModules());  // the crashed thread may hold the loader lock
     ++m.checkpoints;
     m.diagnostics["samples"] = static_cast<int64_t>(builder.stats().samples);
     m.diagnostics["partial_samples"] = static_cast<int64_t>(builder.stats().partial_samples);
@@ -140,7 +143,7 @@ void WriteRun(store::RunState state) noexcept {
       if (!rt->run_created) {
         rt->run_created = true;
         // Children started from now on (system(), posix_spawn) link to us.
-        setenv("CCT_RECORD_PARENT_RUN", std::to_string(m.id).c_str(), 1);
+        PublishRunIds();
       }
     } else if (!rt->warned_write) {
       rt->warned_write = true;

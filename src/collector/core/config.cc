@@ -57,6 +57,9 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
   if (const char* v = env("CCT_RECORD_PARENT_RUN"); v && *v) {
     if (!ParseInt(v, &c.parent_run)) return cct::BadInput(std::string("CCT_RECORD_PARENT_RUN is not a run id: ") + v);
   }
+  if (const char* v = env("CCT_RECORD_ROOT_RUN"); v && *v) {
+    if (!ParseInt(v, &c.root_run)) return cct::BadInput(std::string("CCT_RECORD_ROOT_RUN is not a run id: ") + v);
+  }
   if (const char* v = env("CCT_RECORD_FOLLOW")) c.follow = std::string(v) != "0";
   if (const char* v = env("CCT_RECORD_SESSION")) c.session = v;
   if (const char* v = env("CCT_RECORD_SIGNAL"); v && *v) {
@@ -105,6 +108,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.name.empty()) e["CCT_RECORD_NAME"] = c.name;
   if (!c.tags.empty()) e["CCT_RECORD_TAGS"] = nlohmann::json(c.tags).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (c.parent_run) e["CCT_RECORD_PARENT_RUN"] = std::to_string(c.parent_run);
+  if (c.root_run) e["CCT_RECORD_ROOT_RUN"] = std::to_string(c.root_run);
   e["CCT_RECORD_FOLLOW"] = c.follow ? "1" : "0";
   if (!c.session.empty()) e["CCT_RECORD_SESSION"] = c.session;
   e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);

@@ -38,6 +38,7 @@ struct CollectorConfig {
   std::string name;                    // CCT_RECORD_NAME
   std::map<std::string, std::string> tags;  // CCT_RECORD_TAGS: JSON object
   uint32_t parent_run = 0;             // CCT_RECORD_PARENT_RUN: run of the process that started this one
+  uint32_t root_run = 0;               // CCT_RECORD_ROOT_RUN: root run of the invocation (0: this process is its root)
   bool follow = true;                  // CCT_RECORD_FOLLOW: 0 = this process only
   std::string session;                 // CCT_RECORD_SESSION: ties a recording's runs together
   int signal_offset = 6;               // CCT_RECORD_SIGNAL: sample signal is SIGRTMIN + this

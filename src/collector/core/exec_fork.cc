@@ -54,6 +54,7 @@ void ForkChild() {
   // Only this thread exists in the child; its samples so far were the
   // parent's. The child's run starts now, empty, linked to the parent's.
   const uint32_t parent_run = rt->run_created ? rt->meta.id : rt->config.parent_run;
+  const uint32_t root_run = rt->run_created ? RootRunForChildren() : rt->config.root_run;
   for (size_t i = 0; i < rt->thread_count.load(); ++i) {
     // The parent's events, inherited as descriptors: not ours to keep.
     ThreadState* t = rt->threads[i].load();
@@ -67,7 +68,9 @@ void ForkChild() {
   rt->finished = false;
   rt->warned_write = false;
   rt->config.parent_run = parent_run;
-  FillMeta(rt->meta);
+  rt->config.root_run = root_run;
+  const store::RunMeta parent_meta = std::move(rt->meta);
+  FillMeta(rt->meta, &parent_meta);
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
   rt->active.store(true);
   // NVTX totals and the GPU's state restart for the child's run.
@@ -168,6 +171,9 @@ ExecEnv ExecEnvironment(const char* const* envp) {
     const uint32_t parent = rt->run_created ? rt->meta.id : rt->config.parent_run;
     if (parent) ours["CCT_RECORD_PARENT_RUN"] = std::to_string(parent);
     else ours.erase("CCT_RECORD_PARENT_RUN");
+    const uint32_t root = rt->run_created ? RootRunForChildren() : rt->config.root_run;
+    if (root) ours["CCT_RECORD_ROOT_RUN"] = std::to_string(root);
+    else ours.erase("CCT_RECORD_ROOT_RUN");
   }
   std::string preload;
   for (const char* const* e = envp; e && *e; ++e) {

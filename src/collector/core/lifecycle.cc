@@ -40,8 +40,32 @@ void Warn(const std::string& msg) {
   (void)w;
 }
 
-void FillMeta(store::RunMeta& m) {
-  m = store::RunMeta{};
+void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
+  store::RunMeta fresh;
+  if (inherit) {
+    fresh.user = inherit->user;
+    fresh.executable = inherit->executable;
+    fresh.executable_build_id = inherit->executable_build_id;
+    fresh.compiler = inherit->compiler;
+    fresh.kernel = inherit->kernel;
+    fresh.os = inherit->os;
+    fresh.glibc = inherit->glibc;
+    fresh.modules = inherit->modules;
+  } else {
+    fresh.user = UserName();
+    fresh.modules = RunModules();
+    if (!fresh.modules.empty()) {
+      fresh.executable = fresh.modules.front().path;
+      fresh.executable_build_id = fresh.modules.front().build_id;
+    }
+    if (fresh.executable.empty()) fresh.executable = ExecutablePath();
+    // From the file the kernel mapped, not from its path (it may be replaced).
+    fresh.compiler = ElfComment("/proc/self/exe");
+    fresh.kernel = KernelVersion();
+    fresh.os = OperatingSystem();
+    fresh.glibc = GlibcVersion();
+  }
+  m = std::move(fresh);
   m.name = rt->config.name;
   m.source = "cct-record";
   m.state = store::RunState::kRecording;
@@ -60,6 +84,9 @@ void FillMeta(store::RunMeta& m) {
   m.pid = getpid();
   m.pid_start_ticks = store::ProcessStartTicks(m.pid);
   m.parent_run = rt->config.parent_run;
+  m.root_run = rt->config.root_run;
+  m.launcher = LauncherRankFrom([](const char* n) -> const char* { return getenv(n); });
+  m.process_cpu_ns = ProcessCpuNs();
   m.iteration_regex = rt->config.iteration_regex;
   m.sampling = {{"clock", rt->config.clock == SampleClock::kWall ? "wall" : "cpu"},
                 {"freq_hz", rt->config.freq_hz},
@@ -69,6 +96,16 @@ void FillMeta(store::RunMeta& m) {
                 {"unwinder", "libunwind"}};
   if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
   rt->start_mono_ns = Now(CLOCK_MONOTONIC);
+}
+
+uint32_t RootRunForChildren() {
+  if (rt->meta.root_run) return rt->meta.root_run;
+  return rt->run_created ? rt->meta.id : 0;
+}
+
+void PublishRunIds() {
+  setenv("CCT_RECORD_PARENT_RUN", std::to_string(rt->meta.id).c_str(), 1);
+  if (const uint32_t root = RootRunForChildren()) setenv("CCT_RECORD_ROOT_RUN", std::to_string(root).c_str(), 1);
 }
 
 // The last write of this process's run.
@@ -146,7 +183,7 @@ void Start() {
       return;
     }
     rt->run_created = true;
-    setenv("CCT_RECORD_PARENT_RUN", std::to_string(rt->meta.id).c_str(), 1);
+    PublishRunIds();
   }
 
   pthread_atfork(ForkPrepare, ForkParent, ForkChild);

@@ -1,8 +1,21 @@
 #include "collector/core/run_info.h"
 
+#include "collector/cpu/modules.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <limits.h>
+#include <link.h>
+#include <pwd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -52,24 +65,69 @@ bool EnvNameAllowed(std::string_view name) {
   return false;
 }
 
+namespace {
+
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// Whether `token` has the shape of a known credential: a vendor prefix
+// followed by enough key characters (so "desk-tools" or "hf_cache" in a
+// path are not taken for "sk-" or "hf_" keys).
+bool KnownTokenFormat(std::string_view token) {
+  struct Format {
+    std::string_view prefix;
+    size_t min_rest;  // key characters after the prefix
+    bool upper;       // the rest is upper-case letters and digits (AWS key ids)
+  };
+  static constexpr Format kFormats[] = {
+      {"ghp_", 30, false},  {"gho_", 30, false},  {"ghu_", 30, false},  {"ghs_", 30, false}, {"ghr_", 30, false},
+      {"github_pat_", 40, false}, {"glpat-", 20, false}, {"xoxb-", 10, false}, {"xoxp-", 10, false},
+      {"xoxa-", 10, false}, {"sk-", 20, false},   {"hf_", 30, false},   {"AIza", 30, false},
+      {"AKIA", 16, true},   {"ASIA", 16, true}};
+  for (const Format& f : kFormats) {
+    if (!StartsWith(token, f.prefix)) continue;
+    const std::string_view rest = token.substr(f.prefix.size());
+    size_t key = 0;
+    for (char c : rest) {
+      const bool ok = f.upper ? (std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)))
+                              : (IsAlnum(c) || c == '_' || c == '-');
+      if (!ok) break;
+      ++key;
+    }
+    if (key >= f.min_rest && key == rest.size()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool LooksSecret(std::string_view name, std::string_view value) {
   const std::string n = Upper(name);
   for (std::string_view w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY",
                              "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "AUTH", "COOKIE", "SESSION"})
     if (n.find(w) != std::string::npos) return true;
   if (n.size() >= 4 && (n.ends_with("_KEY") || n == "KEY")) return true;
-  // Known credential shapes.
-  for (std::string_view p : {"ghp_", "gho_", "ghu_", "ghs_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-",
-                             "sk-", "AKIA", "ASIA", "AIza", "hf_", "-----BEGIN"})
-    if (value.find(p) != std::string_view::npos) return true;
+  if (value.find("-----BEGIN") != std::string_view::npos) return true;  // a PEM key
   // user:password@host in a URL.
   if (const size_t scheme = value.find("://"); scheme != std::string_view::npos) {
     const std::string_view rest = value.substr(scheme + 3);
     const size_t at = rest.find('@'), colon = rest.find(':'), slash = rest.find('/');
     if (at != std::string_view::npos && colon < at && (slash == std::string_view::npos || at < slash)) return true;
   }
-  // A long unbroken run of letters and digits reads as a random key (base64,
-  // hex); paths, lists, UUIDs and version strings are broken up by / , : - .
+  // Known credential formats, as whole tokens of the value (a list's items,
+  // a path's components, KEY=VALUE pairs).
+  size_t i = 0;
+  while (i <= value.size()) {
+    const size_t j = value.find_first_of(":;,/= \t", i);
+    const std::string_view token = value.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
+    if (KnownTokenFormat(token)) return true;
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  // A value that is one long unbroken run of letters and digits reads as a
+  // random key (base64, hex). Only for values without a '/': directory names
+  // carry such hashes without being secrets (every Spack and Nix install
+  // path, conda package caches), and a path is not a credential.
+  if (value.find('/') != std::string_view::npos) return false;
   size_t run = 0, best = 0;
   bool letter = false, digit = false, letter_run = false, digit_run = false;
   for (char c : value) {
@@ -170,6 +228,192 @@ std::vector<std::string> ProcessCommandLine() {
 std::string CurrentDirectory() {
   char buf[4096];
   return getcwd(buf, sizeof buf) ? buf : "";
+}
+
+std::string UserName() {
+  const uid_t uid = getuid();
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_name) return found->pw_name;
+  if (const char* u = getenv("USER"); u && *u) return u;
+  return "uid " + std::to_string(uid);
+}
+
+std::string ExecutablePath() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string BuildIdHex(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::string BuildIdFromNotes(const unsigned char* notes, size_t size) {
+  return BuildIdHex(BuildIdInNotes(notes, size));
+}
+
+std::vector<store::ModuleInfo> RunModules() {
+  std::vector<store::ModuleInfo> out;
+  for (const ModuleImage& m : LoadedModules()) {
+    // Unnamed entries are not files anyone can look up.
+    if (m.path.find('/') == std::string::npos) continue;
+    out.push_back(store::ModuleInfo{m.path, BuildIdHex(m.build_id)});
+  }
+  return out;
+}
+
+void MergeModules(std::vector<store::ModuleInfo>& known, const std::vector<store::ModuleInfo>& now) {
+  for (const store::ModuleInfo& m : now) {
+    const bool have = std::any_of(known.begin(), known.end(), [&](const store::ModuleInfo& k) { return k.path == m.path; });
+    if (!have) known.push_back(m);
+  }
+}
+
+std::vector<std::string> ElfComment(const std::string& path) {
+  std::vector<std::string> out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return out;
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  // Reads [off, off+len) of the file, or fails when it is not all there.
+  auto read_at = [&](uint64_t off, void* dst, size_t len) {
+    if (off > file_size || len > file_size - off) return false;
+    size_t done = 0;
+    while (done < len) {
+      const ssize_t n = pread(fd, static_cast<char*>(dst) + done, len - done, static_cast<off_t>(off + done));
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  };
+  Elf64_Ehdr eh;
+  if (!read_at(0, &eh, sizeof eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff == 0)
+    return out;
+  // Extended numbering: counts that do not fit the header live in section 0.
+  Elf64_Shdr zero;
+  if (!read_at(eh.e_shoff, &zero, sizeof zero)) return out;
+  const uint64_t count = eh.e_shnum ? eh.e_shnum : zero.sh_size;
+  const uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? zero.sh_link : eh.e_shstrndx;
+  if (count == 0 || count > 65536 || strndx >= count) return out;
+  std::vector<Elf64_Shdr> sh(count);
+  if (count > (file_size - std::min(file_size, eh.e_shoff)) / sizeof(Elf64_Shdr) ||
+      !read_at(eh.e_shoff, sh.data(), count * sizeof(Elf64_Shdr)))
+    return out;
+  const Elf64_Shdr& names = sh[strndx];
+  if (names.sh_type != SHT_STRTAB || names.sh_size > (1u << 20)) return out;
+  std::string strtab(names.sh_size, '\0');
+  if (!read_at(names.sh_offset, strtab.data(), strtab.size())) return out;
+  for (const Elf64_Shdr& s : sh) {
+    if (s.sh_name >= strtab.size() || s.sh_type != SHT_PROGBITS) continue;
+    const char* name = strtab.data() + s.sh_name;
+    if (std::string_view(name, strnlen(name, strtab.size() - s.sh_name)) != ".comment") continue;
+    if (s.sh_size > (1u << 16)) return out;
+    std::string data(s.sh_size, '\0');
+    if (!read_at(s.sh_offset, data.data(), data.size())) return out;
+    size_t i = 0;
+    while (i < data.size()) {
+      size_t z = data.find('\0', i);
+      if (z == std::string::npos) z = data.size();
+      std::string one = data.substr(i, z - i);
+      if (!one.empty() && std::find(out.begin(), out.end(), one) == out.end()) out.push_back(std::move(one));
+      i = z + 1;
+    }
+    break;
+  }
+  return out;
+}
+
+std::string KernelVersion() {
+  utsname u{};
+  if (uname(&u) != 0) return "";
+  return std::string(u.sysname) + " " + u.release + " " + u.version + " " + u.machine;
+}
+
+std::string OsPrettyName(std::string_view text) {
+  std::map<std::string, std::string> kv;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t nl = text.find('\n', i);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(i, nl - i);
+    i = nl + 1;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string v = Trim(std::string(line.substr(eq + 1)));
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+    kv[Trim(std::string(line.substr(0, eq)))] = v;
+  }
+  if (!kv["PRETTY_NAME"].empty()) return kv["PRETTY_NAME"];
+  return Trim(kv["NAME"] + " " + kv["VERSION_ID"]);
+}
+
+std::string OperatingSystem() {
+  std::string text = ReadSmallFile("/etc/os-release");
+  if (text.empty()) text = ReadSmallFile("/usr/lib/os-release");
+  return OsPrettyName(text);
+}
+
+std::string GlibcVersion() { return gnu_get_libc_version(); }
+
+int64_t ProcessCpuNs() {
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  auto ns = [](const timeval& tv) { return int64_t{tv.tv_sec} * 1000000000 + int64_t{tv.tv_usec} * 1000; };
+  return ns(ru.ru_utime) + ns(ru.ru_stime);
+}
+
+std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const char*(const char*)>& env) {
+  struct Launcher {
+    const char* rank;
+    std::vector<const char*> size, local;
+  };
+  static const Launcher kLaunchers[] = {
+      {"PMIX_RANK", {"PMIX_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"},
+       {"PMIX_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}},
+      {"PMI_RANK", {"PMI_SIZE", "SLURM_NTASKS"}, {"MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"}},
+      {"OMPI_COMM_WORLD_RANK", {"OMPI_COMM_WORLD_SIZE"}, {"OMPI_COMM_WORLD_LOCAL_RANK"}},
+      {"MV2_COMM_WORLD_RANK", {"MV2_COMM_WORLD_SIZE"}, {"MV2_COMM_WORLD_LOCAL_RANK"}},
+      {"FLUX_TASK_RANK", {"FLUX_JOB_SIZE"}, {"FLUX_TASK_LOCAL_ID"}},
+      {"SLURM_PROCID", {"SLURM_NTASKS", "SLURM_NPROCS"}, {"SLURM_LOCALID"}},
+      {"RANK", {"WORLD_SIZE"}, {"LOCAL_RANK"}},
+  };
+  auto number = [&](const char* name) -> int64_t {
+    const char* v = env(name);
+    if (!v || !*v) return -1;
+    int64_t out = -1;
+    const char* end = v + std::strlen(v);
+    const auto [p, ec] = std::from_chars(v, end, out);
+    return ec == std::errc() && p == end && out >= 0 ? out : -1;
+  };
+  for (const Launcher& l : kLaunchers) {
+    store::LauncherRank r;
+    r.rank = number(l.rank);
+    if (r.rank < 0) continue;
+    r.source = l.rank;
+    for (const char* n : l.size)
+      if ((r.size = number(n)) >= 0) break;
+    for (const char* n : l.local)
+      if ((r.local_rank = number(n)) >= 0) break;
+    return r;
+  }
+  return std::nullopt;
 }
 
 }  // namespace collector

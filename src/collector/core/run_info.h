@@ -1,13 +1,21 @@
 // RunInfo: the facts about a process that go into its run's metadata —
 // allow-listed environment (with secrets left out), CPU model, git commit of
-// a working directory, command line. Pure functions over files and strings.
-// Thread-safe (no shared state). Not signal-safe.
+// a working directory, command line, user, executable with its build id and
+// compiler, loaded modules with theirs, kernel/OS/glibc, process CPU time,
+// launcher rank. Functions over files, strings and the process's own
+// mappings. Thread-safe (no shared state). Not signal-safe.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "store/run_meta.h"
 
 namespace collector {
 
@@ -15,8 +23,12 @@ namespace collector {
 // allow-list): CUDA_*, NVIDIA_*, OMP_*, NCCL_*, PYTORCH_*, TORCH_*, MKL_*,
 // OPENBLAS_*, ... and PATH, LD_LIBRARY_PATH, ...
 bool EnvNameAllowed(std::string_view name);
-// Whether a name or value looks like a credential (tokens, keys, passwords,
-// URLs with a password, long random strings): such variables are never kept.
+// Whether a name or value looks like a credential: a name that says so
+// (TOKEN, SECRET, PASSWORD, *_KEY, ...), a known token format as a whole
+// item of the value (ghp_..., AKIA..., sk-..., hf_..., PEM keys), a URL with
+// a password, or a value without '/' that is a long random-looking string.
+// Hashes in directory names (Spack, Nix) are not secrets. Such variables are
+// never kept.
 bool LooksSecret(std::string_view name, std::string_view value);
 // The allow-listed, non-secret subset of `environ`-style "NAME=VALUE" entries.
 std::map<std::string, std::string> RecordedEnvironment(const char* const* envp);
@@ -31,5 +43,52 @@ std::string GitCommit(const std::string& dir);
 // This process's command line, from /proc/self/cmdline.
 std::vector<std::string> ProcessCommandLine();
 std::string CurrentDirectory();
+
+// The user running the process: the real uid's name (getpwuid_r), else
+// $USER, else "uid N".
+std::string UserName();
+// /proc/self/exe, resolved ("" when unreadable).
+std::string ExecutablePath();
+
+// A build id's bytes as lowercase hex.
+std::string BuildIdHex(const std::string& bytes);
+// The NT_GNU_BUILD_ID in a PT_NOTE area of `size` bytes, lowercase hex; ""
+// when absent or malformed (cpu/modules.h BuildIdInNotes, hex).
+std::string BuildIdFromNotes(const unsigned char* notes, size_t size);
+// The modules mapped now for the run's metadata (cpu/modules.h
+// LoadedModules: the executable first, build ids from their notes in
+// memory, no vDSO), as path and hex build id. Normal context only (takes the
+// loader's lock).
+std::vector<store::ModuleInfo> RunModules();
+// Adds to `known` the modules in `now` it does not hold (by path), keeping
+// the order first seen: a library dlopen'ed and closed between writes stays
+// listed.
+void MergeModules(std::vector<store::ModuleInfo>& known, const std::vector<store::ModuleInfo>& now);
+
+// The distinct NUL-terminated strings of the ELF file's .comment section (the
+// compilers and linkers that built it), in file order; empty when the file is
+// not a 64-bit little-endian ELF file, has no such section, or is malformed
+// (every offset and size is checked against the file).
+std::vector<std::string> ElfComment(const std::string& path);
+
+// uname: "Linux 6.1.0-18-amd64 #1 SMP ... x86_64".
+std::string KernelVersion();
+// PRETTY_NAME of an os-release text (quotes removed), else NAME VERSION_ID.
+std::string OsPrettyName(std::string_view os_release);
+// OsPrettyName of /etc/os-release (else /usr/lib/os-release).
+std::string OperatingSystem();
+// gnu_get_libc_version(): "2.36".
+std::string GlibcVersion();
+
+// User + system CPU time of the whole process so far (getrusage
+// RUSAGE_SELF): every thread, the collector's checkpoint thread included.
+int64_t ProcessCpuNs();
+
+// The rank a parallel launcher gave this process, from its variables, the
+// first set in this order: PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK,
+// MV2_COMM_WORLD_RANK, FLUX_TASK_RANK, SLURM_PROCID, RANK (torchrun). Size
+// and local rank come from the same launcher's variables (e.g. SLURM_NTASKS,
+// SLURM_LOCALID). nullopt when none is set to a number.
+std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const char*(const char*)>& env);
 
 }  // namespace collector

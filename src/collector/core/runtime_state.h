@@ -298,7 +298,16 @@ void WriteRun(store::RunState state) noexcept;                          // calle
 void StartFlusher();
 
 // --- lifecycle.cc
-void FillMeta(store::RunMeta& m);
+// The run's metadata at its start. `inherit`: the parent's, in a forked
+// child (the same image: executable, modules, compiler, system and user are
+// copied, not read again — no loader lock or NSS lookup after fork).
+void FillMeta(store::RunMeta& m, const store::RunMeta* inherit = nullptr);
+// The root run of this process's invocation for its children: our root, or
+// our own run when we are the root (0 while we have no run).
+uint32_t RootRunForChildren();
+// Sets CCT_RECORD_PARENT_RUN and CCT_RECORD_ROOT_RUN for children started
+// through the environment (system(), posix_spawn) once our run exists.
+void PublishRunIds();
 void Finish(store::RunState state, std::optional<int> exit_code, std::optional<int> term_signal);
 void OnProcessExit(int status, void*);
 

@@ -1,5 +1,7 @@
 #include "collector/cpu/modules.h"
 
+#include "collector/core/run_info.h"
+
 #include <elf.h>
 #include <link.h>
 #include <unistd.h>
@@ -11,31 +13,22 @@ namespace collector {
 
 namespace {
 
-std::string ExecutablePath() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-// The GNU build id in a mapped PT_NOTE segment.
+// The GNU build id in a PT_NOTE segment that a loaded segment maps (a note
+// outside every PT_LOAD is not in memory).
 std::string BuildIdOf(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-    const char* end = p + ph.p_memsz;
-    const size_t align = ph.p_align > 4 ? 8 : 4;
-    auto up = [align](size_t n) { return (n + align - 1) & ~(align - 1); };
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      ElfW(Nhdr) nh;
-      std::memcpy(&nh, p, sizeof nh);
-      const char* name = p + sizeof nh;
-      const char* desc = name + up(nh.n_namesz);
-      if (desc + nh.n_descsz > end) break;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-        return std::string(desc, nh.n_descsz);
-      p = desc + up(nh.n_descsz);
+    const ElfW(Phdr)& note = info->dlpi_phdr[i];
+    if (note.p_type != PT_NOTE) continue;
+    bool mapped = false;
+    for (int k = 0; k < info->dlpi_phnum && !mapped; ++k) {
+      const ElfW(Phdr)& load = info->dlpi_phdr[k];
+      mapped = load.p_type == PT_LOAD && note.p_vaddr >= load.p_vaddr && note.p_filesz <= load.p_filesz &&
+               note.p_vaddr - load.p_vaddr <= load.p_filesz - note.p_filesz;
     }
+    if (!mapped) continue;
+    std::string id =
+        BuildIdInNotes(reinterpret_cast<const unsigned char*>(info->dlpi_addr + note.p_vaddr), note.p_filesz);
+    if (!id.empty()) return id;
   }
   return {};
 }
@@ -58,7 +51,7 @@ int AddModule(dl_phdr_info* info, size_t, void* data) {
   m.hi = hi;
   if (name[0] == '\0') {
     if (out.empty()) {  // the first entry with no name is the executable
-      static const std::string exe = ExecutablePath();
+      static const std::string exe = ExecutablePath();  // core/run_info.h
       m.path = exe;
     } else {
       return 0;
@@ -72,6 +65,26 @@ int AddModule(dl_phdr_info* info, size_t, void* data) {
 }
 
 }  // namespace
+
+std::string BuildIdInNotes(const unsigned char* notes, size_t size) {
+  // Notes are 4-byte aligned (the name and descriptor of a note in an
+  // 8-aligned segment are padded to 8, but build-id notes sit in their own
+  // 4-aligned segment, and lengths that are multiples of 4 parse either way).
+  size_t off = 0;
+  auto align4 = [](size_t v) { return (v + 3) & ~size_t{3}; };
+  while (size - off >= sizeof(ElfW(Nhdr))) {
+    ElfW(Nhdr) h;
+    std::memcpy(&h, notes + off, sizeof h);
+    off += sizeof h;
+    const size_t name = align4(h.n_namesz), desc = align4(h.n_descsz);
+    if (name > size - off || desc > size - off - name) return {};
+    if (h.n_type == NT_GNU_BUILD_ID && h.n_namesz == 4 && std::memcmp(notes + off, "GNU", 4) == 0 &&
+        h.n_descsz > 0 && h.n_descsz <= 64)
+      return std::string(reinterpret_cast<const char*>(notes + off + name), h.n_descsz);
+    off += name + desc;
+  }
+  return {};
+}
 
 std::vector<ModuleImage> LoadedModules() {
   std::vector<ModuleImage> out;

@@ -34,6 +34,11 @@ struct ModuleImage {
 // the mapped PT_NOTE segments (no file I/O). The vDSO is left out.
 std::vector<ModuleImage> LoadedModules();
 
+// The NT_GNU_BUILD_ID descriptor (raw bytes) in a PT_NOTE area of `size`
+// bytes; "" when absent or malformed (every length is checked against
+// `size`). Pure; the one note parser (run_info's hex form uses it).
+std::string BuildIdInNotes(const unsigned char* notes, size_t size);
+
 // The modules of `before` that are not in `after` (by identity).
 std::vector<ModuleImage> Disappeared(const std::vector<ModuleImage>& before, const std::vector<ModuleImage>& after);
 
