@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
       ("max-depth", po::value<std::string>()->default_value(std::to_string(collector::kDefaultMaxDepth)),
        "frames kept per sampled stack; a deeper stack keeps its outermost ones (under a <truncated stack> leaf)")
       ("no-follow", "record only the first process, not its forked or exec'd children")
+      ("system-debug-info", "also read source lines and inlined frames of the distribution's own binaries "
+                            "(/usr/lib, /usr/bin, ...) from their separate debug files; slower to symbolize")
       ("account-short-threads", "add each thread's time after its last sample (threads shorter than a "
                                 "sampling period have nothing else) to its start routine")
       ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
   }
   config.follow = !vm.count("no-follow");
   config.account_short_threads = vm.count("account-short-threads") > 0;
+  config.system_debug_info = vm.count("system-debug-info") > 0;
   const std::string nvtx = vm["nvtx"].as<std::string>();
   if (nvtx != "on" && nvtx != "off") cli::Fail(kTool, "--nvtx must be on or off, not '" + nvtx + "'", kExitOwnError);
   const std::string mode = vm["nvtx-mode"].as<std::string>();

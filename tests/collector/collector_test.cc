@@ -288,6 +288,7 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
                                                                      {"CCT_RECORD_TAGS", "[1]"},
                                                                      {"CCT_RECORD_PARENT_RUN", "-3"},
                                                                      {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "yes"},
+                                                                     {"CCT_RECORD_SYSTEM_DEBUG_INFO", "on"},
                                                                      {"CCT_RECORD_MAX_DEPTH", "0"},
                                                                      {"CCT_RECORD_MAX_DEPTH", "7"},
                                                                      {"CCT_RECORD_MAX_DEPTH", "65537"},
@@ -297,6 +298,15 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
     CHECK_FALSE(bad.ok());
     if (!bad.ok()) CHECK(bad.status().message().find(k) != std::string::npos);
   }
+}
+
+TEST_CASE("symbolizer: the distribution's binaries are told from the user's") {
+  for (const char* p : {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6", "/usr/bin/gcc",
+                        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "/lib64/ld-linux-x86-64.so.2", "/usr/libexec/x"})
+    CHECK(Symbolizer::IsSystemPath(p));
+  for (const char* p : {"/usr/local/lib/libfoo.so", "/opt/spack/linux/gcc-12/zlib-abc/lib/libz.so",
+                        "/nix/store/abc-glibc/lib/libc.so.6", "/home/u/a.out", "/work/build/prog", "usr/lib/x", ""})
+    CHECK_FALSE(Symbolizer::IsSystemPath(p));
 }
 
 TEST_CASE("run info: environment allow-list and secrets") {

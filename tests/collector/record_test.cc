@@ -794,6 +794,22 @@ TEST_CASE("cct-record --clock wall: no stray EINTR; the program's own SIGALRM an
   CHECK(InclusiveOf(t, "realtime", "sleepy_work") == doctest::Approx(double(v["SLEPT_MS"]) * 1e6).epsilon(0.15));
 }
 
+TEST_CASE("cct-record: the collector's libdw gets no debuginfod client in the profiled process") {
+  // The kernel's list of a shell's mappings, printed after it burned CPU
+  // through a few checkpoints (each symbolizes /bin/sh's samples, which have
+  // no local debug file: libdw then went for its debuginfod client, libcurl
+  // and all): the collector is there, libdw's network client is not.
+  TempDir dir;
+  auto r = Run(Record(dir / "m.db", {"--checkpoint", "0.2"},
+                      {"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; cat /proc/$$/maps"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("libcct-collector") != std::string::npos);
+  CHECK(r.out.find("libdw") != std::string::npos);
+  CHECK(r.out.find("libdebuginfod") == std::string::npos);
+  CHECK(r.out.find("libcurl") == std::string::npos);
+}
+
 TEST_CASE("cct-record --clock wall: 0.3 s asleep in each interposed call shows under that call, not the collector") {
   TempDir dir;
   const std::string db = dir / "s.db";

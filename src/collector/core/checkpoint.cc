@@ -92,7 +92,7 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
 void WriteRun(store::RunState state) noexcept {
   const int64_t duration_ns = Now(CLOCK_MONOTONIC) - rt->start_mono_ns;  // before symbolization's cost
   try {
-    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info);
     cct::Tree tree;
     ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
                            RangeDisplayName);

@@ -88,6 +88,11 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
   if (const char* v = env("CCT_RECORD_GPU_PC_SAMPLING")) c.gpu_pc_sampling = std::string(v) == "1";
   if (const char* v = env("CCT_RECORD_GPU_RAW")) c.gpu_raw_dir = v;
   if (const char* v = env("CCT_RECORD_GPU_ADAPTER")) c.gpu_adapter = v;
+  if (const char* v = env("CCT_RECORD_SYSTEM_DEBUG_INFO")) {
+    const std::string s = v;
+    if (s != "0" && s != "1") return cct::BadInput("CCT_RECORD_SYSTEM_DEBUG_INFO must be 0 or 1, not '" + s + "'");
+    c.system_debug_info = s == "1";
+  }
   if (const char* v = env("CCT_RECORD_ACCOUNT_SHORT_THREADS")) {
     const std::string s = v;
     if (s != "0" && s != "1") return cct::BadInput("CCT_RECORD_ACCOUNT_SHORT_THREADS must be 0 or 1, not '" + s + "'");
@@ -120,6 +125,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.gpu_raw_dir.empty()) e["CCT_RECORD_GPU_RAW"] = c.gpu_raw_dir;
   if (!c.gpu_adapter.empty()) e["CCT_RECORD_GPU_ADAPTER"] = c.gpu_adapter;
   if (c.account_short_threads) e["CCT_RECORD_ACCOUNT_SHORT_THREADS"] = "1";
+  if (c.system_debug_info) e["CCT_RECORD_SYSTEM_DEBUG_INFO"] = "1";
   return e;
 }
 

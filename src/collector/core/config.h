@@ -52,6 +52,9 @@ struct CollectorConfig {
   // CCT_RECORD_ACCOUNT_SHORT_THREADS=1: a thread's time after its last
   // sample is added to its start routine's node when it exits.
   bool account_short_threads = false;
+  // CCT_RECORD_SYSTEM_DEBUG_INFO=1: also read the DWARF (lines, inlined
+  // frames) of the distribution's own binaries (Symbolizer::Create).
+  bool system_debug_info = false;
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

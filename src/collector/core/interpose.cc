@@ -9,6 +9,7 @@
 //   shares its parent's memory.
 // - _exit, _Exit: the run is written (exit() is covered by on_exit).
 // - dlopen, dlclose: no unwinding while this thread is inside the loader
+//   (and libdw's own dlopen of its debuginfod client is refused)
 //   (libunwind would need the loader's lock); samples in a library are
 //   symbolized before it is unloaded.
 // - nanosleep and the other calls that a signal handler always interrupts
@@ -33,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -213,8 +215,29 @@ CCT_EXPORT [[noreturn]] void _Exit(int status) {
 
 // --- the loader ----------------------------------------------------------------
 
+namespace {
+// libdw (elfutils 0.188) dlopens its debuginfod client when it is loaded —
+// with the collector, in every profiled process: libcurl, GnuTLS, Kerberos
+// and their relocations (a third of a short compiler process's start-up),
+// and a symbolizer that may fetch debug files over the network at exit. The
+// collector's libdw gets no client; the program's own dlopen of it is
+// untouched.
+bool IsDebuginfodForLibdw(const char* file, const void* caller) {
+  if (!file) return false;
+  const char* base = std::strrchr(file, '/');
+  base = base ? base + 1 : file;
+  if (std::strncmp(base, "libdebuginfod", 13) != 0) return false;
+  Dl_info info{};
+  if (!dladdr(caller, &info) || !info.dli_fname) return false;
+  const char* lib = std::strrchr(info.dli_fname, '/');
+  lib = lib ? lib + 1 : info.dli_fname;
+  return std::strncmp(lib, "libdw", 5) == 0;
+}
+}  // namespace
+
 CCT_EXPORT void* dlopen(const char* file, int mode) {
   static auto real = Real<void* (*)(const char*, int)>("dlopen");
+  if (IsDebuginfodForLibdw(file, __builtin_return_address(0))) return nullptr;
   collector::EnterLoader();
   void* h = real(file, mode);
   collector::LeaveLoader();

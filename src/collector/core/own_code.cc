@@ -34,7 +34,7 @@ int OwnTextRange(dl_phdr_info* info, size_t, void*) {
 SymbolFrame OutermostFrame(uintptr_t address) {
   std::lock_guard<std::mutex> lock(rt->flush_mutex);
   try {
-    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create();
+    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info);
     const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
     if (!frames.empty()) return frames.front();
   } catch (...) {

@@ -85,6 +85,7 @@ struct OfflineImage {
 }  // namespace
 
 struct Symbolizer::State {
+  bool system_debug_info = false;  // see Symbolizer::Create
   char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
   Dwfl_Callbacks offline_callbacks{};
@@ -187,8 +188,19 @@ Symbolizer::Symbolizer(pid_t pid) : state_(std::make_unique<State>()), pid_(pid 
   Report();
 }
 
-std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid) {
-  return std::unique_ptr<Symbolizer>(new Symbolizer(pid));
+std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid, bool system_debug_info) {
+  auto s = std::unique_ptr<Symbolizer>(new Symbolizer(pid));
+  s->state_->system_debug_info = system_debug_info;
+  return s;
+}
+
+bool Symbolizer::IsSystemPath(std::string_view path) {
+  static constexpr std::string_view kSystem[] = {"/lib/", "/lib64/", "/lib32/", "/usr/lib/", "/usr/lib64/",
+                                                 "/usr/lib32/", "/usr/libexec/", "/bin/", "/sbin/", "/usr/bin/",
+                                                 "/usr/sbin/"};
+  for (std::string_view p : kSystem)
+    if (path.starts_with(p)) return true;
+  return false;
 }
 
 Symbolizer::~Symbolizer() = default;
@@ -336,10 +348,11 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
     return frames;
   }
 
+  const bool dwarf = system_debug_info || !Symbolizer::IsSystemPath(base.module);
   // Source line of the address itself (innermost frame).
   std::string leaf_file;
   uint32_t leaf_line = 0;
-  if (Dwfl_Line* line = dwfl_module_getsrc(mod, address)) {
+  if (Dwfl_Line* line = dwarf ? dwfl_module_getsrc(mod, address) : nullptr) {
     int lineno = 0;
     if (const char* f = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
       leaf_file = f;
@@ -364,7 +377,7 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   // dwarf_getscopes_die on the concrete instance instead.
   std::vector<Dwarf_Die> chain;
   Dwarf_Addr bias = 0;
-  Dwarf_Die* cudie = dwfl_module_addrdie(mod, address, &bias);
+  Dwarf_Die* cudie = dwarf ? dwfl_module_addrdie(mod, address, &bias) : nullptr;
   if (cudie) {
     Dwarf_Die* scopes = nullptr;
     const int n = dwarf_getscopes(cudie, address - bias, &scopes);

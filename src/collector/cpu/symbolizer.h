@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,7 +51,18 @@ using SymbolFrames = std::vector<SymbolFrame>;
 class Symbolizer {
  public:
   // For the calling process (or `pid`, for tests and tools).
-  static std::unique_ptr<Symbolizer> Create(pid_t pid = 0);
+  // `system_debug_info`: also read DWARF (source lines, inlined frames) of
+  // the distribution's own binaries (IsSystemPath). Off by default: their
+  // DWARF lives in separate, compressed debug files (libc6-dbg's is tens of
+  // megabytes), and inflating it cost every short process of a build ~50 ms
+  // for a handful of libc frames; their symbols still come from the symbol
+  // tables, separate debug files' included.
+  static std::unique_ptr<Symbolizer> Create(pid_t pid = 0, bool system_debug_info = false);
+
+  // Whether a path belongs to the distribution (/usr/lib, /lib, /usr/bin,
+  // ...), not to the user (/usr/local, /opt, /home, Spack, Nix, a build
+  // tree).
+  static bool IsSystemPath(std::string_view path);
   ~Symbolizer();
 
   // `return_address`: the address follows a call instruction (every frame
