@@ -47,6 +47,7 @@ const SymbolFrames& Named(uint64_t lk, const std::string& function, const std::s
 const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   const uint32_t epoch = static_cast<uint32_t>(key >> kEpochShift);
   const uintptr_t address = KeyAddress(key);
+  const uint64_t lk = LookupKey(key, return_address);
   const uint32_t now = rt->epoch.load(std::memory_order_relaxed) & kEpochMask;
   if (now != rt->synced_epoch) {
     // Modules were unloaded since: the live symbolizer forgets them.
@@ -58,7 +59,6 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   {
     std::lock_guard<std::mutex> lock(rt->modules_mutex);
     if (!rt->unloaded.empty()) {
-      const uint64_t lk = LookupKey(key, return_address);
       auto it = rt->frozen.find(lk);
       if (it != rt->frozen.end()) return it->second;
       std::optional<ModuleImage> live;
@@ -70,7 +70,6 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
       if (match.module) image = match.module->image;
     }
   }
-  const uint64_t lk = LookupKey(key, return_address);
   switch (match.kind) {
     case UnloadedModules::Match::kLive:
       return rt->symbolizer->Lookup(address, return_address);

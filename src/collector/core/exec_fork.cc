@@ -86,7 +86,7 @@ void ForkChild() {
     rt->threads[0].store(self);
     self->tid = Tid();
     self->index = 0;
-    self->last_ns = rt->clock == CLOCK_MONOTONIC ? Now(CLOCK_MONOTONIC) : Now(CLOCK_THREAD_CPUTIME_ID);
+    self->last_ns = Now(SampleClockOf(self->tid));
     rt->thread_count.store(1);
     ArmTimer(self);
   } else {

@@ -255,6 +255,12 @@ struct Runtime {
 // Never destroyed: host code (and our signal handlers) may run after static
 // destructors. Defined in lifecycle.cc.
 extern Runtime* rt;
+
+// The clock thread `tid`'s samples are measured on: the wall clock
+// (--clock wall), else that thread's CPU clock. SIGNAL-HANDLER CODE.
+inline clockid_t SampleClockOf(pid_t tid) {
+  return rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : ThreadCpuClock(tid);
+}
 // The thread list is changed only from normal (non-handler) code, and only
 // under registry_mutex, so slots are appended one at a time.
 extern std::mutex registry_mutex;

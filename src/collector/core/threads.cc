@@ -56,7 +56,7 @@ ThreadState* AddThread(pid_t tid) {
   t->tid = tid;
   t->index = static_cast<uint32_t>(slot);
   // The thread's clock now: its first sample measures from registration.
-  t->last_ns = rt->clock == CLOCK_MONOTONIC ? Now(CLOCK_MONOTONIC) : Now(ThreadCpuClock(tid));
+  t->last_ns = Now(SampleClockOf(tid));
   rt->threads[slot].store(t, std::memory_order_release);
   rt->thread_count.store(slot + 1, std::memory_order_release);
   return t;

@@ -133,7 +133,7 @@ bool ArmTimer(ThreadState* t) {
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = rt->signo;
   sev._sigev_un._tid = t->tid;
-  const clockid_t clock = rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : ThreadCpuClock(t->tid);
+  const clockid_t clock = SampleClockOf(t->tid);
   if (timer_create(clock, &sev, &t->timer) != 0) return false;
   itimerspec its{};
   its.it_interval.tv_sec = rt->period_ns / 1000000000;

@@ -27,10 +27,9 @@ namespace {
 // The clock a thread's samples are measured on, read for thread `t` (which
 // may be another thread of this process); -1 when it cannot be read (the
 // thread is gone).
-int64_t ThreadClockNow(const ThreadState& t, bool self) {
-  if (rt->clock == CLOCK_MONOTONIC) return Now(CLOCK_MONOTONIC);
+int64_t ThreadClockNow(const ThreadState& t) {
   timespec ts;
-  if (clock_gettime(self ? CLOCK_THREAD_CPUTIME_ID : ThreadCpuClock(t.tid), &ts) != 0) return -1;
+  if (clock_gettime(SampleClockOf(t.tid), &ts) != 0) return -1;
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
@@ -43,7 +42,7 @@ void ThreadExiting(ThreadState* t) {
   sigemptyset(&set);
   sigaddset(&set, rt->signo);
   pthread_sigmask(SIG_BLOCK, &set, &old);
-  const int64_t now = ThreadClockNow(*t, /*self=*/true);
+  const int64_t now = ThreadClockNow(*t);
   const int64_t tail = now > t->last_ns ? now - t->last_ns : 0;
   if (tail > 0) {
     t->last_ns = now;
@@ -67,13 +66,12 @@ void ThreadExiting(ThreadState* t) {
 // (symbolizing) runs on their clocks. Their last_ns moves on, so a resumed
 // recording (a failed exec) does not count them twice.
 void Stop() {
-  const pid_t self = Tid();
   std::lock_guard<std::mutex> lock(registry_mutex);
   const size_t n = rt->thread_count.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
     ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
     if (!t || !t->alive.load(std::memory_order_acquire)) continue;
-    const int64_t now = ThreadClockNow(*t, t->tid == self);
+    const int64_t now = ThreadClockNow(*t);
     if (now > t->last_ns) {
       rt->stopped_unsampled_ns.fetch_add(now - t->last_ns, std::memory_order_relaxed);
       t->last_ns = now;
