@@ -16,8 +16,10 @@
 
 #include "cctdb_config.h"
 #include "collector/core/config.h"
+#include "collector/cpu/symbol_cache.h"
 #include "collector/gpu/gpu_probe.h"
 #include "record/record.h"
+#include "record/spool.h"
 #include "store/database.h"
 #include "tools/cli.h"
 
@@ -63,6 +65,9 @@ int main(int argc, char** argv) {
       ("no-follow", "record only the first process, not its forked or exec'd children")
       ("system-debug-info", "also read source lines and inlined frames of the distribution's own binaries "
                             "(/usr/lib, /usr/bin, ...) from their separate debug files; slower to symbolize")
+      ("symbol-cache", po::value<std::string>(), "directory where the symbol tables of the distribution's "
+                                                "binaries are kept across processes and runs, or off (default: "
+                                                "$XDG_CACHE_HOME/cctdb/symbols, else ~/.cache/cctdb/symbols)")
       ("account-short-threads", "add each thread's time after its last sample (threads shorter than a "
                                 "sampling period have nothing else) to its start routine")
       ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
@@ -102,6 +107,13 @@ int main(int argc, char** argv) {
   config.freq_hz = vm["freq"].as<double>();
   if (!std::isfinite(config.freq_hz) || config.freq_hz < 1 || config.freq_hz > 100000)
     cli::Fail(kTool, "--freq must be between 1 and 100000 Hz", kExitOwnError);
+  config.symbol_cache_dir = collector::DefaultSymbolCacheDir();
+  if (vm.count("symbol-cache")) {
+    const std::string s = vm["symbol-cache"].as<std::string>();
+    if (s == "off") config.symbol_cache_dir.clear();
+    else if (s.empty()) cli::Fail(kTool, "--symbol-cache needs a directory or off", kExitOwnError);
+    else config.symbol_cache_dir = record::AbsolutePath(s);
+  }
   config.checkpoint_s = vm["checkpoint"].as<double>();
   if (!std::isfinite(config.checkpoint_s) || config.checkpoint_s < 0 || config.checkpoint_s > 86400)
     cli::Fail(kTool, "--checkpoint must be between 0 and 86400 seconds", kExitOwnError);
@@ -165,10 +177,11 @@ int main(int argc, char** argv) {
   const std::string lib = record::CollectorLibrary();
   if (lib.empty())
     cli::Fail(kTool, "cannot find libcct-collector.so next to cct-record (set CCT_COLLECTOR_LIB)", kExitOwnError);
-  {
-    auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite);
-    if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
-  }
+  auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite);
+  if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
+  // Runs of processes that outlived an earlier recording into this file.
+  if (auto st = record::GatherAbandoned(**db, config.db_path, std::cerr); !st.ok())
+    std::cerr << kTool << ": cannot gather earlier runs: " << st.message() << '\n';
   if (config.gpu != collector::GpuTracing::kOff && config.gpu_adapter.empty()) {
     // One line here rather than one per process: is there a driver and a GPU?
     const cct::Status probe = collector::ProbeGpu(/*need_device=*/true);
@@ -186,11 +199,33 @@ int main(int argc, char** argv) {
   int exit_status = 0;
   for (int r = 0; r < repeat; ++r) {
     config.session = record::RandomSession();
+    auto spool = record::Spool::Create(config.db_path, config.session);
+    if (!spool.ok()) cli::Fail(kTool, spool.status(), kExitOwnError);
+    config.spool_dir = spool->dir();
     const std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
 
-    auto ran = record::RunProgram(program, env);
+    // The processes write run files; they reach the database here, every
+    // checkpoint interval while the program runs and once after it.
+    bool gather_failed = false;
+    auto gather = [&]() -> record::Spool::Pass {
+      auto pass = spool->Gather(**db, std::cerr);
+      if (!pass.ok()) {
+        if (!gather_failed) std::cerr << kTool << ": cannot store the runs: " << pass.status().message() << '\n';
+        gather_failed = true;
+        return {};
+      }
+      return *pass;
+    };
+    auto ran = record::RunProgram(program, env, [&] { gather(); }, config.checkpoint_s);
     if (!ran.ok()) cli::Fail(kTool, ran.status().message(), kExitOwnError);
     const record::ChildResult& res = *ran;
+    const record::Spool::Pass last = gather();
+    if (!spool->RemoveIfEmpty() && last.left > 0) {
+      std::cerr << kTool << ": note: " << last.left << (last.left == 1 ? " recorded process is" : " recorded processes are")
+                << " still running after the program; the next cct-record into " << config.db_path
+                << " stores what " << (last.left == 1 ? "it writes" : "they write") << " (their run files are in "
+                << spool->dir() << ")\n";
+    }
     if (res.exec_errno) {
       const bool not_found = res.exec_errno == ENOENT;
       cli::Fail(kTool, program[0] + ": " + (not_found ? "command not found" : std::strerror(res.exec_errno)),

@@ -5,10 +5,13 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -74,7 +77,8 @@ std::string RandomSession() {
 void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program) {
   static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock", "--freq",
                                                    "--checkpoint", "--repeat", "--nvtx", "--nvtx-mode",
-                                                   "--iteration", "--gpu", "--gpu-raw", "--max-depth"};
+                                                   "--iteration", "--gpu", "--gpu-raw", "--max-depth",
+                                                   "--symbol-cache"};
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -121,7 +125,8 @@ void InstallSignalForwarding() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
 }
 
-cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env) {
+cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env,
+                                    const std::function<void()>& tick, double tick_s) {
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return cct::IoError(std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> args;
@@ -162,6 +167,21 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   while (r < 0 && errno == EINTR);
   if (r == sizeof e) result.exec_errno = e;
   close(err_pipe[0]);
+  if (tick && tick_s > 0 && !result.exec_errno) {
+    // Wake every tick_s for `tick`, and at once when the child exits.
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd >= 0) {
+      const int timeout_ms = std::max(1, static_cast<int>(tick_s * 1000 + 0.5));
+      for (;;) {
+        pollfd p{pidfd, POLLIN, 0};
+        const int n = poll(&p, 1, timeout_ms);
+        if (n > 0) break;
+        if (n == 0) tick();
+        else if (errno != EINTR) break;
+      }
+      close(pidfd);
+    }
+  }
   while (waitpid(pid, &result.status, 0) < 0) {
     if (errno != EINTR) {
       result.status = 0;

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -59,7 +60,11 @@ struct ChildResult {
 // Runs `program` (argv, looked up in PATH) with environment `env` and waits
 // for it. The child gets SIGTERM if cct-record dies. An error status when
 // the pipe or the fork fails.
-cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env);
+// While it waits, `tick` runs every `tick_s` seconds (cct-record gathers
+// the spool there; 0: never), through a pidfd (Linux 5.3+; without one it
+// only waits).
+cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env,
+                                    const std::function<void()>& tick = nullptr, double tick_s = 0);
 
 // The recording's runs (those of `session` not yet in `reported`), fixed up
 // where a process could not write its own end (killed with SIGKILL; `child`

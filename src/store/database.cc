@@ -1,6 +1,7 @@
 #include "store/database.h"
 
 #include "store/iteration_codec.h"
+#include "store/run_file.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -44,25 +45,6 @@ std::string LeU32(uint32_t v) {
   std::string s(4, '\0');
   std::memcpy(s.data(), &v, 4);
   return s;
-}
-
-// The sections of a run: its tree, and its iterations mapped to the stored
-// node ids. Sets meta.node_count (and an empty iteration_regex).
-Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
-  std::vector<Section> sections;
-  if (iterations && !tree)
-    return cct::InvalidArgument("cannot store iterations without the run's tree (their node ids refer to it)");
-  if (!tree) return sections;
-  std::vector<cct::NodeId> stored_ids;
-  sections = EncodeTree(*tree, iterations ? &stored_ids : nullptr);
-  meta.node_count = tree->size();
-  if (iterations) {
-    auto its = EncodeIterations(*iterations, *tree, stored_ids);
-    if (!its.ok()) return its.status().WithContext("cannot store iterations");
-    sections.push_back(std::move(its).value());
-    if (meta.iteration_regex.empty()) meta.iteration_regex = iterations->range;
-  }
-  return sections;
 }
 
 Status ParseRun(std::string_view value, RunMeta& out) {
@@ -195,6 +177,43 @@ Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree, const Run
       CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
     }
     return PutSections(txn, meta.id, sections);
+  });
+}
+
+Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(RunFile&)>& link) {
+  if (runs.empty()) return Status::Ok();
+  // The body may run again (the map grows and the transaction is retried):
+  // it assigns new ids afresh each time.
+  std::vector<bool> create(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) create[i] = runs[i].meta.id == 0;
+  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn.Get(meta_, "next_run_id"));
+    if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
+    uint32_t next_id = 0;
+    std::memcpy(&next_id, next->data(), 4);
+    const uint32_t first_id = next_id;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      RunFile& run = runs[i];
+      if (create[i]) run.meta.id = next_id++;
+      if (link) link(run);
+      if (!create[i]) {
+        CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> existing, txn.Get(runs_, U32BE(run.meta.id)));
+        if (!existing) return cct::NotFound("no run " + std::to_string(run.meta.id) + " in " + path());
+        if (!run.sections.empty()) {
+          for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,
+                                SectionKind::kValues, SectionKind::kIterations}) {
+            std::string prefix = U32BE(run.meta.id);
+            prefix.push_back(static_cast<char>(k));
+            CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
+          }
+        }
+      }
+      CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(run.meta.id),
+                                  run.meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      CCT_RETURN_IF_ERROR(PutSections(txn, run.meta.id, run.sections));
+    }
+    if (next_id != first_id) CCT_RETURN_IF_ERROR(txn.Put(meta_, "next_run_id", LeU32(next_id)));
+    return Status::Ok();
   });
 }
 

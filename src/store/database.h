@@ -9,6 +9,7 @@
 // be called from several threads (each call runs its own transaction).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "cct/tree.h"
 #include "store/iterations.h"
 #include "store/lmdb_env.h"
+#include "store/run_file.h"
 #include "store/run_meta.h"
 #include "store/tree_codec.h"
 
@@ -56,6 +58,13 @@ class Database {
                         const RunIterations* iterations = nullptr);
   // Replaces only the run's metadata (e.g. to mark it crashed).
   cct::Status UpdateMeta(const RunMeta& meta) { return UpdateRun(meta, nullptr); }
+  // Stores many runs (read from run files) in one transaction: one commit,
+  // one sync, however many processes a recording had. A run whose meta.id is
+  // 0 gets the next id; one with an id replaces that run's metadata, and its
+  // tree and iterations when it has sections. `link` sees each run once its
+  // id is known, before its record is written (cct-record turns the run
+  // files' keys into parent and root run ids there). A failure stores none.
+  cct::Status PutRuns(std::vector<RunFile>& runs, const std::function<void(RunFile&)>& link = nullptr);
   cct::Status DeleteRun(RunId id);
 
   // The run's tree (without iterations: a damaged iteration section does not

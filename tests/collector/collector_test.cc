@@ -1,7 +1,9 @@
 // Unit tests of the collector's pure parts: the sample trie, the profile
 // builder (with made-up symbols), configuration, run information, and the
 // symbolizer on this test binary itself.
+#include <dlfcn.h>
 #include <doctest/doctest.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include "collector/core/run_info.h"
 #include "collector/cpu/modules.h"
 #include "collector/cpu/sample_trie.h"
+#include "collector/cpu/symbol_cache.h"
 #include "collector/cpu/symbolizer.h"
 #include "collector/cpu/unwinder.h"
 #include "tests/test_util.h"
@@ -258,7 +261,7 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
 
   env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_CLOCK", "wall"}, {"CCT_RECORD_FREQ", "4000"},
          {"CCT_RECORD_TAGS", R"({"commit":"abc","n":"1"})"}, {"CCT_RECORD_FOLLOW", "0"},
-         {"CCT_RECORD_PARENT_RUN", "17"}, {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "1"}};
+         {"CCT_RECORD_PARENT_KEY", "00000000deadBEEF"}, {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "1"}};
   auto c = ParseConfig(lookup);
   REQUIRE(c.ok());
   REQUIRE(c->has_value());
@@ -267,7 +270,11 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   CHECK((*c)->checkpoint_s == 1);
   CHECK((*c)->tags.at("commit") == "abc");
   CHECK_FALSE((*c)->follow);
-  CHECK((*c)->parent_run == 17);
+  CHECK((*c)->parent_key == "00000000deadBEEF");
+  CHECK((*c)->root_key.empty());
+  // Without CCT_RECORD_SPOOL the run file goes beside the database, where
+  // the next cct-record into it gathers it.
+  CHECK((*c)->spool_dir == "/tmp/x.db.spool/unowned");
   CHECK((*c)->account_short_threads);
   CHECK((*c)->max_depth == kDefaultMaxDepth);
   CHECK(kDefaultMaxDepth >= 2048);
@@ -278,7 +285,8 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   REQUIRE(again.ok());
   CHECK((*again)->tags == (*c)->tags);
   CHECK((*again)->freq_hz == 4000);
-  CHECK((*again)->parent_run == 17);
+  CHECK((*again)->parent_key == "00000000deadBEEF");
+  CHECK((*again)->spool_dir == "/tmp/x.db.spool/unowned");
   CHECK((*again)->account_short_threads);
   CHECK((*again)->max_depth == 100);
 
@@ -286,7 +294,8 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
                                                                      {"CCT_RECORD_FREQ", "0"},
                                                                      {"CCT_RECORD_FREQ", "fast"},
                                                                      {"CCT_RECORD_TAGS", "[1]"},
-                                                                     {"CCT_RECORD_PARENT_RUN", "-3"},
+                                                                     {"CCT_RECORD_PARENT_KEY", "17"},
+                                                                     {"CCT_RECORD_ROOT_KEY", "00000000deadbeeg"},
                                                                      {"CCT_RECORD_ACCOUNT_SHORT_THREADS", "yes"},
                                                                      {"CCT_RECORD_SYSTEM_DEBUG_INFO", "on"},
                                                                      {"CCT_RECORD_MAX_DEPTH", "0"},
@@ -601,7 +610,9 @@ TEST_CASE("symbolizer: the sorted symbol table names what nm names, for every fu
 
 TEST_CASE("symbolizer: addresses outside every module do not re-read the mappings each time") {
   auto sym = Symbolizer::Create();
+  sym->Lookup(0x80, false);  // libdw's session starts (and reads the mappings) at the first lookup that needs it
   const size_t before = sym->reports();
+  CHECK(before == 1);
   for (uintptr_t a = 0x100; a < 0x100 + 2000 * 16; a += 16) {
     const SymbolFrames& f = sym->Lookup(a, false);
     REQUIRE(f.size() == 1);
@@ -637,4 +648,138 @@ TEST_CASE("symbol index: closest containing symbol, then binding; sizeless label
   CHECK(name(0x4abc) == "label");
   CHECK(name(0x5008) == "after");
   CHECK(name(0x5010) == "-");  // past `after`, which ends after the label
+}
+
+// --- the symbol cache (cpu/symbol_cache.h) -----------------------------------
+
+TEST_CASE("symbol cache: libc named from the shared table as libdw names it; a second process never starts libdw") {
+  testutil::TempDir dir;
+  const std::string cache = dir / "symbols";
+  // libc's text: from a few of its functions' addresses (dlsym), which also
+  // give names to check against (ld.so's dynamic symbols, another source).
+  std::vector<std::pair<std::string, uintptr_t>> exported;
+  std::map<uintptr_t, std::string> dynamic_name;  // what dladdr calls it (one of the aliases)
+  for (const char* name : {"qsort", "getenv", "strtol", "nanosleep", "getpid"}) {
+    void* p = dlsym(RTLD_DEFAULT, name);
+    REQUIRE(p != nullptr);
+    Dl_info info{};
+    REQUIRE(dladdr(p, &info));
+    REQUIRE(std::string(info.dli_fname).find("libc.so") != std::string::npos);
+    exported.emplace_back(name, reinterpret_cast<uintptr_t>(p));
+    dynamic_name[reinterpret_cast<uintptr_t>(p)] = info.dli_sname ? info.dli_sname : "";
+  }
+  // An alias is as right as the name asked for (strtoll is strtol, __getpid
+  // getpid).
+  auto named = [&](const std::string& got, const std::string& name, uintptr_t addr) {
+    return got == name || got == dynamic_name[addr] || got == "__" + name || got.find(name) != std::string::npos;
+  };
+  ModuleImage libc;
+  for (const ModuleImage& m : LoadedModules())
+    if (m.Covers(exported[0].second)) libc = m;
+  REQUIRE(!libc.build_id.empty());
+  // Code addresses only (stacks hold nothing else): libc's executable segment.
+  struct Text {
+    uintptr_t within, lo = 0, hi = 0;
+  } text{exported[0].second};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* t = static_cast<Text*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && t->within >= lo && t->within < lo + ph.p_memsz)
+            t->lo = lo, t->hi = lo + ph.p_memsz;
+        }
+        return 0;
+      },
+      &text);
+  REQUIRE(text.hi > text.lo);
+  std::vector<uintptr_t> addresses;
+  for (uintptr_t a = text.lo; a < text.hi; a += 997) addresses.push_back(a);
+
+  // libdw's answers first, its session closed before the cache's starts:
+  // libelf maps the files it reads, and a second session in one process that
+  // reads /proc/self/maps can take such a mapping, lying right before the
+  // loaded library, for part of it (a hazard of two sessions, not of the
+  // cache).
+  std::vector<SymbolFrame> expected;
+  {
+    auto plain = Symbolizer::Create(0, false, "");
+    for (uintptr_t a : addresses) {
+      const SymbolFrames& p = plain->Lookup(a, false);
+      REQUIRE(p.size() == 1);
+      expected.push_back(p[0]);
+    }
+  }
+  auto cached = Symbolizer::Create(0, false, cache);
+  for (const auto& [name, addr] : exported) {
+    const SymbolFrames& f = cached->Lookup(addr + 1, false);
+    REQUIRE(f.size() == 1);
+    INFO(name << " named " << f[0].function);
+    CHECK(named(f[0].function, name, addr));
+    CHECK(f[0].module.find("libc.so") != std::string::npos);
+  }
+  size_t compared = 0;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const SymbolFrames& c = cached->Lookup(addresses[i], false);
+    REQUIRE(c.size() == 1);
+    INFO(std::hex << addresses[i]);
+    CHECK(c[0].function == expected[i].function);
+    CHECK(c[0].module == expected[i].module);
+    ++compared;
+  }
+  CHECK(compared > 100);
+  CHECK(std::filesystem::exists(SymbolCachePath(cache, libc.build_id)));
+
+  // Another symbolizer (another process of the same build, in effect): the
+  // table comes from the file, libdw's session is never started.
+  cached.reset();
+  auto again = Symbolizer::Create(0, false, cache);
+  for (const auto& [name, addr] : exported) CHECK(named(again->Lookup(addr + 1, false).at(0).function, name, addr));
+  CHECK(again->reports() == 0);
+  // Our own code is not the distribution's: its DWARF is read, by libdw.
+  const uintptr_t own = reinterpret_cast<uintptr_t>(&LoadedModules);
+  CHECK(again->Lookup(own, false).at(0).function.find("LoadedModules") != std::string::npos);
+  CHECK(again->reports() == 1);
+}
+
+TEST_CASE("symbol cache: a table survives the round trip; damaged files are refused or name nothing, never crash") {
+  SymbolIndex idx;
+  const char* names[] = {"alpha", "beta", "_Z5gammav", "label", "delta@@GLIBC_2.2.5"};
+  idx.Add({0x1000, 0x100, 3, 0, names[0]});
+  idx.Add({0x1100, 0x80, 3, 1, names[1]});
+  idx.Add({0x1100, 0x80, 1, 0, names[1]});      // a local alias: the global is preferred
+  idx.Add({0x1200, 0x200, 3, 2, names[2]});
+  idx.Add({0x1500, 0, 3, 3, names[3]});         // a sizeless label
+  idx.Add({0x2000, 0x10, 2, 4, names[4]});
+  idx.Finish();
+  const std::string build_id = "\x01\x02\x03\x04\x05\x06\x07\x08";
+  const std::string bytes = EncodeSymbolCache(build_id, idx, SymbolDisplayName);
+  auto file = SymbolCacheFile::FromBytes(bytes, build_id);
+  REQUIRE(file.ok());
+  CHECK((*file)->size() == 6);
+  // Expected from the table's construction.
+  const std::vector<std::pair<uintptr_t, std::string>> expect = {
+      {0xfff, ""},       {0x1000, "alpha"}, {0x10ff, "alpha"}, {0x1100, "beta"}, {0x117f, "beta"},
+      {0x1180, ""},      {0x1300, "gamma()"}, {0x1500, "label"}, {0x1800, "label"}, {0x2008, "delta"},
+      {0x2010, ""}};  // past delta, which ends between the label and the address
+  for (const auto& [a, name] : expect) {
+    INFO(std::hex << a);
+    CHECK(std::string((*file)->Find(a)) == name);
+    const SymbolIndex::Entry* e = idx.Find(a);
+    CHECK((e ? SymbolDisplayName(e->name) : std::string()) == name);
+  }
+  CHECK_FALSE(SymbolCacheFile::FromBytes(bytes, "\x01\x02").ok());  // another build id
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK_FALSE(SymbolCacheFile::FromBytes(bytes.substr(0, n), build_id).ok());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0xa5);
+    auto f = SymbolCacheFile::FromBytes(damaged, build_id);
+    if (!f.ok()) continue;
+    for (uintptr_t a = 0; a < 0x2100; a += 0x40) (void)(*f)->Find(a);  // any answer, no crash
+  }
+  testutil::TempDir dir;
+  CHECK(SymbolCacheFile::Open(dir / "none.sym", build_id).status().code() == cct::ErrorCode::kNotFound);
+  REQUIRE(WriteSymbolCache(dir / "x/t.sym", bytes).ok());
+  CHECK(SymbolCacheFile::Open(dir / "x/t.sym", build_id).ok());
 }

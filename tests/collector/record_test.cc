@@ -536,6 +536,32 @@ TEST_CASE("cct-record: SIGKILL after 1.5 s of CPU keeps the data up to the last 
   CHECK(spun <= cpu_at_kill - 0.4 + 0.05);
 }
 
+TEST_CASE("cct-record: a recorder killed outright loses nothing; the next recording into the file stores the run") {
+  TempDir dir;
+  const std::string db = dir / "r.db";
+  const pid_t rec = Spawn(Record(db, {}, {Prog("cct-test-lifecycle"), "spin"}));
+  const pid_t prog = ChildOf(rec);
+  REQUIRE(prog > 0);
+  WaitForCpu(prog, 0.8);
+  kill(rec, SIGKILL);  // no forwarding, no gathering: the program gets SIGTERM (PDEATHSIG)
+  CHECK(WaitStatus(rec) == 128 + SIGKILL);
+  for (int i = 0; i < 500 && kill(prog, 0) == 0; ++i) usleep(10000);
+  REQUIRE(kill(prog, 0) != 0);
+  CHECK(Runs(db).empty());  // written to the spool, not yet stored
+  CHECK(std::filesystem::exists(db + ".spool"));
+  auto r = Run(Record(db, {"--name", "next"}, {"/bin/true"}));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("gathered 1 run") != std::string::npos);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].name == "cct-test-lifecycle");
+  CHECK(runs[0].state == store::RunState::kCrashed);
+  CHECK(runs[0].term_signal == SIGTERM);
+  CHECK(InclusiveOf(TreeOf(db, runs[0].id), "cputime", "spin_forever") > 0.3e9);
+  CHECK(runs[1].name == "next");
+  CHECK_FALSE(std::filesystem::exists(db + ".spool"));
+}
+
 TEST_CASE("cct-record: SIGTERM sent to the recorder stops the program; both keep the status; data complete") {
   TempDir dir;
   const std::string db = dir / "t.db";

@@ -7,11 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "record/record.h"
+#include "record/spool.h"
+#include "store/run_file.h"
 #include "store/database.h"
 #include "tests/test_util.h"
 
@@ -142,4 +147,148 @@ TEST_CASE("record: Summarize marks a run killed by SIGKILL as crashed and prints
   std::ostringstream again;
   record::Summarize(db_path, "s1", 4242, SIGKILL, reported, again);
   CHECK(again.str().empty());
+}
+
+// --- the spool (record/spool.h) ---------------------------------------------
+
+namespace {
+
+store::RunFile SpoolRun(const std::string& key, const std::string& parent, const std::string& root, int64_t pid,
+                        store::RunState state, int64_t start_ns) {
+  store::RunFile run;
+  run.meta.name = "p" + key.substr(14);
+  run.meta.source = "cct-record";
+  run.meta.pid = pid;
+  run.meta.pid_start_ticks = store::ProcessStartTicks(pid);
+  run.meta.host = store::HostName();
+  run.meta.state = state;
+  run.meta.start_time_ns = start_ns;
+  run.key = key;
+  run.parent_key = parent;
+  run.root_key = root;
+  return run;
+}
+
+// A pid that named a process which is gone now.
+pid_t GonePid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("spool: a pass stores changed run files in one batch, links keys, removes the finished ones") {
+  testutil::TempDir dir;
+  const std::string db_path = dir / "s.db";
+  auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  auto spool = record::Spool::Create(db_path, "sess-1");
+  REQUIRE(spool.ok());
+  CHECK(spool->dir() == db_path + ".spool/sess-1");
+  const pid_t gone = GonePid();
+  // Written in child-first order: the pass orders by start time.
+  REQUIRE(store::WriteRunFile(spool->dir() + "/000000000000000b.run",
+                              SpoolRun("000000000000000b", "000000000000000a", "000000000000000a", gone,
+                                       store::RunState::kComplete, 2000)).ok());
+  REQUIRE(store::WriteRunFile(spool->dir() + "/000000000000000a.run",
+                              SpoolRun("000000000000000a", "", "", gone, store::RunState::kComplete, 1000)).ok());
+  // Still running (this test process), state recording: stored, kept.
+  REQUIRE(store::WriteRunFile(spool->dir() + "/000000000000000c.run",
+                              SpoolRun("000000000000000c", "000000000000000a", "000000000000000a", getpid(),
+                                       store::RunState::kRecording, 3000)).ok());
+  // Recording, but its process died without a last write (SIGKILL).
+  REQUIRE(store::WriteRunFile(spool->dir() + "/000000000000000d.run",
+                              SpoolRun("000000000000000d", "000000000000000a", "000000000000000a", gone,
+                                       store::RunState::kRecording, 4000)).ok());
+  {
+    std::ofstream bad(spool->dir() + "/000000000000000e.run");
+    bad << "not a run file";
+  }
+  std::ostringstream warn;
+  auto pass = spool->Gather(**db, warn);
+  REQUIRE(pass.ok());
+  CHECK(pass->stored == 4);
+  CHECK(pass->removed == 3);
+  CHECK(pass->left == 1);
+  CHECK(pass->damaged == 1);
+  CHECK(warn.str().find("000000000000000e.run") != std::string::npos);
+  CHECK(std::filesystem::exists(spool->dir() + "/000000000000000e.run.bad"));
+  CHECK(std::filesystem::exists(spool->dir() + "/000000000000000c.run"));
+  CHECK_FALSE(std::filesystem::exists(spool->dir() + "/000000000000000a.run"));
+
+  auto runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 4);
+  std::map<std::string, store::RunMeta> by_key;
+  for (const auto& m : *runs) by_key[m.extra.at("run_key").get<std::string>()] = m;
+  const store::RunId a = by_key.at("000000000000000a").id;
+  CHECK(a == 1);  // the parent first, though its file was written second
+  CHECK(by_key.at("000000000000000a").parent_run == 0);
+  CHECK(by_key.at("000000000000000a").root_run == 0);
+  for (const char* k : {"000000000000000b", "000000000000000c", "000000000000000d"}) {
+    CHECK(by_key.at(k).parent_run == a);
+    CHECK(by_key.at(k).root_run == a);
+  }
+
+  // Nothing changed: nothing stored again; the live one stays.
+  pass = spool->Gather(**db, warn);
+  REQUIRE(pass.ok());
+  CHECK(pass->stored == 0);
+  CHECK(pass->left == 1);
+  // It writes again (a checkpoint, then its end): its run is replaced, not added.
+  store::RunFile c = SpoolRun("000000000000000c", "000000000000000a", "000000000000000a", getpid(),
+                              store::RunState::kComplete, 3000);
+  c.meta.name = "c-final";
+  REQUIRE(store::WriteRunFile(spool->dir() + "/000000000000000c.run", c).ok());
+  pass = spool->Gather(**db, warn);
+  REQUIRE(pass.ok());
+  CHECK(pass->stored == 1);
+  CHECK(pass->removed == 1);
+  CHECK((*db)->ListRuns()->size() == 4);
+  CHECK((*db)->GetRun(by_key.at("000000000000000c").id)->name == "c-final");
+  // The damaged file is still there: the directory stays.
+  CHECK_FALSE(spool->RemoveIfEmpty());
+  std::filesystem::remove(spool->dir() + "/000000000000000e.run.bad");
+  CHECK(spool->RemoveIfEmpty());
+  CHECK_FALSE(std::filesystem::exists(db_path + ".spool"));
+}
+
+TEST_CASE("spool: directories of recorders that are gone are gathered by the next recording, live ones are not") {
+  testutil::TempDir dir;
+  const std::string db_path = dir / "g.db";
+  auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  const pid_t gone = GonePid();
+  const std::string root = record::SpoolRoot(db_path);
+  std::filesystem::create_directories(root + "/dead");
+  {
+    std::ofstream owner(root + "/dead/owner");
+    owner << gone << " 12345\n";
+  }
+  REQUIRE(store::WriteRunFile(root + "/dead/00000000000000a1.run",
+                              SpoolRun("00000000000000a1", "", "", gone, store::RunState::kCrashed, 1)).ok());
+  auto live = record::Spool::Create(db_path, "live");  // owned by this process
+  REQUIRE(live.ok());
+  REQUIRE(store::WriteRunFile(live->dir() + "/00000000000000b1.run",
+                              SpoolRun("00000000000000b1", "", "", gone, store::RunState::kComplete, 2)).ok());
+  // Preloaded by hand (no cct-record): the default spool.
+  std::filesystem::create_directories(root + "/unowned");
+  REQUIRE(store::WriteRunFile(root + "/unowned/00000000000000c1.run",
+                              SpoolRun("00000000000000c1", "", "", gone, store::RunState::kComplete, 3)).ok());
+
+  std::ostringstream out;
+  REQUIRE(record::GatherAbandoned(**db, db_path, out).ok());
+  CHECK(out.str().find("gathered 2 runs") != std::string::npos);
+  auto runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 2);
+  CHECK((*runs)[0].extra.at("run_key") == "00000000000000a1");
+  CHECK((*runs)[1].extra.at("run_key") == "00000000000000c1");
+  CHECK_FALSE(std::filesystem::exists(root + "/dead"));
+  CHECK(std::filesystem::exists(live->dir() + "/00000000000000b1.run"));
+  std::ostringstream quiet;
+  REQUIRE(record::GatherAbandoned(**db, db_path, quiet).ok());
+  CHECK(quiet.str().empty());
 }

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
 #include "collector/nvtx/nvtx_ranges.h"
-#include "store/database.h"
+#include "store/run_file.h"
 
 namespace collector::internal {
 
@@ -86,12 +87,38 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   return rt->frozen.insert_or_assign(lk, frames).first->second;
 }
 
+cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations) {
+  if (rt->run_key.empty()) return cct::Status(cct::ErrorCode::kInternal, "no run key");
+  store::RunFile run;
+  run.meta = rt->meta;
+  run.key = rt->run_key;
+  run.parent_key = rt->config.parent_key;
+  run.root_key = rt->config.root_key;
+  auto sections = store::EncodeRun(run.meta, tree, iterations);
+  if (!sections.ok()) return sections.status();
+  run.sections = std::move(sections).value();
+  rt->meta.node_count = run.meta.node_count;
+  if (rt->meta.iteration_regex.empty()) rt->meta.iteration_regex = run.meta.iteration_regex;
+  cct::Status st = store::WriteRunFile(rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix), run);
+  if (!st.ok()) {
+    // The spool directory is cct-record's; without it (preloaded by hand,
+    // or removed) make it, then try once more.
+    std::error_code ec;
+    std::filesystem::create_directories(rt->config.spool_dir, ec);
+    st = store::WriteRunFile(rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix), run);
+  }
+  return st;
+}
+
 // Builds the tree from every thread's trie and writes the run. Caller holds
 // flush_mutex. Never throws.
 void WriteRun(store::RunState state) noexcept {
   const int64_t duration_ns = Now(CLOCK_MONOTONIC) - rt->start_mono_ns;  // before symbolization's cost
   try {
-    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info);
+    if (!rt->symbolizer) {
+      rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info, rt->config.symbol_cache_dir);
+      rt->symbolizer->AddSymbolTableOnly(rt->own_module);
+    }
     cct::Tree tree;
     ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
                            RangeDisplayName);
@@ -134,15 +161,13 @@ void WriteRun(store::RunState state) noexcept {
     SourcesAddToRun(run);
     m.node_count = tree.size();
 
-    auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
-    cct::Status st = db.ok() ? cct::Status() : db.status();
     const store::RunIterations* iters = iterations.iterations.empty() ? nullptr : &iterations;
-    if (st.ok()) st = rt->run_created ? (*db)->UpdateRun(m, &tree, iters) : (*db)->CreateRun(m, &tree, iters);
+    const cct::Status st = WriteRunFile(&tree, iters);
     if (st.ok()) {
       if (!rt->run_created) {
         rt->run_created = true;
         // Children started from now on (system(), posix_spawn) link to us.
-        PublishRunIds();
+        PublishRunKeys();
       }
     } else if (!rt->warned_write) {
       rt->warned_write = true;

@@ -1,7 +1,10 @@
 #include "collector/core/config.h"
 
+#include "collector/cpu/symbol_cache.h"
+
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -25,6 +28,13 @@ bool ParseInt(const char* s, T* out) {
 }
 
 }  // namespace
+
+bool IsRunKey(std::string_view s) {
+  if (s.size() != 16) return false;
+  for (char ch : s)
+    if (!std::isxdigit(static_cast<unsigned char>(ch))) return false;
+  return true;
+}
 
 cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
   const char* db = env("CCT_RECORD_DB");
@@ -54,12 +64,22 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
       c.tags[k] = val.get<std::string>();
     }
   }
-  if (const char* v = env("CCT_RECORD_PARENT_RUN"); v && *v) {
-    if (!ParseInt(v, &c.parent_run)) return cct::BadInput(std::string("CCT_RECORD_PARENT_RUN is not a run id: ") + v);
+  for (auto [name, field] : {std::pair{"CCT_RECORD_PARENT_KEY", &c.parent_key}, {"CCT_RECORD_ROOT_KEY", &c.root_key}}) {
+    if (const char* v = env(name); v && *v) {
+      if (!IsRunKey(v)) return cct::BadInput(std::string(name) + " is not a run key (16 hex digits): " + v);
+      *field = v;
+    }
   }
-  if (const char* v = env("CCT_RECORD_ROOT_RUN"); v && *v) {
-    if (!ParseInt(v, &c.root_run)) return cct::BadInput(std::string("CCT_RECORD_ROOT_RUN is not a run id: ") + v);
+  if (const char* v = env("CCT_RECORD_SYMBOL_CACHE")) {
+    const std::string s = v;
+    if (s == "off") c.symbol_cache_dir.clear();
+    else if (!s.empty() && s[0] == '/') c.symbol_cache_dir = s;
+    else return cct::BadInput("CCT_RECORD_SYMBOL_CACHE must be an absolute directory or off, not '" + s + "'");
+  } else {
+    c.symbol_cache_dir = DefaultSymbolCacheDir();
   }
+  if (const char* v = env("CCT_RECORD_SPOOL"); v && *v) c.spool_dir = v;
+  else c.spool_dir = c.db_path + ".spool/unowned";
   if (const char* v = env("CCT_RECORD_FOLLOW")) c.follow = std::string(v) != "0";
   if (const char* v = env("CCT_RECORD_SESSION")) c.session = v;
   if (const char* v = env("CCT_RECORD_SIGNAL"); v && *v) {
@@ -112,8 +132,10 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   e["CCT_RECORD_CHECKPOINT"] = buf;
   if (!c.name.empty()) e["CCT_RECORD_NAME"] = c.name;
   if (!c.tags.empty()) e["CCT_RECORD_TAGS"] = nlohmann::json(c.tags).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (c.parent_run) e["CCT_RECORD_PARENT_RUN"] = std::to_string(c.parent_run);
-  if (c.root_run) e["CCT_RECORD_ROOT_RUN"] = std::to_string(c.root_run);
+  e["CCT_RECORD_SPOOL"] = c.spool_dir;
+  e["CCT_RECORD_SYMBOL_CACHE"] = c.symbol_cache_dir.empty() ? "off" : c.symbol_cache_dir;
+  if (!c.parent_key.empty()) e["CCT_RECORD_PARENT_KEY"] = c.parent_key;
+  if (!c.root_key.empty()) e["CCT_RECORD_ROOT_KEY"] = c.root_key;
   e["CCT_RECORD_FOLLOW"] = c.follow ? "1" : "0";
   if (!c.session.empty()) e["CCT_RECORD_SESSION"] = c.session;
   e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);

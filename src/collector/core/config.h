@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cct/status.h"
 
@@ -32,13 +33,20 @@ inline constexpr int kMaxMaxDepth = 65536;
 
 struct CollectorConfig {
   std::string db_path;                 // CCT_RECORD_DB (its presence turns the collector on)
+  // CCT_RECORD_SPOOL: the directory this process's run file goes to
+  // (store/run_file.h), which cct-record gathers into db_path. Default:
+  // db_path + ".spool/unowned", which the next cct-record into db_path
+  // gathers once the process is gone.
+  std::string spool_dir;
   SampleClock clock = SampleClock::kCpu;  // CCT_RECORD_CLOCK: cpu | wall
   double freq_hz = 1000;               // CCT_RECORD_FREQ
   double checkpoint_s = 1;             // CCT_RECORD_CHECKPOINT (0: only at exit)
   std::string name;                    // CCT_RECORD_NAME
   std::map<std::string, std::string> tags;  // CCT_RECORD_TAGS: JSON object
-  uint32_t parent_run = 0;             // CCT_RECORD_PARENT_RUN: run of the process that started this one
-  uint32_t root_run = 0;               // CCT_RECORD_ROOT_RUN: root run of the invocation (0: this process is its root)
+  // Run keys (run files' own ids, 16 hex digits; the database's run ids are
+  // assigned when cct-record stores the runs).
+  std::string parent_key;              // CCT_RECORD_PARENT_KEY: run of the process that started this one
+  std::string root_key;                // CCT_RECORD_ROOT_KEY: root run of the invocation ("": this process is its root)
   bool follow = true;                  // CCT_RECORD_FOLLOW: 0 = this process only
   std::string session;                 // CCT_RECORD_SESSION: ties a recording's runs together
   int signal_offset = 6;               // CCT_RECORD_SIGNAL: sample signal is SIGRTMIN + this
@@ -55,9 +63,16 @@ struct CollectorConfig {
   // CCT_RECORD_SYSTEM_DEBUG_INFO=1: also read the DWARF (lines, inlined
   // frames) of the distribution's own binaries (Symbolizer::Create).
   bool system_debug_info = false;
+  // CCT_RECORD_SYMBOL_CACHE: the directory of the symbol tables shared
+  // across processes (cpu/symbol_cache.h); "off" (stored as "") disables
+  // it. Default: DefaultSymbolCacheDir().
+  std::string symbol_cache_dir;
 };
 
 using EnvLookup = std::function<const char*(const char*)>;
+
+// Whether `s` is a run key: 16 hex digits.
+bool IsRunKey(std::string_view s);
 
 // nullopt when CCT_RECORD_DB is not set (the library was preloaded by
 // someone else: stay inert). An error for malformed values.

@@ -53,8 +53,8 @@ void ForkChild() {
   if (!rt->config.follow) return;  // --no-follow: the child is not recorded
   // Only this thread exists in the child; its samples so far were the
   // parent's. The child's run starts now, empty, linked to the parent's.
-  const uint32_t parent_run = rt->run_created ? rt->meta.id : rt->config.parent_run;
-  const uint32_t root_run = rt->run_created ? RootRunForChildren() : rt->config.root_run;
+  std::string parent_key = ParentKeyForChildren();
+  std::string root_key = RootKeyForChildren();
   for (size_t i = 0; i < rt->thread_count.load(); ++i) {
     // The parent's events, inherited as descriptors: not ours to keep.
     ThreadState* t = rt->threads[i].load();
@@ -67,8 +67,9 @@ void ForkChild() {
   rt->run_created = false;
   rt->finished = false;
   rt->warned_write = false;
-  rt->config.parent_run = parent_run;
-  rt->config.root_run = root_run;
+  rt->config.parent_key = std::move(parent_key);
+  rt->config.root_key = std::move(root_key);
+  rt->run_key = NewRunKey();
   const store::RunMeta parent_meta = std::move(rt->meta);
   FillMeta(rt->meta, &parent_meta);
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
@@ -168,12 +169,10 @@ ExecEnv ExecEnvironment(const char* const* envp) {
   const bool follow = rt && rt->config.follow;
   if (follow) {
     ours = ConfigEnvironment(rt->config);
-    const uint32_t parent = rt->run_created ? rt->meta.id : rt->config.parent_run;
-    if (parent) ours["CCT_RECORD_PARENT_RUN"] = std::to_string(parent);
-    else ours.erase("CCT_RECORD_PARENT_RUN");
-    const uint32_t root = rt->run_created ? RootRunForChildren() : rt->config.root_run;
-    if (root) ours["CCT_RECORD_ROOT_RUN"] = std::to_string(root);
-    else ours.erase("CCT_RECORD_ROOT_RUN");
+    if (const std::string parent = ParentKeyForChildren(); !parent.empty()) ours["CCT_RECORD_PARENT_KEY"] = parent;
+    else ours.erase("CCT_RECORD_PARENT_KEY");
+    if (const std::string root = RootKeyForChildren(); !root.empty()) ours["CCT_RECORD_ROOT_KEY"] = root;
+    else ours.erase("CCT_RECORD_ROOT_KEY");
   }
   std::string preload;
   for (const char* const* e = envp; e && *e; ++e) {

@@ -10,6 +10,7 @@
 #include <link.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -22,7 +23,7 @@
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
 #include "collector/gpu/gpu_runtime.h"
-#include "store/database.h"
+#include "store/run_file.h"
 
 extern char** environ;
 
@@ -83,8 +84,6 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   m.env = RecordedEnvironment(environ);
   m.pid = getpid();
   m.pid_start_ticks = store::ProcessStartTicks(m.pid);
-  m.parent_run = rt->config.parent_run;
-  m.root_run = rt->config.root_run;
   m.launcher = LauncherRankFrom([](const char* n) -> const char* { return getenv(n); });
   m.process_cpu_ns = ProcessCpuNs();
   m.iteration_regex = rt->config.iteration_regex;
@@ -98,14 +97,31 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   rt->start_mono_ns = Now(CLOCK_MONOTONIC);
 }
 
-uint32_t RootRunForChildren() {
-  if (rt->meta.root_run) return rt->meta.root_run;
-  return rt->run_created ? rt->meta.id : 0;
+std::string NewRunKey() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != sizeof v) {
+    // No entropy source: time and pid still tell processes apart.
+    v = static_cast<uint64_t>(Now(CLOCK_REALTIME)) * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(getpid());
+  }
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
+  return s;
 }
 
-void PublishRunIds() {
-  setenv("CCT_RECORD_PARENT_RUN", std::to_string(rt->meta.id).c_str(), 1);
-  if (const uint32_t root = RootRunForChildren()) setenv("CCT_RECORD_ROOT_RUN", std::to_string(root).c_str(), 1);
+std::string ParentKeyForChildren() { return rt->run_created ? rt->run_key : rt->config.parent_key; }
+
+std::string RootKeyForChildren() {
+  if (!rt->config.root_key.empty()) return rt->config.root_key;
+  // No root above us: we are the root once our run exists; a forked child
+  // without a run of its own passes on its parent's link (the parent is the
+  // root then).
+  if (rt->run_created) return rt->run_key;
+  return rt->config.parent_key;
+}
+
+void PublishRunKeys() {
+  setenv("CCT_RECORD_PARENT_KEY", ParentKeyForChildren().c_str(), 1);
+  if (const std::string root = RootKeyForChildren(); !root.empty()) setenv("CCT_RECORD_ROOT_KEY", root.c_str(), 1);
 }
 
 // The last write of this process's run.
@@ -148,6 +164,7 @@ void Start() {
   rt = new (std::nothrow) Runtime;
   if (!rt) return;
   rt->config = std::move(**parsed);
+  rt->run_key = NewRunKey();
   rt->own_module = OwnModule();
   dl_iterate_phdr(OwnTextRange, nullptr);
   SourcesStart(rt->config);  // NVTX compiles --iteration here
@@ -176,14 +193,13 @@ void Start() {
     // start.
     cct::Tree empty;
     ProfileBuilder warm(empty, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
-    auto db = store::Database::Open(rt->config.db_path, store::Database::Mode::kWrite);
-    cct::Status st = db.ok() ? (*db)->CreateRun(rt->meta, &empty) : db.status();
+    cct::Status st = WriteRunFile(&empty, nullptr);
     if (!st.ok()) {
       Warn("cannot record into " + rt->config.db_path + ": " + st.message() + "; not profiling");
       return;
     }
     rt->run_created = true;
-    PublishRunIds();
+    PublishRunKeys();
   }
 
   pthread_atfork(ForkPrepare, ForkParent, ForkChild);

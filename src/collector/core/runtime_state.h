@@ -185,7 +185,10 @@ struct Runtime {
 
   std::mutex flush_mutex;  // checkpoint writes, symbolizer, run metadata
   store::RunMeta meta;
-  bool run_created = false;
+  // This process image's run key (config.h): its run file is
+  // spool_dir/run_key.run. A new one after fork and exec.
+  std::string run_key;
+  bool run_created = false;  // the run file exists: children may link to run_key
   bool finished = false;
   int64_t start_mono_ns = 0;
   std::unique_ptr<Symbolizer> symbolizer;
@@ -301,6 +304,9 @@ SymbolFrame OutermostFrame(uintptr_t address);  // takes flush_mutex
 uint64_t LookupKey(uint64_t key, bool return_address);
 const SymbolFrames& LookupSymbols(uint64_t key, bool return_address);  // caller holds flush_mutex
 void WriteRun(store::RunState state) noexcept;                          // caller holds flush_mutex
+// Writes the run file (meta, and the tree and iterations when given).
+// Caller holds flush_mutex.
+cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations);
 void StartFlusher();
 
 // --- lifecycle.cc
@@ -308,12 +314,17 @@ void StartFlusher();
 // child (the same image: executable, modules, compiler, system and user are
 // copied, not read again — no loader lock or NSS lookup after fork).
 void FillMeta(store::RunMeta& m, const store::RunMeta* inherit = nullptr);
+// A fresh run key (16 hex digits from getrandom).
+std::string NewRunKey();
+// The key children link to as their parent: our run's once it exists, else
+// the run we were started from (a forked child that has written nothing).
+std::string ParentKeyForChildren();
 // The root run of this process's invocation for its children: our root, or
-// our own run when we are the root (0 while we have no run).
-uint32_t RootRunForChildren();
-// Sets CCT_RECORD_PARENT_RUN and CCT_RECORD_ROOT_RUN for children started
+// our own run when we are the root ("" while we have no run).
+std::string RootKeyForChildren();
+// Sets CCT_RECORD_PARENT_KEY and CCT_RECORD_ROOT_KEY for children started
 // through the environment (system(), posix_spawn) once our run exists.
-void PublishRunIds();
+void PublishRunKeys();
 void Finish(store::RunState state, std::optional<int> exit_code, std::optional<int> term_signal);
 void OnProcessExit(int status, void*);
 

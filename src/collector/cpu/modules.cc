@@ -51,8 +51,10 @@ int AddModule(dl_phdr_info* info, size_t, void* data) {
   m.hi = hi;
   if (name[0] == '\0') {
     if (out.empty()) {  // the first entry with no name is the executable
-      static const std::string exe = ExecutablePath();  // core/run_info.h
-      m.path = exe;
+      // Never destroyed: the final write at exit runs after static
+      // destructors registered before it (a std::string here was read freed).
+      static const std::string* const exe = new std::string(ExecutablePath());  // core/run_info.h
+      m.path = *exe;
     } else {
       return 0;
     }

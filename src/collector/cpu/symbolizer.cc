@@ -1,5 +1,7 @@
 #include "collector/cpu/symbolizer.h"
 
+#include "collector/cpu/symbol_cache.h"
+
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -7,6 +9,9 @@
 #include <link.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+
+#include <limits.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -30,6 +35,12 @@ std::string Demangle(const char* name) {
   return name;
 }
 
+std::string SymbolDisplayName(const char* raw) {
+  if (!raw) return {};
+  const char* at = std::strchr(raw, '@');
+  return Demangle(at ? std::string(raw, at).c_str() : raw);
+}
+
 void SymbolIndex::Finish() {
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
     if (a.start != b.start) return a.start < b.start;
@@ -50,28 +61,15 @@ void SymbolIndex::Finish() {
 }
 
 const SymbolIndex::Entry* SymbolIndex::Find(uintptr_t address) const {
-  auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
-                             [](uintptr_t a, const Entry& e) { return a < e.start; });
-  if (it == entries_.begin()) return nullptr;
-  const size_t last = static_cast<size_t>(it - entries_.begin()) - 1;
-  // Sized symbols containing the address: walk down from the closest start;
-  // max_end_ says when nothing further down reaches the address. At one
-  // start the sort put the preferred symbol first.
-  for (size_t i = last + 1; i-- > 0;) {
-    if (max_end_[i] <= address) break;
-    const Entry& e = entries_[i];
-    if (e.size != 0 && address - e.start < e.size) {
-      size_t j = i;
-      while (j > 0 && entries_[j - 1].start == e.start) --j;
-      while (entries_[j].size == 0 || address - entries_[j].start >= entries_[j].size) ++j;
-      return &entries_[j];
-    }
-  }
-  // The closest sizeless label (assembly), unless a sized symbol after it
-  // ends between it and the address (as dwfl_module_addrsym decides).
-  const size_t k = last_label_[last];
-  if (k != SIZE_MAX && max_end_[last] <= entries_[k].start) return &entries_[k];
-  return nullptr;
+  struct Columns {
+    const SymbolIndex& s;
+    uintptr_t start(size_t i) const { return s.entries_[i].start; }
+    uint64_t size(size_t i) const { return s.entries_[i].size; }
+    uintptr_t max_end(size_t i) const { return s.max_end_[i]; }
+    size_t last_label(size_t i) const { return s.last_label_[i]; }
+  };
+  const size_t i = FindIn(Columns{*this}, entries_.size(), address);
+  return i == SIZE_MAX ? nullptr : &entries_[i];
 }
 
 namespace {
@@ -95,6 +93,16 @@ struct Symbolizer::State {
   std::unordered_map<Dwfl_Module*, std::unique_ptr<SymbolIndex>> symbols;
   // By path '\0' build id '\0' bias.
   std::unordered_map<std::string, OfflineImage> offline;
+  // The symbol cache (symbol_cache.h): its directory ("" = off), the
+  // process's modules as the loader lists them, their canonical paths (what
+  // libdwfl names them from /proc/PID/maps), and the mapped tables by build
+  // id (null: none to be had; libdw names that module).
+  std::string cache_dir;
+  std::vector<ModuleImage> images;
+  uint64_t images_generation = UINT64_MAX;
+  std::unordered_map<std::string, std::string> canonical;
+  std::unordered_map<std::string, std::unique_ptr<SymbolCacheFile>> tables;
+  std::vector<std::string> symbol_table_only;  // canonical paths (AddSymbolTableOnly)
 
   const SymbolIndex& SymbolsOf(Dwfl_Module* mod);
   SymbolFrames ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self);
@@ -184,14 +192,26 @@ Symbolizer::Symbolizer(pid_t pid) : state_(std::make_unique<State>()), pid_(pid 
   state_->offline_callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
   state_->offline_callbacks.section_address = dwfl_offline_section_address;
   state_->offline_callbacks.debuginfo_path = &state_->debuginfo_path;
-  state_->dwfl = dwfl_begin(&state_->callbacks);
-  Report();
 }
 
-std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid, bool system_debug_info) {
+std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid, bool system_debug_info, std::string symbol_cache_dir) {
   auto s = std::unique_ptr<Symbolizer>(new Symbolizer(pid));
   s->state_->system_debug_info = system_debug_info;
+  // Only for the calling process: the loader's module list is its own.
+  if (s->pid_ == getpid()) s->state_->cache_dir = std::move(symbol_cache_dir);
+  else s->EnsureDwfl();
   return s;
+}
+
+void Symbolizer::AddSymbolTableOnly(const std::string& path) {
+  char real[PATH_MAX];
+  state_->symbol_table_only.push_back(realpath(path.c_str(), real) ? real : path);
+}
+
+void Symbolizer::EnsureDwfl() {
+  if (state_->dwfl) return;
+  state_->dwfl = dwfl_begin(&state_->callbacks);
+  Report();
 }
 
 bool Symbolizer::IsSystemPath(std::string_view path) {
@@ -262,7 +282,20 @@ void Symbolizer::Report() {
 
 void Symbolizer::Sync() {
   if (pid_ != getpid()) return;
-  if (LoaderGeneration() != generation_) Report();
+  const uint64_t g = LoaderGeneration();
+  if (g != state_->images_generation && state_->images_generation != UINT64_MAX) {
+    // Modules went away or came: results cached for addresses no module
+    // still covers are dropped (the loader reuses address ranges).
+    std::vector<ModuleImage> now = LoadedModules();
+    for (const ModuleImage& b : state_->images) {
+      bool kept = false;
+      for (const ModuleImage& a : now) kept |= a.SameImage(b);
+      if (!kept) cache_.erase(cache_.lower_bound(b.lo), cache_.lower_bound(b.hi));
+    }
+    state_->images = std::move(now);
+    state_->images_generation = g;
+  }
+  if (state_->dwfl && g != generation_) Report();
 }
 
 const SymbolFrames& Symbolizer::Lookup(uintptr_t address, bool return_address) {
@@ -272,7 +305,73 @@ const SymbolFrames& Symbolizer::Lookup(uintptr_t address, bool return_address) {
   return cache_.emplace(a, Resolve(a)).first->second;
 }
 
+bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
+  State& s = *state_;
+  const uint64_t g = LoaderGeneration();
+  if (g != s.images_generation) {
+    s.images = LoadedModules();
+    s.images_generation = g;
+  }
+  const ModuleImage* image = nullptr;
+  for (const ModuleImage& m : s.images)
+    if (m.Covers(address)) image = &m;
+  if (!image || image->build_id.empty()) return false;
+  auto [cit, fresh_path] = s.canonical.try_emplace(image->path);
+  if (fresh_path) {
+    char real[PATH_MAX];
+    cit->second = realpath(image->path.c_str(), real) ? real : image->path;
+  }
+  const std::string& path = cit->second;
+  const bool table_only = std::find(s.symbol_table_only.begin(), s.symbol_table_only.end(), path) !=
+                          s.symbol_table_only.end();
+  if (!table_only && (s.system_debug_info || !IsSystemPath(path))) return false;  // its DWARF is read: libdw
+  auto [tit, fresh] = s.tables.try_emplace(image->build_id);
+  if (fresh) {
+    const std::string file = SymbolCachePath(s.cache_dir, image->build_id);
+    auto opened = SymbolCacheFile::Open(file, image->build_id);
+    if (!opened.ok()) {
+      // The first process to need this module's table writes it.
+      EnsureDwfl();
+      if (Dwfl_Module* mod = s.dwfl ? dwfl_addrmodule(s.dwfl, address) : nullptr) {
+        const SymbolIndex& live = s.SymbolsOf(mod);
+        SymbolIndex relative;
+        for (size_t i = 0; i < live.size(); ++i) {
+          SymbolIndex::Entry e = live.entry(i);
+          e.start -= image->bias;
+          relative.Add(e);
+        }
+        relative.Finish();
+        if (WriteSymbolCache(file, EncodeSymbolCache(image->build_id, relative, SymbolDisplayName)).ok())
+          opened = SymbolCacheFile::Open(file, image->build_id);
+      }
+    }
+    if (opened.ok()) tit->second = std::move(opened).value();
+  }
+  if (!tit->second) return false;
+  SymbolFrame f;
+  f.module = path;
+  const std::string_view name = tit->second->Find(address - image->bias);
+  if (!name.empty()) {
+    f.function = name;
+  } else if (const uintptr_t entry = getauxval(AT_ENTRY); entry && address >= entry && address < entry + 64) {
+    f.function = "_start";  // as ResolveIn names a stripped executable's entry code
+  } else {
+    const uintptr_t start = image->lo & ~uintptr_t{4095};
+    const char* slash = std::strrchr(path.c_str(), '/');
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "+0x%lx", static_cast<unsigned long>(address - start));
+    f.function = std::string(slash ? slash + 1 : path.c_str()) + buf;
+  }
+  out.push_back(std::move(f));
+  return true;
+}
+
 SymbolFrames Symbolizer::Resolve(uintptr_t address) {
+  if (!state_->cache_dir.empty()) {
+    SymbolFrames frames;
+    if (ResolveCached(address, frames)) return frames;
+  }
+  EnsureDwfl();
   Dwfl_Module* mod = state_->dwfl ? dwfl_addrmodule(state_->dwfl, address) : nullptr;
   // A library loaded since the last report (dlopen): read the maps again,
   // but only if the loader says something changed (for another process: no
@@ -365,10 +464,7 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   // functions with internal linkage.
   std::string symbol_name;
   if (const SymbolIndex::Entry* e = SymbolsOf(mod).Find(address)) {
-    const char* name = e->name;
-    // .dynsym names may carry a symbol version ("clock_gettime@@GLIBC_2.17").
-    const char* at = std::strchr(name, '@');
-    symbol_name = Demangle(at ? std::string(name, at).c_str() : name);
+    symbol_name = SymbolDisplayName(e->name);
   }
 
   // DWARF: the chain of inlined instances, innermost first, ending at the

@@ -57,7 +57,17 @@ class Symbolizer {
   // megabytes), and inflating it cost every short process of a build ~50 ms
   // for a handful of libc frames; their symbols still come from the symbol
   // tables, separate debug files' included.
-  static std::unique_ptr<Symbolizer> Create(pid_t pid = 0, bool system_debug_info = false);
+  //
+  // `symbol_cache_dir`: where the symbol tables of modules read without
+  // DWARF are cached across processes (symbol_cache.h; "" = no cache). With
+  // it, such modules are named from the cache and libdw is not started at
+  // all unless a module needs it (DWARF, no build id, no cache file yet).
+  static std::unique_ptr<Symbolizer> Create(pid_t pid = 0, bool system_debug_info = false,
+                                            std::string symbol_cache_dir = "");
+  // A module named from its symbol table alone, like the distribution's
+  // (the collector's own library: its frames are hidden or named by
+  // function, and its DWARF is large).
+  void AddSymbolTableOnly(const std::string& path);
 
   // Whether a path belongs to the distribution (/usr/lib, /lib, /usr/bin,
   // ...), not to the user (/usr/local, /opt, /home, Spack, Nix, a build
@@ -91,6 +101,8 @@ class Symbolizer {
  private:
   explicit Symbolizer(pid_t pid);
   SymbolFrames Resolve(uintptr_t address);
+  bool ResolveCached(uintptr_t address, SymbolFrames& out);
+  void EnsureDwfl();
   void Report();
   uint64_t LoaderGeneration() const;
 
@@ -121,6 +133,18 @@ class SymbolIndex {
   // covered by a sized symbol in between; else null.
   const Entry* Find(uintptr_t address) const;
   size_t size() const { return entries_.size(); }
+  const Entry& entry(size_t i) const { return entries_[i]; }
+
+  // The search Find does, over any table sorted the same way with the same
+  // columns: t.start(i), t.size(i), t.max_end(i) and t.last_label(i)
+  // (SIZE_MAX: none). The symbol cache's mapped files (symbol_cache.h) use
+  // it too. The index of the entry, or SIZE_MAX. Memory-safe on any column
+  // values (a damaged cache file): every index it reads is below n.
+  template <class Table>
+  static size_t FindIn(const Table& t, size_t n, uintptr_t address);
+  // Finish's columns for entry i, for writers of such tables.
+  uintptr_t max_end(size_t i) const { return max_end_[i]; }
+  size_t last_label(size_t i) const { return last_label_[i]; }
 
  private:
   std::vector<Entry> entries_;
@@ -128,7 +152,39 @@ class SymbolIndex {
   std::vector<size_t> last_label_;   // the preferred sizeless entry at or before i (SIZE_MAX: none)
 };
 
+template <class Table>
+size_t SymbolIndex::FindIn(const Table& t, size_t n, uintptr_t address) {
+  size_t lo = 0, hi = n;  // the first entry starting after the address
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (address < t.start(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo == 0) return SIZE_MAX;
+  const size_t last = lo - 1;
+  // Sized symbols containing the address: walk down from the closest start;
+  // max_end says when nothing further down reaches the address. At one
+  // start the sort put the preferred symbol first.
+  for (size_t i = last + 1; i-- > 0;) {
+    if (t.max_end(i) <= address) break;
+    if (t.size(i) != 0 && address - t.start(i) < t.size(i)) {
+      size_t j = i;
+      while (j > 0 && t.start(j - 1) == t.start(i)) --j;
+      while (j < i && (t.size(j) == 0 || address - t.start(j) >= t.size(j))) ++j;
+      return j;
+    }
+  }
+  // The closest sizeless label (assembly), unless a sized symbol after it
+  // ends between it and the address (as dwfl_module_addrsym decides).
+  const size_t k = t.last_label(last);
+  if (k < n && t.max_end(last) <= t.start(k)) return k;
+  return SIZE_MAX;
+}
+
 // Demangles a C++ symbol; returns the input when it is not a mangled name.
 std::string Demangle(const char* name);
+// An ELF symbol's name as frames show it: without its symbol version
+// ("clock_gettime@@GLIBC_2.17"), demangled.
+std::string SymbolDisplayName(const char* raw);
 
 }  // namespace collector

@@ -442,7 +442,7 @@ void GpuAtStart(const CollectorConfig& config, pid_t pid) {
   }
   const char* injection = getenv("CUDA_INJECTION64_PATH");
   const bool injected = injection && !CollectorModule().empty() && CollectorModule() == injection;
-  if (config.gpu == GpuTracing::kOn && (config.parent_run == 0 || !injected)) {
+  if (config.gpu == GpuTracing::kOn && (config.parent_key.empty() || !injected)) {
     // The program cct-record started (its children, which may never use
     // CUDA — a shell, a launcher —, attach through the injection as usual).
     AttachOrReport();

@@ -1,0 +1,239 @@
+// See spool.h.
+#include "record/spool.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string_view>
+#include <vector>
+
+#include "store/run_file.h"
+
+namespace record {
+namespace {
+
+constexpr const char* kOwnerFile = "owner";
+constexpr const char* kUnowned = "unowned";  // collector/core/config.h: the default spool
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Whether the process that wrote `meta` still runs: same host, and its pid
+// still names the process that started at the recorded time. A process on
+// another host (a shared file system) counts as running until its run is
+// final.
+bool ProcessAlive(const store::RunMeta& meta) {
+  if (meta.pid <= 0) return false;
+  if (!meta.host.empty() && meta.host != store::HostName()) return true;
+  const uint64_t ticks = store::ProcessStartTicks(meta.pid);
+  return ticks != 0 && (meta.pid_start_ticks == 0 || ticks == meta.pid_start_ticks);
+}
+
+// The owner file's pid and start ticks; the directory is abandoned when that
+// process is gone.
+bool OwnerAlive(const std::string& dir) {
+  std::ifstream in(dir + "/" + kOwnerFile);
+  int64_t pid = 0;
+  uint64_t ticks = 0;
+  if (!(in >> pid >> ticks) || pid <= 0) return false;
+  const uint64_t now = store::ProcessStartTicks(pid);
+  return now != 0 && now == ticks;
+}
+
+}  // namespace
+
+std::string SpoolRoot(const std::string& db_path) { return db_path + ".spool"; }
+
+cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& session) {
+  const std::string root = SpoolRoot(db_path);
+  if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
+    return cct::IoError("cannot make " + root + ": " + std::strerror(errno));
+  const std::string dir = root + "/" + session;
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return cct::IoError("cannot make " + dir + ": " + std::strerror(errno));
+  std::ofstream owner(dir + "/" + kOwnerFile);
+  owner << getpid() << ' ' << store::ProcessStartTicks(getpid()) << '\n';
+  if (!owner) return cct::IoError("cannot write " + dir + "/" + kOwnerFile);
+  return Spool(dir);
+}
+
+cct::Status Spool::LoadStoredKeys(store::Database& db) {
+  if (stored_keys_loaded_) return cct::Status::Ok();
+  stored_keys_loaded_ = true;
+  CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, db.ListRuns());
+  for (const store::RunMeta& m : runs) {
+    auto it = m.extra.find("run_key");
+    if (it != m.extra.end() && it->is_string()) ids_.emplace(it->get<std::string>(), m.id);
+  }
+  return cct::Status::Ok();
+}
+
+cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) {
+  Pass pass;
+  DIR* d = opendir(dir_.c_str());
+  if (!d) {
+    if (errno == ENOENT) return pass;
+    return cct::IoError("cannot read " + dir_ + ": " + std::strerror(errno));
+  }
+  struct Changed {
+    std::string name;
+    Seen seen;
+    store::RunFile run;
+  };
+  std::vector<Changed> changed;
+  std::vector<std::string> unchanged_final;  // stored before, process gone since
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (!EndsWith(name, store::kRunFileSuffix)) continue;  // owner, NAME.run.tmp, NAME.bad
+    const std::string path = dir_ + "/" + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) continue;  // replaced or removed just now
+    const Seen seen{static_cast<uint64_t>(st.st_ino), int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                    static_cast<int64_t>(st.st_size)};
+    auto prior = stored_.find(name);
+    if (prior != stored_.end() && prior->second.seen == seen) {
+      unchanged_final.push_back(name);
+      continue;
+    }
+    auto run = store::ReadRunFile(path);
+    if (!run.ok()) {
+      if (run.status().code() == cct::ErrorCode::kIo) continue;  // replaced between stat and open
+      warn << "cct-record: " << run.status().message() << "; kept as " << path << ".bad\n";
+      rename(path.c_str(), (path + ".bad").c_str());
+      ++pass.damaged;
+      continue;
+    }
+    changed.push_back({name, seen, std::move(run).value()});
+  }
+  closedir(d);
+
+  if (!changed.empty()) {
+    CCT_RETURN_IF_ERROR(LoadStoredKeys(db));
+    // Parents start before their children: store them first, so a child
+    // gathered in the same pass finds its parent's id.
+    std::stable_sort(changed.begin(), changed.end(), [](const Changed& a, const Changed& b) {
+      return a.run.meta.start_time_ns < b.run.meta.start_time_ns;
+    });
+    std::vector<store::RunFile> runs;
+    runs.reserve(changed.size());
+    for (Changed& c : changed) {
+      auto it = ids_.find(c.run.key);
+      c.run.meta.id = it == ids_.end() ? 0 : it->second;
+      runs.push_back(std::move(c.run));
+    }
+    auto lookup = [&](const std::string& key) -> store::RunId {
+      if (key.empty()) return 0;
+      auto it = ids_.find(key);
+      return it == ids_.end() ? 0 : it->second;
+    };
+    CCT_RETURN_IF_ERROR(db.PutRuns(runs, [&](store::RunFile& run) {
+      ids_[run.key] = run.meta.id;
+      run.meta.extra["run_key"] = run.key;
+      run.meta.parent_run = lookup(run.parent_key);
+      run.meta.root_run = lookup(run.root_key);
+      // A root key that names a run not recorded (cct-record's child was
+      // not profiled): the parent chain still leads up.
+      if (run.meta.root_run == run.meta.id) run.meta.root_run = 0;
+    }));
+    for (size_t i = 0; i < changed.size(); ++i) {
+      changed[i].run.meta = runs[i].meta;
+      stored_[changed[i].name] = {changed[i].seen, runs[i].meta};
+      ++pass.stored;
+    }
+  }
+
+  // Files whose runs are stored and whose processes are done go away.
+  auto done = [](const store::RunMeta& m) { return m.state != store::RunState::kRecording || !ProcessAlive(m); };
+  for (size_t i = 0; i < changed.size(); ++i) {
+    const store::RunMeta& m = changed[i].run.meta;
+    if (!done(m)) {
+      ++pass.left;
+      continue;
+    }
+    const std::string path = dir_ + "/" + changed[i].name;
+    // Not if it was replaced since it was read: the next pass stores that.
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == changed[i].seen.inode) {
+      unlink(path.c_str());
+      stored_.erase(changed[i].name);
+      ++pass.removed;
+    } else {
+      ++pass.left;
+    }
+  }
+  for (const std::string& name : unchanged_final) {
+    // Stored in an earlier pass while its process ran: gone now?
+    if (!done(stored_[name].meta)) {
+      ++pass.left;
+      continue;
+    }
+    unlink((dir_ + "/" + name).c_str());
+    stored_.erase(name);
+    ++pass.removed;
+  }
+  return pass;
+}
+
+bool Spool::RemoveIfEmpty() const {
+  DIR* d = opendir(dir_.c_str());
+  if (!d) return errno == ENOENT;
+  bool runs_left = false;
+  std::vector<std::string> others;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (EndsWith(name, store::kRunFileSuffix) || EndsWith(name, ".bad")) runs_left = true;
+    else others.push_back(name);
+  }
+  closedir(d);
+  if (runs_left) return false;
+  // The owner file, and temporary files of writers that died mid-write.
+  for (const std::string& name : others) unlink((dir_ + "/" + name).c_str());
+  if (rmdir(dir_.c_str()) != 0) return false;
+  const std::string root = dir_.substr(0, dir_.rfind('/'));
+  rmdir(root.c_str());  // only when empty: other recordings may be using it
+  return true;
+}
+
+cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out) {
+  const std::string root = SpoolRoot(db_path);
+  DIR* d = opendir(root.c_str());
+  if (!d) return cct::Status::Ok();
+  std::vector<std::string> dirs;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string dir = root + "/" + name;
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (name != kUnowned && OwnerAlive(dir)) continue;
+    dirs.push_back(dir);
+  }
+  closedir(d);
+  std::sort(dirs.begin(), dirs.end());
+  size_t stored = 0, left = 0;
+  for (const std::string& dir : dirs) {
+    Spool spool = Spool::Existing(dir);
+    CCT_ASSIGN_OR_RETURN(Spool::Pass pass, spool.Gather(db, out));
+    stored += pass.stored;
+    left += pass.left;
+    if (dir.substr(dir.rfind('/') + 1) != kUnowned || pass.left == 0) spool.RemoveIfEmpty();
+  }
+  if (stored > 0) {
+    out << "cct-record: gathered " << stored << (stored == 1 ? " run" : " runs")
+        << " left in " << root << " by processes that outlived their recording";
+    if (left > 0) out << " (" << left << " still running)";
+    out << '\n';
+  }
+  return cct::Status::Ok();
+}
+
+}  // namespace record

@@ -1,0 +1,90 @@
+// Spool: where a recording's processes leave their runs, and how cct-record
+// gathers them into the database.
+//
+// Each recorded process writes one run file (store/run_file.h) into the
+// recording's spool directory, DB.spool/SESSION/, at its start, at each
+// checkpoint and at its end; it never opens the database. cct-record
+// gathers the files that changed into the database while the program runs
+// (every checkpoint interval) and once more after it: one transaction per
+// pass, so a build's hundred short processes cost one commit instead of two
+// synchronous commits each. Run files carry keys, not run ids: gathering
+// assigns the ids and turns the parent and root keys into parent_run and
+// root_run, and records the key in the run's metadata (extra.run_key) so a
+// later pass can still link a child to a parent stored earlier.
+//
+// A file is removed once its run is stored and its process is gone. A
+// process that outlives cct-record (a daemon) leaves its file behind; so
+// does a recording whose cct-record was killed. Directories whose owner (the
+// "owner" file: pid and start time of the cct-record that made them) is
+// gone are abandoned: the next cct-record into the same database gathers
+// them first (GatherAbandoned). A file that cannot be read is renamed
+// NAME.bad and reported, never deleted.
+//
+// Not thread-safe; cct-record is single-threaded.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "cct/status.h"
+#include "store/database.h"
+
+namespace record {
+
+// DB.spool: the directory that holds a database's spool directories.
+std::string SpoolRoot(const std::string& db_path);
+
+class Spool {
+ public:
+  // Makes DB.spool/SESSION/ with its owner file (this process).
+  static cct::Result<Spool> Create(const std::string& db_path, const std::string& session);
+  // A spool directory someone else made (for gathering abandoned ones).
+  static Spool Existing(std::string dir) { return Spool(std::move(dir)); }
+
+  const std::string& dir() const { return dir_; }
+
+  struct Pass {
+    size_t stored = 0;     // runs created or updated
+    size_t removed = 0;    // files removed (run stored, process gone)
+    size_t left = 0;       // files kept: their processes still run
+    size_t damaged = 0;    // files renamed .bad
+  };
+  // Stores every run file that changed since the last pass, in one
+  // transaction; removes the files whose processes are gone. Damaged files
+  // are renamed NAME.bad with one line each on `warn`.
+  cct::Result<Pass> Gather(store::Database& db, std::ostream& warn);
+  // Removes the directory when no file is left in it, and DB.spool when it
+  // is empty then. Returns whether the directory is gone.
+  bool RemoveIfEmpty() const;
+
+ private:
+  explicit Spool(std::string dir) : dir_(std::move(dir)) {}
+  cct::Status LoadStoredKeys(store::Database& db);
+
+  struct Seen {
+    uint64_t inode = 0;
+    int64_t mtime_ns = 0;
+    int64_t size = 0;
+    bool operator==(const Seen&) const = default;
+  };
+  std::string dir_;
+  struct Stored {
+    Seen seen;
+    store::RunMeta meta;
+  };
+  std::map<std::string, Stored> stored_;         // file name → what the last pass stored
+  std::map<std::string, store::RunId> ids_;      // run key → run id
+  bool stored_keys_loaded_ = false;
+};
+
+// Gathers the spool directories under DB.spool whose owner is gone (and the
+// "unowned" one of processes preloaded without cct-record), one line on
+// `out` when it stored anything. Directories of live recordings are left
+// alone.
+cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out);
+
+}  // namespace record

@@ -1,0 +1,66 @@
+// RunFile: one process's run as a single file, outside the database.
+//
+// The collector writes its run here instead of into the LMDB file: a
+// process then pays for neither LMDB's synchronous commits (two per process,
+// about 10 ms each on a virtualized disk) nor the writer lock that parallel
+// processes queue on, and loads no LMDB at all. cct-record gathers the files
+// of its recording (a spool directory beside the database, see
+// record/spool.h) into the database in one transaction per pass.
+//
+// A file holds the run's metadata, the keys that link it to the process
+// that started it, and its tree and iterations in the store's own section
+// encoding (tree_codec.h), each section with its CRC-32. Layout: docs/format.md
+// ("Run files"). Reading validates every length and checksum and decodes the
+// tree: a damaged or foreign file is kCorrupt, never a crash.
+//
+// Writing replaces the file atomically (a temporary file, then rename), so a
+// reader sees the previous checkpoint or the new one, never half of one.
+// Pure functions over files; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cct/status.h"
+#include "cct/tree.h"
+#include "store/iterations.h"
+#include "store/run_meta.h"
+#include "store/tree_codec.h"
+
+namespace store {
+
+inline constexpr std::string_view kRunFileMagic = "cctdb-run-file\n";  // 15 bytes + NUL
+inline constexpr uint32_t kRunFileVersion = 1;
+inline constexpr std::string_view kRunFileSuffix = ".run";
+
+// A run as a file holds it, encoded: what the database stores, plus the
+// keys of the recording's process tree. Keys are the collector's own (a
+// random 64-bit value in hex per process image); the database's run ids
+// are assigned when the run is stored.
+struct RunFile {
+  RunMeta meta;            // meta.id is 0: not stored yet
+  std::string key;         // this run's key
+  std::string parent_key;  // the run of the process that started this one ("": none recorded)
+  std::string root_key;    // the invocation's root run ("": this run is the root)
+  std::vector<Section> sections;  // the tree's and iterations' (EncodeRun), CRCs checked
+};
+
+// The sections a run stores: its tree, and its iterations mapped to the
+// stored node ids. Sets meta.node_count (and an empty iteration_regex).
+// Iterations without a tree are kInvalidArgument.
+cct::Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations);
+
+// Encodes a run file's bytes.
+std::string EncodeRunFile(const RunFile& run);
+// Decodes and validates (lengths, checksums, the tree and iterations
+// decode) a run file's bytes.
+cct::Result<RunFile> DecodeRunFile(std::string_view bytes);
+
+// Writes `run` to `path` atomically (path + ".tmp", then rename). No fsync:
+// the file outlives the process, not the machine.
+cct::Status WriteRunFile(const std::string& path, const RunFile& run);
+// Reads and decodes a run file (errors name the path).
+cct::Result<RunFile> ReadRunFile(const std::string& path);
+
+}  // namespace store
