@@ -158,7 +158,7 @@ fi
 
 head_commit=$(sed -n 's/^commit: *//p' "$bundle/MANIFEST.txt" 2>/dev/null)
 say "run_all.sh on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || echo 'no GPU'); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"); $(ldd --version 2>/dev/null | head -n 1 | sed 's/.* //' | sed 's/^/glibc /')"
-say "nvcc: $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || true); torch: $(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)"
+say "nvcc: $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || true); torch: $(sed -n 's/^torch \([^ ]*\) CUDA.*/\1/p' "$envlog" | grep . || echo none)"
 say "bundle: $bundle_status${head_commit:+ (commit $head_commit)}${cupti:+; the adapter loads $cupti}"
 [ -n "$bundle_note" ] && say "$bundle_note"
 if [ "$bundle_status" = MISSING ]; then
