@@ -33,7 +33,9 @@ TARGET_US = 3.0
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
+    ap.add_argument("--build", default="build",
+                    help="meson build directory, or device bundle (scripts/device-bundle.sh), with "
+                         "tools/cct-record (default build)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--launches", type=int, default=100000)
     ap.add_argument("--depth", type=int, default=32, help="CPU stack depth of the launch loop")

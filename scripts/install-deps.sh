@@ -6,6 +6,8 @@ packages=(
   g++ meson ninja-build pkg-config python3
   liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libunwind-dev libdw-dev libelf-dev
+  # the GPU machine's bundle (scripts/device-bundle.sh) sets its RPATHs
+  patchelf
   # pprof export (protobuf) and HPCToolkit import (expat)
   protobuf-compiler libprotobuf-dev libexpat1-dev
   # tests only: go tool pprof reads our pprof files, headless Chromium renders

@@ -384,7 +384,9 @@ def save_fixtures(dest, db, raw_dir, manifest):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build", help="meson build directory with tools/cct-record (default build)")
+    ap.add_argument("--build", default="build",
+                    help="meson build directory, or device bundle (scripts/device-bundle.sh), with "
+                         "tools/cct-record (default build)")
     ap.add_argument("--nvcc", help="nvcc to use (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
     ap.add_argument("--gencode", action="append",
                     help="nvcc -gencode value, repeatable (default: sm_80, sm_90 and compute_90 PTX)")

@@ -70,7 +70,9 @@ def ncu_counts(ncu, exe, metric, kernel, tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
+    ap.add_argument("--build", default="build",
+                    help="meson build directory, or device bundle (scripts/device-bundle.sh), with "
+                         "tools/cct-record (default build)")
     ap.add_argument("--nvcc")
     ap.add_argument("--ncu", help="ncu to use (default: $NCU, ncu on PATH, /usr/local/cuda/bin/ncu)")
     ap.add_argument("--ncu-metric", default="smsp__inst_executed.sum")

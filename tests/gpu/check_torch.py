@@ -64,7 +64,9 @@ def match(torch_k, cct_k):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
+    ap.add_argument("--build", default="build",
+                    help="meson build directory, or device bundle (scripts/device-bundle.sh), with "
+                         "tools/cct-record (default build)")
     ap.add_argument("--python", default=sys.executable, help="the Python with torch (default: this one)")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--size", type=int, default=2048)

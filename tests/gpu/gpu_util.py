@@ -130,7 +130,8 @@ def build_cuda(nvcc, source, out, gencode=None, extra=()):
 
 
 def tool_path(build, name):
-    """Absolute path of the cctdb tool name in the meson build directory build."""
+    """Absolute path of the cctdb tool name in build: a meson build directory,
+    or a device bundle (scripts/device-bundle.sh), which has the same tools/."""
     return os.path.join(os.path.abspath(build), "tools", name)
 
 
@@ -140,7 +141,8 @@ def tools(build):
     t = {n: tool_path(build, n) for n in ("cct-record", "cct-query", "cct-import")}
     for n in ("cct-record", "cct-query"):
         if not os.access(t[n], os.X_OK):
-            die(f"{t[n]} not found: build first (meson setup {build} && ninja -C {build}) or pass --build DIR")
+            die(f"{t[n]} not found: build first (meson setup {build} && ninja -C {build}) or pass --build DIR "
+                "(a build directory or a device bundle)")
     return t
 
 

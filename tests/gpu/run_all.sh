@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Every real-GPU check in one command, for the GPU machine lent through the
+# `device` tool: that machine is bare (nothing can be installed) and each
+# call costs minutes of a small budget, so one call does it all. The exact
+# call (command, carry list, timeout) and what to do before and after it are
+# in tests/gpu/README.md ("On the device machine").
+#
+#   bash tests/gpu/run_all.sh [--bundle DIR]        (DIR: .bundle)
+#
+# From the repository root, with the bundle scripts/device-bundle.sh made
+# here carried along. In order, each with its own time limit so that one
+# hang does not eat the call (all of them inside $CCT_GPU_BUDGET_S, default
+# 530 s, under the device's 9-minute mark):
+#   env          the machine: OS, glibc, GPU and driver, nvcc, ncu, torch,
+#                the CUPTI libraries it has; the bundle: its manifest, ldd of
+#                every file (missing libraries named), a CPU-only smoke
+#                recording
+#   gpu_e2e      tests/gpu/check_gpu_e2e.py --save-fixtures
+#   torch        tests/gpu/check_torch.py
+#   pc_sampling  tests/gpu/check_pc_sampling.py
+#   launch_bench bench/gpu_launch_bench.py
+# The checks build their CUDA programs with nvcc themselves.
+#
+# Writes into $OUT (a new temporary folder when OUT is unset, so this runs
+# anywhere; without a GPU every check says SKIP) at most 8 files, the
+# device's limit on what comes back:
+#   summary.txt          PASS/FAIL/SKIP/ERROR/TIMEOUT per check, its numbers
+#   env.log              the machine and the bundle
+#   gpu_e2e.log, torch.log, pc_sampling.log, launch_bench.log
+#   gpu_fixtures.tar.gz  tests/data/gpu/ as check_gpu_e2e.py --save-fixtures
+#                        wrote it (unpack at the repository root)
+#   debug.tar.gz         the checks' kept scratch folders (databases, raw
+#                        dumps, profiles; files over 4 MiB left out)
+# and prints the summary last (the device returns the output's last 12,000
+# characters). Exit status: 0 when no check failed, 1 otherwise, 2 on bad
+# usage or a missing bundle.
+set -uo pipefail  # no -e: a failing check must not stop the ones after it
+cd "$(dirname "$0")/../.." || exit 2
+
+bundle=.bundle
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle)
+      [ $# -ge 2 ] || { echo "run_all: --bundle needs a folder; usage: bash tests/gpu/run_all.sh [--bundle DIR]" >&2; exit 2; }
+      bundle=$2
+      shift 2
+      ;;
+    *) echo "run_all: unknown argument $1; usage: bash tests/gpu/run_all.sh [--bundle DIR]" >&2; exit 2 ;;
+  esac
+done
+
+start=$(date +%s)
+budget=${CCT_GPU_BUDGET_S:-530}
+deadline=$((start + budget))
+out=${OUT:-}
+if [ -z "$out" ]; then
+  out=$(mktemp -d /tmp/cct-gpu-out.XXXXXX)
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d /tmp/cct-gpu-work.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+# The checks' scratch folders (kept with --keep) land here, for debug.tar.gz.
+mkdir -p "$work/tmp"
+export TMPDIR=$work/tmp
+export PYTHONUNBUFFERED=1
+# nvcc and ncu where a CUDA image keeps them, when not on PATH already.
+for d in /usr/local/cuda/bin /usr/local/nvidia/bin; do
+  [ -d "$d" ] && case ":$PATH:" in *":$d:"*) ;; *) PATH=$PATH:$d ;; esac
+done
+export PATH
+if [ -z "${NCU:-}" ] && ! command -v ncu >/dev/null; then
+  ncu=$(ls -d /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/nsight-compute*/ncu 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$ncu" ] && export NCU=$ncu
+fi
+
+summary=$out/summary.txt
+envlog=$out/env.log
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+elapsed() { echo $(($(date +%s) - start)); }
+
+# --- the machine -----------------------------------------------------------------
+# show TITLE COMMAND...: the command's output (60 s at most) under a title.
+show() {
+  local title=$1
+  shift
+  echo "== $title"
+  timeout 60 "$@" 2>&1 || echo "(exit $?)"
+  echo
+}
+{
+  echo "run_all.sh: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -a)"
+  echo
+  show "/etc/os-release" cat /etc/os-release
+  show "ldd --version" sh -c 'ldd --version | head -n 1'
+  show "libstdc++ (newest GLIBCXX)" sh -c 'f=$(ldconfig -p | awk "/libstdc\\+\\+.so.6 .*x86-64/ { print \$NF; exit }"); echo "$f"; grep -aoE "GLIBCXX_3\.4\.[0-9]+" "$f" | sort -uV | tail -n 1'
+  show "CPU and memory" sh -c 'nproc; free -g | head -n 2'
+  show "nvidia-smi" nvidia-smi
+  show "GPU" nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm,memory.total --format=csv
+  show "/dev/nvidia*" sh -c 'ls -la /dev/nvidia*'
+  show "driver profiling permission" sh -c 'grep -i profiling /proc/driver/nvidia/params'
+  show "nvcc --version" nvcc --version
+  show "ncu --version" sh -c '"${NCU:-ncu}" --version'
+  show "python3 and torch" python3 -c 'import sys, torch; print(sys.version); print("torch", torch.__version__, "CUDA", torch.version.cuda, "available", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
+  show "CUPTI, nvperf, libcuda in ld.so's cache" sh -c 'ldconfig -p | grep -E "libcupti|libnvperf|libcuda\.so|libunwind|libdw\.|liblmdb|libisal"'
+  show "the toolkit's CUPTI" sh -c 'ls -la /usr/local/cuda /usr/local/cuda/lib64/libcupti* /usr/local/cuda/extras/CUPTI/lib64/libcupti* 2>&1; ls -d /usr/local/cuda/dist-info/*cupti* 2>/dev/null'
+  show "PyTorch's CUPTI" python3 -c 'import glob, os, site; [print(p) for d in site.getsitepackages() for p in sorted(glob.glob(os.path.join(d, "nvidia", "**", "libcupti*"), recursive=True))]'
+} >"$envlog" 2>&1
+
+# --- the bundle --------------------------------------------------------------------
+bundle_status=OK
+cupti=""
+bundle_note=""
+{
+  echo "== bundle $bundle"
+  if [ ! -f "$bundle/MANIFEST.txt" ] || [ ! -x "$bundle/tools/cct-record" ]; then
+    echo "no bundle at $bundle: make it with scripts/device-bundle.sh and carry .bundle (tests/gpu/README.md)"
+  else
+    sed -n '1,/^== bundled libraries/p' "$bundle/MANIFEST.txt"
+    echo
+    echo "== ldd of every file in the bundle, here"
+    for f in $(find "$bundle" -type f ! -name MANIFEST.txt | sort); do
+      echo "-- $f"
+      ldd "$f" 2>&1
+    done
+  fi
+} >>"$envlog" 2>&1
+if [ ! -f "$bundle/MANIFEST.txt" ] || [ ! -x "$bundle/tools/cct-record" ]; then
+  bundle_status=MISSING
+  bundle_note="no bundle at $bundle (run scripts/device-bundle.sh here and carry .bundle)"
+else
+  missing=""
+  for f in $(find "$bundle" -type f ! -name MANIFEST.txt | sort); do
+    if ! lines=$(ldd "$f" 2>&1) || grep -q 'not found' <<<"$lines"; then
+      missing+="$(grep -E 'not found|error' <<<"$lines" | sed "s|^[[:space:]]*|    ${f#"$bundle"/}: |")"$'\n'
+    fi
+  done
+  if [ -n "$missing" ]; then
+    bundle_status=FAIL
+    bundle_note=$'libraries missing on this machine:\n'"$missing"
+  fi
+  for t in cct-record cct-query cct-import cct-diff; do
+    if ! "$bundle/tools/$t" --help >/dev/null 2>>"$envlog"; then
+      bundle_status=FAIL
+      bundle_note+="    $t --help failed"$'\n'
+    fi
+  done
+  # A CPU-only recording: the collector preloaded, a database written and read.
+  {
+    echo "== smoke: cct-record --gpu off -- sh busy loop; cct-query top"
+    timeout 60 "$bundle/tools/cct-record" --gpu off -o "$work/smoke.db" --name smoke -- \
+      /bin/sh -c 'i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done' &&
+      timeout 60 "$bundle/tools/cct-query" -d "$work/smoke.db" top smoke -n 5
+  } >>"$envlog" 2>&1 || { bundle_status=FAIL; bundle_note+="    the smoke recording failed (env.log)"$'\n'; }
+  cupti=$(ldd "$bundle/lib/libcct-cupti.so" 2>/dev/null | awk '$1 ~ /^libcupti/ { print $3 }')
+fi
+
+head_commit=$(sed -n 's/^commit: *//p' "$bundle/MANIFEST.txt" 2>/dev/null)
+say "run_all.sh on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 || echo 'no GPU'); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"); $(ldd --version 2>/dev/null | head -n 1 | sed 's/.* //' | sed 's/^/glibc /')"
+say "nvcc: $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || true); torch: $(sed -n 's/^torch \([^ ]*\) CUDA.*/\1/p' "$envlog" | grep . || echo none)"
+say "bundle: $bundle_status${head_commit:+ (commit $head_commit)}${cupti:+; the adapter loads $cupti}"
+[ -n "$bundle_note" ] && say "$bundle_note"
+if [ "$bundle_status" = MISSING ]; then
+  say "RESULT: ERROR (no bundle)"
+  exit 2
+fi
+
+# --- the checks --------------------------------------------------------------------
+failed=0
+# run_check NAME LIMIT KEYS COMMAND...: runs COMMAND under a time limit (LIMIT
+# seconds, less when the budget is short), its output to NAME.log and the
+# terminal; adds its status and the log lines matching the extended regex
+# KEYS to the summary.
+run_check() {
+  local name=$1 limit=$2 keys=$3
+  shift 3
+  local log=$out/$name.log left=$((deadline - $(date +%s) - 20))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 30 ]; then
+    say ""
+    say "$name: NOT RUN (the budget of ${budget} s is spent)"
+    failed=1
+    return
+  fi
+  echo "=== $name: $* (limit $limit s)" | tee "$log"
+  local t0 rc status
+  t0=$(date +%s)
+  # timeout signals the whole process group: the check, cct-record, the program.
+  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  case $rc in
+    0) if grep -q '^SKIP:' "$log"; then status=SKIP; else status=PASS; fi ;;
+    1) status=FAIL ;;
+    124 | 137) status=TIMEOUT ;;
+    *) status=ERROR ;;
+  esac
+  case $status in PASS | SKIP) ;; *) failed=1 ;; esac
+  say ""
+  say "$name: $status (exit $rc, $(($(date +%s) - t0)) s)"
+  grep -E "$keys" "$log" | cut -c1-200 | head -n 30 | sed 's/^/  /' | tee -a "$summary"
+  if [ "$status" = ERROR ] || [ "$status" = TIMEOUT ]; then
+    tail -n 6 "$log" | cut -c1-200 | sed 's/^/  | /' | tee -a "$summary"
+  fi
+}
+
+fixtures=$work/fixtures/tests/data/gpu
+run_check gpu_e2e 150 \
+  '^(GPU:|SKIP:|ERROR:|RESULT:|gpu_e2e: |  (FAIL|WARN) \[|  [a-z_]+_kernel: events|  wall:|fixtures written|note:)' \
+  python3 tests/gpu/check_gpu_e2e.py --build "$bundle" --save-fixtures --fixtures "$fixtures" --keep
+# Which libraries the recorded gpu_e2e run really had loaded (the run's
+# module list), and what GPU tracing said about itself: where libcupti came
+# from is otherwise a guess.
+e2e_db=$(ls "$fixtures/gpu_e2e.db" "$TMPDIR"/cct-gpu-e2e-*/gpu_e2e.db 2>/dev/null | head -n 1)
+if [ -n "$e2e_db" ]; then
+  "$bundle/tools/cct-query" -d "$e2e_db" show gpu_e2e --format json 2>&1 | python3 -c '
+import json, re, sys
+try:
+    run = json.load(sys.stdin)["runs"][0]
+except Exception as e:
+    sys.exit(f"  (cct-query show gpu_e2e: {e})")
+print("  gpu: " + json.dumps(run.get("gpu"), sort_keys=True)[:600])
+for m in run.get("modules") or []:
+    if re.search(r"cupti|nvperf|libcuda\.|libcudart|libcct-|libdw|libelf|liblmdb|libisal|libunwind", m.get("path", "")):
+        print("  loaded: " + m["path"])
+' 2>&1 | tee -a "$summary"
+fi
+
+run_check torch 150 \
+  '^(SKIP:|ERROR:|RESULT:|torch [0-9].*kernels|cctdb: |total kernel time|check_torch: )|(FAIL|FAIL\(missing\))$|^  WARN: no GPU time' \
+  python3 tests/gpu/check_torch.py --build "$bundle" --keep
+run_check pc_sampling 120 \
+  '^(SKIP:|ERROR:|RESULT:|FAIL|state |run total gins|[a-z_]+_kernel: |  stall shares|  ncu|  ratio|  FAIL)' \
+  python3 tests/gpu/check_pc_sampling.py --build "$bundle" --keep
+run_check launch_bench 100 \
+  '^(SKIP:|ERROR:|bench:|workload:|median|variant|bare |cct gpu|target:)' \
+  python3 bench/gpu_launch_bench.py --build "$bundle"
+
+# --- what comes back -----------------------------------------------------------------
+readonly max_file=$((15 * 1024 * 1024))  # under the device's 16 MiB per file
+say ""
+if [ -n "$(ls -A "$fixtures" 2>/dev/null)" ]; then
+  tar -C "$work/fixtures" -czf "$out/gpu_fixtures.tar.gz" tests
+  if [ "$(stat -c %s "$out/gpu_fixtures.tar.gz")" -gt "$max_file" ]; then
+    # The raw dump and the manifest are what replay tests need; the database is a convenience.
+    tar -C "$work/fixtures" -czf "$out/gpu_fixtures.tar.gz" --exclude='*.db' tests
+    say "fixtures: over 15 MiB with the database: gpu_e2e.db left out"
+  fi
+  say "fixtures: gpu_fixtures.tar.gz, $(stat -c %s "$out/gpu_fixtures.tar.gz") bytes:" \
+    "$(tar -tzf "$out/gpu_fixtures.tar.gz" | grep -v '/$' | tr '\n' ' ')"
+  say "  unpack at the repository root: tar -xzf gpu_fixtures.tar.gz (-> tests/data/gpu/)"
+else
+  say "fixtures: none (check_gpu_e2e.py did not write them)"
+fi
+if [ -n "$(find "$TMPDIR" -type f -size -4M 2>/dev/null | head -n 1)" ]; then
+  (cd "$TMPDIR" && find . -type f -size -4M -print0 | tar -czf "$out/debug.tar.gz" --null -T -)
+  if [ "$(stat -c %s "$out/debug.tar.gz")" -gt "$max_file" ]; then
+    rm -f "$out/debug.tar.gz"
+    say "debug: the checks' scratch folders are over 15 MiB compressed: not returned"
+  else
+    say "debug: debug.tar.gz, $(stat -c %s "$out/debug.tar.gz") bytes (the checks' kept scratch folders)"
+  fi
+fi
+nfiles=$(find "$out" -type f | wc -l)
+say "files in $out: $nfiles ($(cd "$out" && ls | tr '\n' ' '))$([ "$nfiles" -gt 8 ] && echo ' OVER the 8 the device returns')"
+say "elapsed: $(elapsed) s of a ${budget} s budget"
+if [ "$failed" = 0 ]; then say "RESULT: PASS (no check failed)"; else say "RESULT: FAIL"; fi
+
+echo
+echo "================================ summary ($summary)"
+cat "$summary"
+exit $failed
