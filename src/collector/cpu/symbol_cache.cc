@@ -124,29 +124,13 @@ cct::Result<std::unique_ptr<SymbolCacheFile>> SymbolCacheFile::Open(const std::s
     return cct::Corrupt(path + " is empty");
   }
   const size_t size = static_cast<size_t>(st.st_size);
-  // Read into anonymous memory, not mapped from the file: libdwfl reports
-  // every file mapping in /proc/self/maps as a module, and a table mapped
-  // next to a library made it misplace that library. Populated in one call:
-  // a lookup touches pages all over the table, and faulting them in one at a
-  // time costs far more (a trap each; tens of microseconds under
-  // virtualization) than the copy.
-  void* map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (map == MAP_FAILED) {
-    close(fd);
-    return cct::IoError("cannot map " + path + ": " + std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = read(fd, static_cast<char*>(map) + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  // Mapped, not read: a lookup touches a few pages of a table that can be
+  // megabytes (cc1's: 2.5 MB), and the kernel maps file pages around each
+  // fault in batches. (A libdw session that reads /proc/self/maps takes a
+  // mapping only for a module of its own inode: a table is not one.)
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (done != size) {
-    munmap(map, size);
-    return cct::IoError("cannot read " + path);
-  }
+  if (map == MAP_FAILED) return cct::IoError("cannot map " + path + ": " + std::strerror(errno));
   auto f = FromBytes(std::string_view(static_cast<const char*>(map), size), build_id);
   if (!f.ok()) {
     munmap(map, size);
