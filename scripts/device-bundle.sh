@@ -183,7 +183,9 @@ deps() {
 
 # system_path SONAME: where ld.so's cache has it.
 system_path() {
-  ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ { print $NF; exit }'
+  # awk reads to the end: an early exit would kill ldconfig with SIGPIPE,
+  # and pipefail would turn that into a silent failure of the whole script.
+  ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ && !found { print $NF; found = 1 }'
 }
 
 declare -A where=()  # soname -> lib or tools/lib
