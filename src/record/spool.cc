@@ -89,7 +89,7 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
     store::RunFile run;
   };
   std::vector<Changed> changed;
-  std::vector<std::string> unchanged_final;  // stored before, process gone since
+  std::vector<std::string> unchanged;  // as the last pass stored them
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (!EndsWith(name, store::kRunFileSuffix)) continue;  // owner, NAME.run.tmp, NAME.bad
@@ -100,7 +100,7 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
                     static_cast<int64_t>(st.st_size)};
     auto prior = stored_.find(name);
     if (prior != stored_.end() && prior->second.seen == seen) {
-      unchanged_final.push_back(name);
+      unchanged.push_back(name);
       continue;
     }
     auto run = store::ReadRunFile(path);
@@ -139,12 +139,10 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
       run.meta.extra["run_key"] = run.key;
       run.meta.parent_run = lookup(run.parent_key);
       run.meta.root_run = lookup(run.root_key);
-      // A root key that names a run not recorded (cct-record's child was
-      // not profiled): the parent chain still leads up.
+      // A root records 0, never itself (format.md), whatever a file says.
       if (run.meta.root_run == run.meta.id) run.meta.root_run = 0;
     }));
     for (size_t i = 0; i < changed.size(); ++i) {
-      changed[i].run.meta = runs[i].meta;
       stored_[changed[i].name] = {changed[i].seen, runs[i].meta};
       ++pass.stored;
     }
@@ -153,8 +151,7 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
   // Files whose runs are stored and whose processes are done go away.
   auto done = [](const store::RunMeta& m) { return m.state != store::RunState::kRecording || !ProcessAlive(m); };
   for (size_t i = 0; i < changed.size(); ++i) {
-    const store::RunMeta& m = changed[i].run.meta;
-    if (!done(m)) {
+    if (!done(stored_[changed[i].name].meta)) {
       ++pass.left;
       continue;
     }
@@ -169,7 +166,7 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
       ++pass.left;
     }
   }
-  for (const std::string& name : unchanged_final) {
+  for (const std::string& name : unchanged) {
     // Stored in an earlier pass while its process ran: gone now?
     if (!done(stored_[name].meta)) {
       ++pass.left;

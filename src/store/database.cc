@@ -146,38 +146,23 @@ Status Database::PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>&
   return Status::Ok();
 }
 
+// Both write through PutRuns: one place stores run records and sections.
 Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
-  CCT_ASSIGN_OR_RETURN(const std::vector<Section> sections, EncodeRun(meta, tree, iterations));
-  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
-    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn.Get(meta_, "next_run_id"));
-    if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
-    uint32_t id = 0;
-    std::memcpy(&id, next->data(), 4);
-    CCT_RETURN_IF_ERROR(txn.Put(meta_, "next_run_id", LeU32(id + 1)));
-    meta.id = id;
-    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(id), meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-    return PutSections(txn, id, sections);
-  });
+  std::vector<RunFile> runs(1);
+  runs[0].meta = meta;
+  runs[0].meta.id = 0;  // always a new run, whatever id the caller's copy had
+  CCT_ASSIGN_OR_RETURN(runs[0].sections, EncodeRun(runs[0].meta, tree, iterations));
+  CCT_RETURN_IF_ERROR(PutRuns(runs));
+  meta = std::move(runs[0].meta);
+  return Status::Ok();
 }
 
 Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
-  RunMeta stored = meta;
-  CCT_ASSIGN_OR_RETURN(const std::vector<Section> sections, EncodeRun(stored, tree, iterations));
-  return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
-    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> existing, txn.Get(runs_, U32BE(meta.id)));
-    if (!existing) return cct::NotFound("no run " + std::to_string(meta.id) + " in " + path());
-    CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(meta.id), stored.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-    if (!tree) return Status::Ok();
-    // Replace the tree's sections (and any stale chunks of longer old ones),
-    // and the iterations, whose node ids refer to the old tree.
-    for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,
-                          SectionKind::kValues, SectionKind::kIterations}) {
-      std::string prefix = U32BE(meta.id);
-      prefix.push_back(static_cast<char>(k));
-      CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
-    }
-    return PutSections(txn, meta.id, sections);
-  });
+  if (meta.id == 0) return cct::NotFound("no run 0 in " + path());  // PutRuns would create one
+  std::vector<RunFile> runs(1);
+  runs[0].meta = meta;
+  CCT_ASSIGN_OR_RETURN(runs[0].sections, EncodeRun(runs[0].meta, tree, iterations));
+  return PutRuns(runs);
 }
 
 Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(RunFile&)>& link) {

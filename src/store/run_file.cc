@@ -124,9 +124,7 @@ Result<RunFile> DecodeRunFile(std::string_view bytes) {
   return out;
 }
 
-Status WriteRunFile(const std::string& path, const RunFile& run) {
-  const std::string bytes = EncodeRunFile(run);
-  const std::string tmp = path + ".tmp";
+Status WriteFileAtomically(const std::string& path, std::string_view bytes, const std::string& tmp) {
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("cannot write " + tmp);
   size_t done = 0;
@@ -152,6 +150,10 @@ Status WriteRunFile(const std::string& path, const RunFile& run) {
     return st;
   }
   return Status::Ok();
+}
+
+Status WriteRunFile(const std::string& path, const RunFile& run) {
+  return WriteFileAtomically(path, EncodeRunFile(run), path + ".tmp");
 }
 
 Result<RunFile> ReadRunFile(const std::string& path) {

@@ -57,8 +57,12 @@ std::string EncodeRunFile(const RunFile& run);
 // decode) a run file's bytes.
 cct::Result<RunFile> DecodeRunFile(std::string_view bytes);
 
-// Writes `run` to `path` atomically (path + ".tmp", then rename). No fsync:
-// the file outlives the process, not the machine.
+// Writes `bytes` to `tmp`, then renames it to `path`: a reader sees the old
+// file or the new one, never part of one. No fsync: the file outlives the
+// process, not the machine. kIo (and no `tmp` left) when it cannot.
+cct::Status WriteFileAtomically(const std::string& path, std::string_view bytes, const std::string& tmp);
+
+// Writes `run` to `path` atomically (WriteFileAtomically through path + ".tmp").
 cct::Status WriteRunFile(const std::string& path, const RunFile& run);
 // Reads and decodes a run file (errors name the path).
 cct::Result<RunFile> ReadRunFile(const std::string& path);

@@ -99,13 +99,14 @@ cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iter
   run.sections = std::move(sections).value();
   rt->meta.node_count = run.meta.node_count;
   if (rt->meta.iteration_regex.empty()) rt->meta.iteration_regex = run.meta.iteration_regex;
-  cct::Status st = store::WriteRunFile(rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix), run);
+  const std::string path = rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix);
+  cct::Status st = store::WriteRunFile(path, run);
   if (!st.ok()) {
     // The spool directory is cct-record's; without it (preloaded by hand,
     // or removed) make it, then try once more.
     std::error_code ec;
     std::filesystem::create_directories(rt->config.spool_dir, ec);
-    st = store::WriteRunFile(rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix), run);
+    st = store::WriteRunFile(path, run);
   }
   return st;
 }

@@ -10,6 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "collector/core/run_info.h"
+#include "store/run_file.h"
+
 namespace collector {
 namespace {
 
@@ -43,13 +46,7 @@ std::string DefaultSymbolCacheDir() {
 }
 
 std::string SymbolCachePath(const std::string& dir, const std::string& build_id) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string name;
-  for (unsigned char c : build_id) {
-    name.push_back(kHex[c >> 4]);
-    name.push_back(kHex[c & 15]);
-  }
-  return dir + "/" + name + ".sym";
+  return dir + "/" + BuildIdHex(build_id) + ".sym";
 }
 
 std::string EncodeSymbolCache(const std::string& build_id, const SymbolIndex& index,
@@ -162,27 +159,10 @@ std::string_view SymbolCacheFile::Find(uintptr_t address) const {
 }
 
 cct::Status WriteSymbolCache(const std::string& path, const std::string& bytes) {
-  const std::string dir = path.substr(0, path.rfind('/'));
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(path.substr(0, path.rfind('/')), ec);
   // Unique per writer: processes of one build may write the same file at once.
-  const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return cct::IoError("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  const bool written = done == bytes.size();
-  const bool closed = close(fd) == 0;
-  if (!written || !closed || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return cct::IoError("cannot write " + path);
-  }
-  return cct::Status::Ok();
+  return store::WriteFileAtomically(path, bytes, path + "." + std::to_string(getpid()) + ".tmp");
 }
 
 }  // namespace collector

@@ -73,6 +73,22 @@ const SymbolIndex::Entry* SymbolIndex::Find(uintptr_t address) const {
 }
 
 namespace {
+// The name of a frame without DWARF: its ELF symbol; else, in this process's
+// executable, "_start" for its entry code (a stripped executable's stacks
+// still count as complete); else "FILE+0xOFFSET" from the module's start.
+std::string NameWithoutDwarf(std::string symbol_name, const std::string& module, uintptr_t address,
+                             uintptr_t mod_start, bool self) {
+  if (symbol_name.empty() && self) {
+    const uintptr_t entry = getauxval(AT_ENTRY);
+    if (entry && address >= entry && address < entry + 64) return "_start";
+  }
+  if (!symbol_name.empty()) return symbol_name;
+  const char* slash = std::strrchr(module.c_str(), '/');
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "+0x%lx", static_cast<unsigned long>(address - mod_start));
+  return std::string(slash ? slash + 1 : module.c_str()) + buf;
+}
+
 // The offline session for one unloaded image.
 struct OfflineImage {
   Dwfl* dwfl = nullptr;
@@ -307,14 +323,23 @@ const SymbolFrames& Symbolizer::Lookup(uintptr_t address, bool return_address) {
 
 bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
   State& s = *state_;
-  const uint64_t g = LoaderGeneration();
-  if (g != s.images_generation) {
-    s.images = LoadedModules();
-    s.images_generation = g;
+  auto covering = [&]() -> const ModuleImage* {
+    const ModuleImage* found = nullptr;
+    for (const ModuleImage& m : s.images)
+      if (m.Covers(address)) found = &m;
+    return found;
+  };
+  // The loader's list is read again only for an address no module covers
+  // (a library loaded since), and only if the loader's counters moved, as
+  // the libdw path re-reports; unloads reach us through Sync.
+  const ModuleImage* image = covering();
+  if (!image) {
+    if (const uint64_t g = LoaderGeneration(); g != s.images_generation) {
+      s.images = LoadedModules();
+      s.images_generation = g;
+      image = covering();
+    }
   }
-  const ModuleImage* image = nullptr;
-  for (const ModuleImage& m : s.images)
-    if (m.Covers(address)) image = &m;
   if (!image || image->build_id.empty()) return false;
   auto [cit, fresh_path] = s.canonical.try_emplace(image->path);
   if (fresh_path) {
@@ -350,18 +375,9 @@ bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
   if (!tit->second) return false;
   SymbolFrame f;
   f.module = path;
-  const std::string_view name = tit->second->Find(address - image->bias);
-  if (!name.empty()) {
-    f.function = name;
-  } else if (const uintptr_t entry = getauxval(AT_ENTRY); entry && address >= entry && address < entry + 64) {
-    f.function = "_start";  // as ResolveIn names a stripped executable's entry code
-  } else {
-    const uintptr_t start = image->lo & ~uintptr_t{4095};
-    const char* slash = std::strrchr(path.c_str(), '/');
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "+0x%lx", static_cast<unsigned long>(address - start));
-    f.function = std::string(slash ? slash + 1 : path.c_str()) + buf;
-  }
+  // libdwfl's module start is its first mapping's page.
+  f.function = NameWithoutDwarf(std::string(tit->second->Find(address - image->bias)), path, address,
+                                image->lo & ~uintptr_t{4095}, /*self=*/true);
   out.push_back(std::move(f));
   return true;
 }
@@ -522,20 +538,7 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   }
   if (!frames.empty()) return frames;
 
-  // No DWARF: the symbol, else module+offset. A stripped executable's entry
-  // code is still known as _start, so its stacks count as complete.
-  if (symbol_name.empty() && self) {
-    const uintptr_t entry = getauxval(AT_ENTRY);
-    if (entry && address >= entry && address < entry + 64) symbol_name = "_start";
-  }
-  if (!symbol_name.empty()) {
-    base.function = symbol_name;
-  } else {
-    const char* slash = std::strrchr(base.module.c_str(), '/');
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "+0x%lx", static_cast<unsigned long>(address - mod_start));
-    base.function = std::string(slash ? slash + 1 : base.module.c_str()) + buf;
-  }
+  base.function = NameWithoutDwarf(std::move(symbol_name), base.module, address, mod_start, self);
   base.file = leaf_file;
   base.line = leaf_line;
   frames.push_back(std::move(base));
