@@ -54,14 +54,28 @@ std::string SpoolRoot(const std::string& db_path) { return db_path + ".spool"; }
 
 cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& session) {
   const std::string root = SpoolRoot(db_path);
-  if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
-    return cct::IoError("cannot make " + root + ": " + std::strerror(errno));
   const std::string dir = root + "/" + session;
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+  // Recorders into the same database start and finish side by side. The
+  // directory is made under a dot name, given its owner file, then renamed:
+  // another recorder gathering abandoned spools never sees it without its
+  // owner (and took it, live, for abandoned). A recorder that finishes
+  // removes the root when it is empty, possibly between our two mkdirs:
+  // then make it again.
+  const std::string staging = root + "/." + session;
+  for (int attempt = 0;; ++attempt) {
+    if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
+      return cct::IoError("cannot make " + root + ": " + std::strerror(errno));
+    if (mkdir(staging.c_str(), 0755) == 0 || errno == EEXIST) break;
+    if (errno != ENOENT || attempt == 100) return cct::IoError("cannot make " + staging + ": " + std::strerror(errno));
+  }
+  {
+    std::ofstream owner(staging + "/" + kOwnerFile);
+    owner << getpid() << ' ' << store::ProcessStartTicks(getpid()) << '\n';
+    if (!owner) return cct::IoError("cannot write " + staging + "/" + kOwnerFile);
+  }
+  // The root cannot go while the staging directory is in it.
+  if (rename(staging.c_str(), dir.c_str()) != 0)
     return cct::IoError("cannot make " + dir + ": " + std::strerror(errno));
-  std::ofstream owner(dir + "/" + kOwnerFile);
-  owner << getpid() << ' ' << store::ProcessStartTicks(getpid()) << '\n';
-  if (!owner) return cct::IoError("cannot write " + dir + "/" + kOwnerFile);
   return Spool(dir);
 }
 
@@ -207,7 +221,7 @@ cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std
   std::vector<std::string> dirs;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
+    if (name.empty() || name[0] == '.') continue;  // ".", "..", a recorder's spool being made
     const std::string dir = root + "/" + name;
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;

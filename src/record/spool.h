@@ -40,7 +40,11 @@ std::string SpoolRoot(const std::string& db_path);
 
 class Spool {
  public:
-  // Makes DB.spool/SESSION/ with its owner file (this process).
+  // Makes DB.spool/SESSION/ with its owner file (this process), atomically:
+  // made as DB.spool/.SESSION, then renamed, so no other recorder sees it
+  // without its owner. Safe against recorders into the same database
+  // starting and finishing (removing an empty DB.spool) at the same time. A
+  // recorder killed between the two steps leaves its dot directory behind.
   static cct::Result<Spool> Create(const std::string& db_path, const std::string& session);
   // A spool directory someone else made (for gathering abandoned ones).
   static Spool Existing(std::string dir) { return Spool(std::move(dir)); }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -156,15 +157,18 @@ Status WriteRunFile(const std::string& path, const RunFile& run) {
   return WriteFileAtomically(path, EncodeRunFile(run), path + ".tmp");
 }
 
-Result<RunFile> ReadRunFile(const std::string& path) {
+Result<std::string> ReadWholeFile(const std::string& path, size_t limit) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError("cannot read " + path);
   std::string bytes;
   struct stat st {};
-  if (fstat(fd, &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
+  // Files under /proc say 0: start small and grow.
+  size_t chunk = fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : 4096;
+  size_t have = 0;
+  while (have < limit) {
+    const size_t want = std::min(chunk, limit - have);
+    bytes.resize(have + want);
+    const ssize_t n = read(fd, bytes.data() + have, want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       Status s = IoError("cannot read " + path);
@@ -172,10 +176,18 @@ Result<RunFile> ReadRunFile(const std::string& path) {
       return s;
     }
     if (n == 0) break;
-    bytes.append(buf, static_cast<size_t>(n));
+    have += static_cast<size_t>(n);
+    if (chunk < (size_t{1} << 20)) chunk *= 2;
   }
   close(fd);
-  auto run = DecodeRunFile(bytes);
+  bytes.resize(have);
+  return bytes;
+}
+
+Result<RunFile> ReadRunFile(const std::string& path) {
+  auto bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
+  auto run = DecodeRunFile(*bytes);
   if (!run.ok()) return run.status().WithContext(path);
   return run;
 }

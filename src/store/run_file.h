@@ -18,6 +18,7 @@
 // Pure functions over files; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,11 @@ cct::Result<RunFile> DecodeRunFile(std::string_view bytes);
 // file or the new one, never part of one. No fsync: the file outlives the
 // process, not the machine. kIo (and no `tmp` left) when it cannot.
 cct::Status WriteFileAtomically(const std::string& path, std::string_view bytes, const std::string& tmp);
+
+// Reads a file whole, or its first `limit` bytes, with plain reads (no
+// iostreams: in the collector their locale set-up alone costs a profiled
+// process more than the reading). kIo when it cannot be opened or read.
+cct::Result<std::string> ReadWholeFile(const std::string& path, size_t limit = SIZE_MAX);
 
 // Writes `run` to `path` atomically (WriteFileAtomically through path + ".tmp").
 cct::Status WriteRunFile(const std::string& path, const RunFile& run);

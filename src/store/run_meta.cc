@@ -1,11 +1,12 @@
 #include "store/run_meta.h"
 
+#include "store/run_file.h"
+
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <charconv>
 
 namespace store {
 
@@ -157,23 +158,26 @@ std::string HostName() {
 }
 
 uint64_t ProcessStartTicks(int64_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
+  auto text = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!text.ok()) return 0;
+  const std::string& line = *text;
   // Field 22 (starttime) follows the parenthesised command name, which may
   // itself contain spaces and parentheses: count from the last ')'.
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return 0;
+  size_t i = line.rfind(')');
+  if (i == std::string::npos) return 0;
+  ++i;
+  for (int field = 3; field <= 22; ++field) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\n') ++i;
+    if (start == i) return 0;
+    if (field == 22) {
+      uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, v);
+      return ec == std::errc() && end == line.data() + i ? v : 0;
+    }
   }
-  try {
-    return std::stoull(field);
-  } catch (...) {
-    return 0;
-  }
+  return 0;
 }
 
 RunState EffectiveState(const RunMeta& meta) {

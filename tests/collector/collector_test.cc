@@ -79,6 +79,29 @@ TEST_CASE("sample trie: shared prefixes, leaf values, root-first paths") {
   CHECK(trie.size() == 4);
 }
 
+TEST_CASE("sample trie: Reset after several chunks unmaps every one of them and the trie grows again the same") {
+  SampleTrie trie;
+  // 40,000 distinct leaves under one parent: 40,002 nodes, three chunks of
+  // 16,384 nodes (the trie's chunk size).
+  auto fill = [&] {
+    for (uint64_t k = 1; k <= 40000; ++k) {
+      const uint64_t path[] = {7, k + 100};
+      REQUIRE(trie.AddSample(path, 2, 1));
+    }
+  };
+  fill();
+  CHECK(trie.size() == 40002);
+  const size_t full = trie.MappedBytes();
+  const size_t chunk = (size_t{1} << 14) * (8 + 4 + 4 + 8);
+  CHECK(full >= 3 * chunk);
+  trie.Reset();
+  CHECK(trie.size() == 0);
+  CHECK(trie.MappedBytes() < chunk);  // the chunk table alone
+  fill();
+  CHECK(trie.size() == 40002);
+  CHECK(trie.MappedBytes() == full);
+}
+
 TEST_CASE("sample trie: grows past its first index and chunk; a concurrent reader sees consistent nodes") {
   SampleTrie trie;
   std::atomic<bool> done{false};
@@ -430,6 +453,28 @@ TEST_CASE("run info: ELF notes and .comment readers survive malformed input; lau
   CHECK(OsPrettyName("NAME=Alpine\nVERSION_ID=3.19\n") == "Alpine 3.19");
 }
 
+TEST_CASE("run info: machine facts round-trip; another uid or host, a tab, a missing field or a bad uid is refused") {
+  const MachineFacts facts{"ana", "Model X (16 CPUs)", "Debian GNU/Linux 12 (bookworm)"};
+  const std::string text = EncodeMachineFacts(1000, "node7", facts);
+  CHECK(text == "1000\tnode7\tana\tModel X (16 CPUs)\tDebian GNU/Linux 12 (bookworm)");
+  auto back = DecodeMachineFacts(text, 1000, "node7");
+  REQUIRE(back.has_value());
+  CHECK(back->user == "ana");
+  CHECK(back->cpu_model == "Model X (16 CPUs)");
+  CHECK(back->os == "Debian GNU/Linux 12 (bookworm)");
+  CHECK_FALSE(DecodeMachineFacts(text, 0, "node7").has_value());      // su, sudo, a setuid image
+  CHECK_FALSE(DecodeMachineFacts(text, 1000, "node8").has_value());   // passed to another machine
+  CHECK(EncodeMachineFacts(1000, "node7", {"ana", "Model\tX", "os"}).empty());
+  CHECK(EncodeMachineFacts(1000, "node7", {"ana", "Model X", "os\n"}).empty());
+  for (const char* bad : {"", "1000", "1000\tnode7\tana\tModel X", "x1000\tnode7\tana\tm\to",
+                          "1000\tnode7\t\tm\to", "1000\tnode7\tana\tm\to\textra", "-1\tnode7\tana\tm\to"}) {
+    INFO(bad);
+    CHECK_FALSE(DecodeMachineFacts(bad, 1000, "node7").has_value());
+  }
+  // Empty CPU model and OS are facts too (a container without them).
+  CHECK(DecodeMachineFacts("1000\tnode7\tana\t\t", 1000, "node7").has_value());
+}
+
 TEST_CASE("run info: git commit read from .git files (branch ref, packed ref, detached)") {
   testutil::TempDir dir;
   const std::string sha1(40, 'a'), sha2(40, 'b'), sha3 = "0123456789abcdef0123456789abcdef01234567";
@@ -474,6 +519,47 @@ TEST_CASE("unwinder: this thread's stack includes its callers") {
     for (const auto& f : sym->Lookup(pcs[i], true))
       if (f.function == "main") found_main = true;
   CHECK(found_main);
+}
+
+namespace {
+// 30 nested calls, then `times` unwinds from the deepest one.
+extern "C" __attribute__((noinline)) int collector_test_nest(int depth, int times,
+                                                              std::vector<std::vector<uintptr_t>>* out) {
+  // Through a volatile pointer: the compiler may not turn the recursion
+  // into a loop.
+  static int (*volatile next)(int, int, std::vector<std::vector<uintptr_t>>*) = collector_test_nest;
+  if (depth > 0) return next(depth - 1, times, out) + 1;
+  for (int i = 0; i < times; ++i) {
+    uintptr_t pcs[256];
+    const int n = UnwindHere(pcs, 256);
+    out->emplace_back(pcs, pcs + n);
+  }
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("unwinder: a new thread's first unwinds step, the later ones use its trace table; both see the same callers") {
+  std::string error;
+  REQUIRE(LoadUnwinder(&error));
+  std::vector<std::vector<uintptr_t>> stacks;
+  // A fresh thread: it has no trace table until it has been unwound
+  // kFastAfter times.
+  std::thread([&] { collector_test_nest(30, 2 * static_cast<int>(kFastAfter), &stacks); }).join();
+  REQUIRE(stacks.size() == 2 * kFastAfter);
+  REQUIRE(stacks.front().size() > 31);
+  // Stepping and the table see the same return addresses, from the caller
+  // of UnwindHere to the thread's start, the 30 nested calls included.
+  const std::vector<uintptr_t>& callers = stacks.front();
+  for (size_t i = 1; i < stacks.size(); ++i) {
+    INFO("unwind " << i);
+    CHECK(stacks[i] == callers);
+  }
+  auto sym = Symbolizer::Create();
+  int nested = 0;
+  for (uintptr_t pc : callers)
+    for (const auto& f : sym->Lookup(pc, true))
+      if (f.function == "collector_test_nest") ++nested;
+  CHECK(nested == 31);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // programs run without cct-record, and against the run metadata.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +71,20 @@ double InclusiveOf(const cct::Tree& t, const std::string& metric, const std::fun
 }
 double InclusiveOf(const cct::Tree& t, const std::string& metric, const std::string& name) {
   return InclusiveOf(t, metric, [&](std::string_view s) { return s == name; });
+}
+
+// Which run did which work (by the workload's construction, not by the order
+// runs were written): each name in `works` to the run whose CPU time in that
+// function exceeds `min_ns`.
+std::map<std::string, store::RunMeta> RunsByWork(const std::string& db, const std::vector<std::string>& works,
+                                                 double min_ns) {
+  std::map<std::string, store::RunMeta> by_work;
+  for (const auto& m : Runs(db)) {
+    const cct::Tree t = TreeOf(db, m.id);
+    for (const std::string& w : works)
+      if (InclusiveOf(t, "cputime", w) > min_ns) by_work[w] = m;
+  }
+  return by_work;
 }
 
 bool HasFrame(const cct::Tree& t, const std::function<bool(std::string_view)>& match) {
@@ -592,13 +607,8 @@ TEST_CASE("cct-record: fork and exec children are their own runs, linked to the 
   REQUIRE(r.exit_code == 0);
   const auto runs = Runs(db);
   REQUIRE(runs.size() == 3);
-  std::map<std::string, store::RunMeta> by_work;
-  for (const auto& m : runs) {
-    const cct::Tree t = TreeOf(db, m.id);
-    for (std::string w : {"parent_work", "child_work", "image_work"})
-      if (InclusiveOf(t, "cputime", w) > 0.15e9) by_work[w] = m;
-    CHECK(m.tags.at("case") == "fork");
-  }
+  for (const auto& m : runs) CHECK(m.tags.at("case") == "fork");
+  auto by_work = RunsByWork(db, {"parent_work", "child_work", "image_work"}, 0.15e9);
   REQUIRE(by_work.size() == 3);
   const store::RunMeta& parent = by_work["parent_work"];
   CHECK(parent.parent_run == 0);
@@ -614,6 +624,70 @@ TEST_CASE("cct-record: fork and exec children are their own runs, linked to the 
   const auto only = Runs(db2);
   REQUIRE(only.size() == 1);
   CHECK(InclusiveOf(TreeOf(db2, only[0].id), "cputime", "parent_work") > 0.15e9);
+}
+
+TEST_CASE("cct-record: the machine facts are measured once and handed down: the exec'd image has the same user, CPU and OS") {
+  // Expected values from the system itself, read here independently.
+  const passwd* pw = getpwuid(getuid());
+  REQUIRE(pw);
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof host - 1) == 0);
+  std::string first_model;
+  {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line) && first_model.empty())
+      if (line.rfind("model name", 0) == 0) first_model = line.substr(line.find(':') + 2);
+  }
+  std::string pretty;
+  {
+    std::ifstream in("/etc/os-release");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("PRETTY_NAME=", 0) == 0) pretty = line.substr(12);
+    if (pretty.size() >= 2 && pretty.front() == '"') pretty = pretty.substr(1, pretty.size() - 2);
+  }
+  TempDir dir;
+  const std::string db = dir / "m.db";
+  auto r = Run(Record(db, {}, {"/bin/sh", "-c", "printf '%s\\n' \"$CCT_RECORD_MACHINE\"; exec /bin/true"}));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> fields;
+  std::string line = r.out.substr(0, r.out.find('\n'));
+  for (size_t i = 0;;) {
+    const size_t tab = line.find('\t', i);
+    fields.push_back(line.substr(i, tab == std::string::npos ? std::string::npos : tab - i));
+    if (tab == std::string::npos) break;
+    i = tab + 1;
+  }
+  REQUIRE(fields.size() == 5);
+  CHECK(fields[0] == std::to_string(getuid()));
+  CHECK(fields[1] == host);
+  CHECK(fields[2] == pw->pw_name);
+  CHECK(fields[3].rfind(first_model, 0) == 0);
+  CHECK(fields[4] == pretty);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 2);  // sh, then the image it exec'd
+  for (const auto& m : runs) {
+    CHECK(m.user == fields[2]);
+    CHECK(m.cpu_model == fields[3]);
+    CHECK(m.os == fields[4]);
+  }
+}
+
+TEST_CASE("cct-record: a vfork child that execs is the exec'd image's run, linked to the parent; one that _exits leaves none") {
+  TempDir dir;
+  const std::string db = dir / "v.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-forker"), "vfork"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(Runs(db).size() == 2);
+  auto by_work = RunsByWork(db, {"parent_work", "image_work"}, 0.15e9);
+  REQUIRE(by_work.size() == 2);
+  CHECK(by_work["parent_work"].parent_run == 0);
+  CHECK(by_work["image_work"].parent_run == by_work["parent_work"].id);
+  CHECK(by_work["image_work"].pid != by_work["parent_work"].pid);
+  CHECK(by_work["image_work"].state == store::RunState::kComplete);
 }
 
 TEST_CASE("cct-record: a launcher's helpers are a process tree; latest and NAME mean the program, NAME/all totals them") {
@@ -820,13 +894,43 @@ TEST_CASE("cct-record --clock wall: no stray EINTR; the program's own SIGALRM an
   CHECK(InclusiveOf(t, "realtime", "sleepy_work") == doctest::Approx(double(v["SLEPT_MS"]) * 1e6).epsilon(0.15));
 }
 
+TEST_CASE("cct-record --clock wall: a program signal that arrives with a tick still ends pselect, ppoll, epoll_pwait and sigsuspend") {
+  // The program holds every signal while a tick becomes pending, raises
+  // SIGUSR1, then waits with an empty mask: both are delivered as the wait
+  // starts. Bare, SIGUSR1 ends each of the 20 waits at once with EINTR; the
+  // collector must not take that EINTR for its own tick and wait on (make -j
+  // waiting for SIGCHLD hung so).
+  TempDir dir;
+  auto bare = Run({Prog("cct-test-signal-waits")});
+  REQUIRE(bare.exit_code == 0);
+  auto r = Run(Record(dir / "s.db", {"--clock", "wall", "--freq", "1000"}, {Prog("cct-test-signal-waits")}));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == bare.out);
+  std::istringstream in(r.out);
+  std::string call;
+  int ended = 0, handled = 0, calls = 0;
+  while (in >> call >> ended >> handled) {
+    INFO(call);
+    ++calls;
+    CHECK(ended == 20);
+    CHECK(handled == 20);
+  }
+  CHECK(calls == 4);
+  // The ticks held over the waits were taken, not lost: the spins (60 ms
+  // per call) are in the profile.
+  const cct::Tree t = TreeOf(dir / "s.db", Runs(dir / "s.db")[0].id);
+  CHECK(InclusiveOf(t, "realtime", "main") >= 0.2e9);
+}
+
 TEST_CASE("cct-record: the collector's libdw gets no debuginfod client in the profiled process") {
   // The kernel's list of a shell's mappings, printed after it burned CPU
   // through a few checkpoints (each symbolizes /bin/sh's samples, which have
   // no local debug file: libdw then went for its debuginfod client, libcurl
-  // and all): the collector is there, libdw's network client is not.
+  // and all): the collector is there, libdw's network client is not. No
+  // symbol cache, so the collector opens libdw (it is opened on first use).
   TempDir dir;
-  auto r = Run(Record(dir / "m.db", {"--checkpoint", "0.2"},
+  auto r = Run(Record(dir / "m.db", {"--checkpoint", "0.2", "--symbol-cache", "off"},
                       {"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; cat /proc/$$/maps"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

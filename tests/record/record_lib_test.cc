@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "record/record.h"
@@ -253,6 +255,31 @@ TEST_CASE("spool: a pass stores changed run files in one batch, links keys, remo
   std::filesystem::remove(spool->dir() + "/000000000000000e.run.bad");
   CHECK(spool->RemoveIfEmpty());
   CHECK_FALSE(std::filesystem::exists(db_path + ".spool"));
+}
+
+TEST_CASE("spool: recorders starting and finishing side by side all get their directory") {
+  // Four threads, each making spool directories and removing them once
+  // empty (which removes DB.spool too when nothing else is in it) as fast
+  // as they can: a Create between another's rmdir of the root and its own
+  // mkdir used to fail with "No such file or directory".
+  testutil::TempDir dir;
+  const std::string db_path = dir / "race.db";
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        auto spool = record::Spool::Create(db_path, "s" + std::to_string(t) + "-" + std::to_string(i));
+        if (!spool.ok() || !std::filesystem::exists(spool->dir() + "/owner")) {
+          ++failures;
+          continue;
+        }
+        spool->RemoveIfEmpty();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures.load() == 0);
 }
 
 TEST_CASE("spool: directories of recorders that are gone are gathered by the next recording, live ones are not") {

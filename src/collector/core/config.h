@@ -67,6 +67,9 @@ struct CollectorConfig {
   // across processes (cpu/symbol_cache.h); "off" (stored as "") disables
   // it. Default: DefaultSymbolCacheDir().
   std::string symbol_cache_dir;
+  // CCT_RECORD_MACHINE: the machine facts an ancestor measured
+  // (run_info.h MachineFacts), passed on as they are.
+  std::string machine;
 };
 
 using EnvLookup = std::function<const char*(const char*)>;

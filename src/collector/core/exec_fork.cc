@@ -34,6 +34,11 @@ void ForkParent() {
   rt->modules_mutex.unlock();
   rt->flush_mutex.unlock();
 }
+namespace {
+// Set by ForkForVfork around its fork, for ForkChild in the child.
+__thread bool t_vforking __attribute__((tls_model("initial-exec"))) = false;
+}  // namespace
+
 void ForkChild() {
   if (!rt) return;
   // The mutexes were taken by this thread in ForkPrepare; a fresh object is
@@ -50,6 +55,12 @@ void ForkChild() {
   rt->loaders_active.store(self ? self->in_loader.load() : 0);
   rt->flusher_running = false;
   rt->fatal_once.store(false);
+  if (t_vforking) {
+    // Only exec or exit follow: the parent's state stays as it is (each page
+    // written here would be copied for nothing).
+    rt->vfork_child = true;
+    return;
+  }
   if (!rt->config.follow) return;  // --no-follow: the child is not recorded
   // Only this thread exists in the child; its samples so far were the
   // parent's. The child's run starts now, empty, linked to the parent's.
@@ -127,8 +138,15 @@ void StripPreload(const std::string& own) {
 
 using namespace internal;
 
+pid_t ForkForVfork() {
+  t_vforking = true;
+  const pid_t pid = fork();
+  t_vforking = false;
+  return pid;
+}
+
 void BeforeExec() {
-  if (!rt || rt->finished) return;
+  if (!rt || rt->finished || rt->vfork_child) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   {
@@ -157,7 +175,7 @@ void BeforeExec() {
 }
 
 void AfterFailedExec() {
-  if (!rt || rt->finished) return;
+  if (!rt || rt->finished || rt->vfork_child) return;
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
     rt->meta.extra.erase("exec");

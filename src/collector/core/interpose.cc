@@ -6,16 +6,18 @@
 // - exec*, fexecve, posix_spawn*: the current image's run is written before
 //   it is replaced, and the child's environment carries the recording on.
 // - vfork: becomes fork, because the collector must not run in a child that
-//   shares its parent's memory.
+//   shares its parent's memory; the child gets no run of its own (by vfork's
+//   contract it only execs or exits).
 // - _exit, _Exit: the run is written (exit() is covered by on_exit).
 // - dlopen, dlclose: no unwinding while this thread is inside the loader
 //   (and libdw's own dlopen of its debuginfod client is refused)
 //   (libunwind would need the loader's lock); samples in a library are
 //   symbolized before it is unloaded.
-// - nanosleep and the other calls that a signal handler always interrupts
-//   (signal(7): never restarted, whatever SA_RESTART says) are restarted when
-//   only the sampling signal interrupted them, so the program sees no EINTR
-//   it would not have seen without us.
+// - nanosleep, poll, select, epoll_wait, pause, sigsuspend and the other
+//   calls that a signal handler always interrupts (signal(7): never
+//   restarted, whatever SA_RESTART says) run with the sampling signal held
+//   (HeldSamples), so the program sees every EINTR it would see without us,
+//   and no other.
 //
 // Everything else in the library is hidden (-fvisibility=hidden). Each
 // wrapper passes straight through when the collector is not active. The
@@ -64,26 +66,6 @@ void* ThreadTrampoline(void* p) {
   collector::RegisterCurrentThread();
   collector::NoteThreadStart(reinterpret_cast<void*>(a.fn), __builtin_return_address(0));
   return a.fn(a.arg);
-}
-
-int64_t MonoNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
-
-// True when a call that failed with EINTR was interrupted only by the
-// sampler (the count of sampling signals on this thread moved). If the
-// program's own signal arrived in the same interval it is reported as the
-// sampler's: a documented, narrow imprecision.
-bool SamplerOnly(int rc, int err, uint32_t before) {
-  return rc == -1 && err == EINTR && collector::SamplerInterrupts() != before;
-}
-
-timespec Remaining(int64_t deadline_ns) {
-  int64_t left = deadline_ns - MonoNs();
-  if (left < 0) left = 0;
-  return timespec{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
 }
 
 }  // namespace
@@ -194,8 +176,10 @@ CCT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file
 
 // Always fork: a wrapper cannot call the real vfork (the child would return
 // through this function's frame, which the suspended parent still uses), and
-// fork is what vfork means for every program that uses it correctly.
-CCT_EXPORT pid_t vfork() { return fork(); }
+// fork is what vfork means for every program that uses it correctly. The
+// child is held to vfork's contract (it only execs or exits) and costs next
+// to nothing (ForkForVfork).
+CCT_EXPORT pid_t vfork() { return collector::ForkForVfork(); }
 
 // --- exit --------------------------------------------------------------------
 
@@ -255,41 +239,33 @@ CCT_EXPORT int dlclose(void* handle) {
 }
 
 // --- calls a signal handler always interrupts --------------------------------
+// signal(7): never restarted, whatever SA_RESTART says. The sampling signal
+// is held for the call (HeldSamples), so none of them returns early because
+// of the collector, and a program's own signal interrupts it as it would
+// without us.
+
+#define CCT_HELD(call) collector::HeldSamples held(reinterpret_cast<void*>(&call), __builtin_return_address(0))
+#define CCT_HELD_MASK(call, mask) \
+  collector::HeldSamples held(reinterpret_cast<void*>(&call), __builtin_return_address(0), mask)
 
 CCT_EXPORT int nanosleep(const timespec* req, timespec* rem) {
   static auto real = Real<int (*)(const timespec*, timespec*)>("nanosleep");
-  if (!collector::Active() || !req) return real(req, rem);
+  if (!collector::Active()) return real(req, rem);
   collector::RefreshUnwind();
-  timespec left = *req, r{};
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    const int rc = real(&left, &r);
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      if (rc != 0 && rem) *rem = r;
-      errno = err;
-      return rc;
-    }
-    left = r;
-  }
+  CCT_HELD(nanosleep);
+  return real(req, rem);
 }
 
 CCT_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* req, timespec* rem) {
   static auto real = Real<int (*)(clockid_t, int, const timespec*, timespec*)>("clock_nanosleep");
-  if (!collector::Active() || !req) return real(clock, flags, req, rem);
+  if (!collector::Active()) return real(clock, flags, req, rem);
   collector::RefreshUnwind();
-  timespec left = *req, r{};
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    const int rc = real(clock, flags, &left, &r);  // returns the error number
-    if (!(rc == EINTR && collector::SamplerInterrupts() != before)) {
-      if (rc == EINTR && rem && !(flags & TIMER_ABSTIME)) *rem = r;
-      return rc;
-    }
-    if (!(flags & TIMER_ABSTIME)) left = r;
-  }
+  CCT_HELD(clock_nanosleep);
+  return real(clock, flags, req, rem);
 }
 
+// libc's usleep and sleep call its own nanosleep, not ours: they go through
+// ours here, so the wait is held and shown under the name the program called.
 CCT_EXPORT int usleep(useconds_t usec) {
   timespec req{static_cast<time_t>(usec / 1000000), static_cast<long>(usec % 1000000) * 1000};
   return nanosleep(&req, nullptr);
@@ -301,115 +277,91 @@ CCT_EXPORT unsigned int sleep(unsigned int seconds) {
   return static_cast<unsigned>(rem.tv_sec + (rem.tv_nsec > 0 ? 1 : 0));
 }
 
-namespace {
-// Repeats `call(timeout_ms)` while only the sampler interrupted it, with the
-// timeout shortened by the time already waited (negative: no timeout).
-template <class Call>
-int RestartWithTimeoutMs(int timeout, Call call) {
-  const int64_t deadline = MonoNs() + int64_t{timeout} * 1000000;
-  int t = timeout;
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    const int rc = call(t);
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      errno = err;
-      return rc;
-    }
-    if (timeout > 0) {
-      const int64_t left = deadline - MonoNs();
-      t = left > 0 ? static_cast<int>((left + 999999) / 1000000) : 0;
-    }
-  }
-}
-
-// The same for calls with an optional relative timespec timeout; `restore`
-// runs before each retry (select's descriptor sets).
-template <class Call, class Restore>
-int RestartWithTimespec(const timespec* ts, Call call, Restore restore) {
-  const int64_t deadline = ts ? MonoNs() + int64_t{ts->tv_sec} * 1000000000 + ts->tv_nsec : 0;
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    timespec left = ts ? Remaining(deadline) : timespec{};
-    const int rc = call(ts ? &left : nullptr);
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      errno = err;
-      return rc;
-    }
-    restore();
-  }
-}
-
-// Saves select's descriptor sets, which a failed call leaves undefined.
-struct FdSets {
-  fd_set* r;
-  fd_set* w;
-  fd_set* e;
-  fd_set r0, w0, e0;
-  FdSets(fd_set* rs, fd_set* ws, fd_set* es) : r(rs), w(ws), e(es) {
-    if (r) r0 = *r;
-    if (w) w0 = *w;
-    if (e) e0 = *e;
-  }
-  void Restore() {
-    if (r) *r = r0;
-    if (w) *w = w0;
-    if (e) *e = e0;
-  }
-};
-}  // namespace
-
 CCT_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   static auto real = Real<int (*)(pollfd*, nfds_t, int)>("poll");
   if (!collector::Active()) return real(fds, n, timeout);
   collector::RefreshUnwind();
-  return RestartWithTimeoutMs(timeout, [&](int t) { return real(fds, n, t); });
+  CCT_HELD(poll);
+  return real(fds, n, timeout);
 }
 
 CCT_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
   static auto real = Real<int (*)(pollfd*, nfds_t, const timespec*, const sigset_t*)>("ppoll");
   if (!collector::Active()) return real(fds, n, ts, mask);
   collector::RefreshUnwind();
-  return RestartWithTimespec(ts, [&](const timespec* left) { return real(fds, n, left, mask); }, [] {});
+  CCT_HELD_MASK(ppoll, mask);
+  return real(fds, n, ts, held.mask());
 }
 
 CCT_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
   static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, timeval*)>("select");
   if (!collector::Active()) return real(nfds, r, w, e, tv);
   collector::RefreshUnwind();
-  FdSets sets(r, w, e);
-  for (;;) {
-    const uint32_t before = collector::SamplerInterrupts();
-    const int rc = real(nfds, r, w, e, tv);  // Linux updates *tv to the time left
-    const int err = errno;
-    if (!SamplerOnly(rc, err, before)) {
-      errno = err;
-      return rc;
-    }
-    sets.Restore();
-  }
+  CCT_HELD(select);
+  return real(nfds, r, w, e, tv);
 }
 
 CCT_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const timespec* ts, const sigset_t* mask) {
   static auto real = Real<int (*)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*)>("pselect");
   if (!collector::Active()) return real(nfds, r, w, e, ts, mask);
   collector::RefreshUnwind();
-  FdSets sets(r, w, e);
-  return RestartWithTimespec(ts, [&](const timespec* left) { return real(nfds, r, w, e, left, mask); },
-                             [&] { sets.Restore(); });
+  CCT_HELD_MASK(pselect, mask);
+  return real(nfds, r, w, e, ts, held.mask());
 }
 
 CCT_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
   static auto real = Real<int (*)(int, epoll_event*, int, int)>("epoll_wait");
   if (!collector::Active()) return real(epfd, events, max, timeout);
   collector::RefreshUnwind();
-  return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t); });
+  CCT_HELD(epoll_wait);
+  return real(epfd, events, max, timeout);
 }
 
 CCT_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
   static auto real = Real<int (*)(int, epoll_event*, int, int, const sigset_t*)>("epoll_pwait");
   if (!collector::Active()) return real(epfd, events, max, timeout, mask);
   collector::RefreshUnwind();
-  return RestartWithTimeoutMs(timeout, [&](int t) { return real(epfd, events, max, t, mask); });
+  CCT_HELD_MASK(epoll_pwait, mask);
+  return real(epfd, events, max, timeout, held.mask());
+}
+
+CCT_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* ts, const sigset_t* mask) {
+  static auto real = Real<int (*)(int, epoll_event*, int, const timespec*, const sigset_t*)>("epoll_pwait2");
+  if (!real) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (!collector::Active()) return real(epfd, events, max, ts, mask);
+  collector::RefreshUnwind();
+  CCT_HELD_MASK(epoll_pwait2, mask);
+  return real(epfd, events, max, ts, held.mask());
+}
+
+// The waits for a signal: a tick must not end them either.
+CCT_EXPORT int pause() {
+  static auto real = Real<int (*)()>("pause");
+  if (!collector::Active()) return real();
+  CCT_HELD(pause);
+  return real();
+}
+
+CCT_EXPORT int sigsuspend(const sigset_t* mask) {
+  static auto real = Real<int (*)(const sigset_t*)>("sigsuspend");
+  if (!collector::Active()) return real(mask);
+  CCT_HELD_MASK(sigsuspend, mask);
+  return real(held.mask());
+}
+
+CCT_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* ts) {
+  static auto real = Real<int (*)(const sigset_t*, siginfo_t*, const timespec*)>("sigtimedwait");
+  if (!collector::Active()) return real(set, info, ts);
+  CCT_HELD(sigtimedwait);
+  return real(set, info, ts);
+}
+
+CCT_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  static auto real = Real<int (*)(const sigset_t*, siginfo_t*)>("sigwaitinfo");
+  if (!collector::Active()) return real(set, info);
+  CCT_HELD(sigwaitinfo);
+  return real(set, info);
 }

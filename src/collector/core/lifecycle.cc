@@ -43,7 +43,11 @@ void Warn(const std::string& msg) {
 
 void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   store::RunMeta fresh;
+  fresh.host = store::HostName();
+  fresh.cwd = CurrentDirectory();
   if (inherit) {
+    // A forked child: the same image on the same machine, in the directory
+    // the parent is in now.
     fresh.user = inherit->user;
     fresh.executable = inherit->executable;
     fresh.executable_build_id = inherit->executable_build_id;
@@ -52,8 +56,21 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
     fresh.os = inherit->os;
     fresh.glibc = inherit->glibc;
     fresh.modules = inherit->modules;
+    fresh.cpu_model = inherit->cpu_model;
+    fresh.launcher = inherit->launcher;
+    fresh.git_commit = fresh.cwd == inherit->cwd ? inherit->git_commit : GitCommit(fresh.cwd);
   } else {
-    fresh.user = UserName();
+    if (auto facts = DecodeMachineFacts(rt->config.machine, getuid(), fresh.host)) {
+      fresh.user = std::move(facts->user);
+      fresh.cpu_model = std::move(facts->cpu_model);
+      fresh.os = std::move(facts->os);
+    } else {
+      fresh.user = UserName();
+      fresh.cpu_model = CpuModel();
+      fresh.os = OperatingSystem();
+    }
+    fresh.launcher = LauncherRankFrom([](const char* n) -> const char* { return getenv(n); });
+    fresh.git_commit = GitCommit(fresh.cwd);
     fresh.modules = RunModules();
     if (!fresh.modules.empty()) {
       fresh.executable = fresh.modules.front().path;
@@ -63,7 +80,6 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
     // From the file the kernel mapped, not from its path (it may be replaced).
     fresh.compiler = ElfComment("/proc/self/exe");
     fresh.kernel = KernelVersion();
-    fresh.os = OperatingSystem();
     fresh.glibc = GlibcVersion();
   }
   m = std::move(fresh);
@@ -75,16 +91,11 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   if (m.name.empty() && !m.command.empty()) {
     m.name = std::string(cct::BaseName(m.command.front()));
   }
-  m.cwd = CurrentDirectory();
-  m.host = store::HostName();
-  m.cpu_model = CpuModel();
   m.collector_version = CCTDB_VERSION;
-  m.git_commit = GitCommit(m.cwd);
   m.tags = rt->config.tags;
   m.env = RecordedEnvironment(environ);
   m.pid = getpid();
   m.pid_start_ticks = store::ProcessStartTicks(m.pid);
-  m.launcher = LauncherRankFrom([](const char* n) -> const char* { return getenv(n); });
   m.process_cpu_ns = ProcessCpuNs();
   m.iteration_regex = rt->config.iteration_regex;
   m.sampling = {{"clock", rt->config.clock == SampleClock::kWall ? "wall" : "cpu"},
@@ -136,7 +147,7 @@ void Finish(store::RunState state, std::optional<int> exit_code, std::optional<i
 }
 
 void OnProcessExit(int status, void*) {
-  if (!rt || rt->finished) return;
+  if (!rt || rt->finished || rt->vfork_child) return;
   SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);
@@ -163,6 +174,12 @@ void Start() {
   if (!parsed->has_value()) return;
   rt = new (std::nothrow) Runtime;
   if (!rt) return;
+  if (!rt->threads.ok()) {
+    Warn("cannot map the thread registry; not profiling this process");
+    delete rt;
+    rt = nullptr;
+    return;
+  }
   rt->config = std::move(**parsed);
   rt->run_key = NewRunKey();
   rt->own_module = OwnModule();
@@ -185,6 +202,15 @@ void Start() {
   if (!SourcesAttach()) return;
 
   FillMeta(rt->meta);
+  // What this process measured about the machine, for the ones it starts
+  // (exec'd images through ExecEnvironment; system() and the like through
+  // the environment).
+  if (std::string facts = EncodeMachineFacts(getuid(), rt->meta.host, {rt->meta.user, rt->meta.cpu_model, rt->meta.os});
+      facts != rt->config.machine) {
+    rt->config.machine = std::move(facts);
+    if (rt->config.machine.empty()) unsetenv("CCT_RECORD_MACHINE");
+    else setenv("CCT_RECORD_MACHINE", rt->config.machine.c_str(), 1);
+  }
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
     // The run exists from the start (state recording), so a crash before the
@@ -222,7 +248,7 @@ void Start() {
 }
 
 void BeforeExit(int status) {
-  if (!rt || rt->finished) return;
+  if (!rt || rt->finished || rt->vfork_child) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);

@@ -33,7 +33,8 @@ std::span<const std::string_view> InterposedCalls() {
   static constexpr std::string_view kCalls[] = {
       "pthread_create", "execve", "execvpe", "fexecve", "execv", "execvp", "execl", "execlp", "execle",
       "posix_spawn", "posix_spawnp", "vfork", "_exit", "_Exit", "dlopen", "dlclose", "nanosleep",
-      "clock_nanosleep", "usleep", "sleep", "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait"};
+      "clock_nanosleep", "usleep", "sleep", "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
+      "epoll_pwait2", "pause", "sigsuspend", "sigtimedwait", "sigwaitinfo"};
   return kCalls;
 }
 

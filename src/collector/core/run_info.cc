@@ -1,6 +1,7 @@
 #include "collector/core/run_info.h"
 
 #include "collector/cpu/modules.h"
+#include "store/run_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #include <charconv>
 #include <cstring>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 namespace collector {
@@ -32,11 +31,21 @@ std::string Upper(std::string_view s) {
   return u;
 }
 
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string ReadSmallFile(const std::string& path, size_t limit = SIZE_MAX) {
+  auto text = store::ReadWholeFile(path, limit);
+  return text.ok() ? std::move(text).value() : std::string();
+}
+
+// Each line of `text` (without its newline) until `f` returns true.
+template <class F>
+void ForEachLine(std::string_view text, F f) {
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t nl = text.find('\n', i);
+    if (nl == std::string_view::npos) nl = text.size();
+    if (f(text.substr(i, nl - i))) return;
+    i = nl + 1;
+  }
 }
 
 std::string Trim(std::string s) {
@@ -163,14 +172,15 @@ std::map<std::string, std::string> RecordedEnvironment(const char* const* envp) 
 }
 
 std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model;
-  while (std::getline(in, line)) {
-    if (StartsWith(line, "model name")) {
-      model = Trim(line.substr(line.find(':') + 1));
-      break;
-    }
-  }
+  // The first processor's entry is at the start: a many-core machine's
+  // whole file is hundreds of kilobytes the kernel would format for nothing.
+  const std::string text = ReadSmallFile("/proc/cpuinfo", 16384);
+  std::string model;
+  ForEachLine(text, [&](std::string_view line) {
+    if (!StartsWith(line, "model name") || line.find(':') == std::string_view::npos) return false;
+    model = Trim(std::string(line.substr(line.find(':') + 1)));
+    return true;
+  });
   const unsigned cpus = std::thread::hardware_concurrency();
   if (cpus) model += (model.empty() ? "" : " ") + std::string("(") + std::to_string(cpus) + " CPUs)";
   return model;
@@ -197,10 +207,12 @@ std::string GitCommit(const std::string& start) {
       for (const std::string& base : {git, common}) {
         std::string sha = Trim(ReadSmallFile(base + "/" + ref));
         if (sha.size() == 40) return sha;
-        std::ifstream packed(base + "/packed-refs");
-        std::string line;
-        while (std::getline(packed, line))
-          if (line.size() > 41 && line.compare(41, std::string::npos, ref) == 0) return line.substr(0, 40);
+        std::string found;
+        ForEachLine(ReadSmallFile(base + "/packed-refs"), [&](std::string_view line) {
+          if (line.size() > 41 && line.substr(41) == ref) found = std::string(line.substr(0, 40));
+          return !found.empty();
+        });
+        if (!found.empty()) return found;
       }
       return "";
     }
@@ -340,6 +352,34 @@ std::vector<std::string> ElfComment(const std::string& path) {
   return out;
 }
 
+std::string EncodeMachineFacts(uint32_t uid, std::string_view host, const MachineFacts& facts) {
+  for (std::string_view field : {host, std::string_view(facts.user), std::string_view(facts.cpu_model),
+                                 std::string_view(facts.os)})
+    if (field.find_first_of("\t\n") != std::string_view::npos) return "";
+  std::string out = std::to_string(uid);
+  for (std::string_view field : {host, std::string_view(facts.user), std::string_view(facts.cpu_model),
+                                 std::string_view(facts.os)}) {
+    out += '\t';
+    out += field;
+  }
+  return out;
+}
+
+std::optional<MachineFacts> DecodeMachineFacts(std::string_view text, uint32_t uid, std::string_view host) {
+  std::string_view fields[5];
+  for (int i = 0; i < 5; ++i) {
+    const size_t tab = text.find('\t');
+    if ((tab == std::string_view::npos) != (i == 4)) return std::nullopt;
+    fields[i] = text.substr(0, tab);
+    text = tab == std::string_view::npos ? std::string_view() : text.substr(tab + 1);
+  }
+  uint32_t u = 0;
+  const auto [end, ec] = std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), u);
+  if (ec != std::errc() || end != fields[0].data() + fields[0].size() || fields[0].empty()) return std::nullopt;
+  if (u != uid || fields[1] != host || fields[2].empty()) return std::nullopt;
+  return MachineFacts{std::string(fields[2]), std::string(fields[3]), std::string(fields[4])};
+}
+
 std::string KernelVersion() {
   utsname u{};
   if (uname(&u) != 0) return "";
@@ -348,18 +388,14 @@ std::string KernelVersion() {
 
 std::string OsPrettyName(std::string_view text) {
   std::map<std::string, std::string> kv;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t nl = text.find('\n', i);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(i, nl - i);
-    i = nl + 1;
+  ForEachLine(text, [&](std::string_view line) {
     const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
+    if (eq == std::string_view::npos) return false;
     std::string v = Trim(std::string(line.substr(eq + 1)));
     if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
     kv[Trim(std::string(line.substr(0, eq)))] = v;
-  }
+    return false;
+  });
   if (!kv["PRETTY_NAME"].empty()) return kv["PRETTY_NAME"];
   return Trim(kv["NAME"] + " " + kv["VERSION_ID"]);
 }

@@ -71,6 +71,20 @@ void MergeModules(std::vector<store::ModuleInfo>& known, const std::vector<store
 // (every offset and size is checked against the file).
 std::vector<std::string> ElfComment(const std::string& path);
 
+// The facts about the machine and the user that cost a process most to
+// learn (the user's name through NSS, /proc/cpuinfo, os-release): measured
+// by the first process of a recording and handed down to the processes it
+// starts (CCT_RECORD_MACHINE), which take them when they run as the same
+// uid on the same host.
+struct MachineFacts {
+  std::string user, cpu_model, os;
+};
+// "uid<TAB>host<TAB>user<TAB>cpu model<TAB>os"; "" when a field holds a tab
+// or a newline (the process then measures for itself).
+std::string EncodeMachineFacts(uint32_t uid, std::string_view host, const MachineFacts& facts);
+// The facts `text` holds, when it is well-formed and names `uid` and `host`.
+std::optional<MachineFacts> DecodeMachineFacts(std::string_view text, uint32_t uid, std::string_view host);
+
 // uname: "Linux 6.1.0-18-amd64 #1 SMP ... x86_64".
 std::string KernelVersion();
 // PRETTY_NAME of an os-release text (quotes removed), else NAME VERSION_ID.

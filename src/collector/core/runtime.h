@@ -18,9 +18,12 @@
 // core/lifecycle.cc; RegisterCurrentThread in core/threads.cc;
 // NoteThreadStart in cpu/thread_time.cc; exec in
 // core/exec_fork.cc; the loader hooks in cpu/loader_events.cc;
-// SamplerInterrupts in cpu/sampler.cc. NVTX's entry points are in
+// HeldSamples in cpu/sampler.cc. NVTX's entry points are in
 // nvtx/nvtx_ranges.h.
 #pragma once
+
+#include <signal.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <ctime>
@@ -56,6 +59,10 @@ struct ExecEnv {
 };
 ExecEnv ExecEnvironment(const char* const* envp);
 void BeforeExit(int status);  // _exit/_Exit
+// vfork, as a fork whose child, by vfork's contract, only execs or exits: it
+// is not sampled and writes no run; what it execs links to this process's
+// run. A child that breaks the contract runs on unprofiled.
+pid_t ForkForVfork();
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();
 // dlclose: BeforeUnload notes the loaded modules (null when not recording);
@@ -63,9 +70,34 @@ void LeaveLoader();
 void* BeforeUnload();
 void AfterUnload(void* token);
 
-// How many sampling signals this thread has taken; a blocking call that fails
-// with EINTR and sees this number change was interrupted by the sampler.
-// SIGNAL-HANDLER CODE (reads only).
-uint32_t SamplerInterrupts();
+// Holds the calling thread's sampling signal for the length of one blocking
+// call that a signal handler always interrupts (signal(7): nanosleep, poll,
+// select, epoll_wait, pause, sigsuspend, ...), so no tick can interrupt it
+// and every EINTR the program sees comes from its own signals. (Restarting
+// the call when the sampler had interrupted it could not tell a program
+// signal that arrived with a tick from the tick, and swallowed it: make -j
+// waiting in pselect for SIGCHLD hung.) The tick held meanwhile is taken as
+// the call returns, with the whole wait's time, on the stack the program sees:
+// `caller`, then `call` (the wrapper, named as the program called it).
+// Calls that take a signal mask get the sampling signal added to it (mask());
+// the others block it on the thread for the call. Normal context; nests (a
+// program's handler may wait too); the state it leaves for the sampling
+// handler is this thread's alone (cpu/sampler.cc).
+class HeldSamples {
+ public:
+  HeldSamples(void* call, void* caller, const sigset_t* call_mask = nullptr);
+  ~HeldSamples();
+  HeldSamples(const HeldSamples&) = delete;
+  HeldSamples& operator=(const HeldSamples&) = delete;
+  // The call's own mask with the sampling signal added (null when it had none).
+  const sigset_t* mask() const { return has_call_mask_ ? &call_mask_ : nullptr; }
+
+ private:
+  sigset_t call_mask_;
+  sigset_t old_mask_;
+  bool has_call_mask_ = false;
+  bool blocked_ = false;
+  uintptr_t outer_call_ = 0, outer_caller_ = 0;
+};
 
 }  // namespace collector

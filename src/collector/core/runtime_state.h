@@ -30,8 +30,8 @@
 // rt->loader_generation, rt->config (nvtx_placement),
 // rt->threads/thread_count (FindThread), the current thread's ThreadState
 // (trie, unwind, keys, max_depth, unwind_capacity, unwind_generation,
-// ranges, range_count, range_frames, interrupts, in_loader, last_ns, lost,
-// perf_fd), t_state,
+// ranges, range_count, range_frames, in_loader, last_ns, lost, perf_fd),
+// t_state, t_held_call and t_held_caller (cpu/sampler.cc),
 // and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
 // request_pipe and ack_pipe. Nothing else: code reaching those
 // from normal context must keep them consistent at every instruction (see
@@ -42,6 +42,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,7 +106,6 @@ struct ThreadState {
   int perf_fd = -1;  // task-clock event, when the kernel lets us open one
   std::atomic<bool> alive{true};
   int64_t last_ns = 0;  // clock reading at the previous sample
-  std::atomic<uint32_t> interrupts{0};
   std::atomic<int> in_loader{0};
   std::atomic<uint64_t> lost{0};
   // The sampling handler's buffers, mapped at registration (AddThread) from
@@ -153,6 +153,27 @@ struct ThreadState {
   int64_t unsampled_ns = 0;
 };
 
+// The thread registry's kMaxThreads slots (128 KiB) in an anonymous
+// mapping: the kernel hands out zeroed pages as slots are first used, where
+// a zero-initialized array in Runtime cost every process 32 page faults at
+// start, most of a short process's overhead on a VM. Never unmapped (the
+// Runtime lives as long as the process).
+class ThreadSlots {
+ public:
+  ThreadSlots() {
+    void* p = mmap(nullptr, kMaxThreads * sizeof(std::atomic<ThreadState*>), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) slots_ = static_cast<std::atomic<ThreadState*>*>(p);
+  }
+  ThreadSlots(const ThreadSlots&) = delete;
+  ThreadSlots& operator=(const ThreadSlots&) = delete;
+  bool ok() const { return slots_ != nullptr; }
+  std::atomic<ThreadState*>& operator[](size_t i) { return slots_[i]; }
+
+ private:
+  std::atomic<ThreadState*>* slots_ = nullptr;  // all-zero bits: every slot null
+};
+
 struct Runtime {
   CollectorConfig config;
   int signo = 0;
@@ -173,7 +194,7 @@ struct Runtime {
   // vector with malloc. Odd while a loader call is in progress.
   std::atomic<int64_t> loader_generation{0};
   std::atomic<int> loaders_active{0};
-  std::atomic<ThreadState*> threads[kMaxThreads] = {};
+  ThreadSlots threads;
   std::atomic<size_t> thread_count{0};
   std::atomic<uint64_t> threads_unsampled{0};
   // Thread time that fell after a thread's last sample (cpu/thread_time.cc):
@@ -190,6 +211,10 @@ struct Runtime {
   std::string run_key;
   bool run_created = false;  // the run file exists: children may link to run_key
   bool finished = false;
+  // A vfork child (ForkForVfork): no run of its own, nothing written; its
+  // run_key and keys are still the parent's, which is what an exec'd image
+  // links to.
+  bool vfork_child = false;
   int64_t start_mono_ns = 0;
   std::unique_ptr<Symbolizer> symbolizer;
   // Frames of keys resolved from unloaded modules' files (or named as

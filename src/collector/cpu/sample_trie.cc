@@ -110,7 +110,11 @@ SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, i
 
 void SampleTrie::Reset() {
   if (std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_relaxed)) {
-    for (size_t i = 0; i < kMaxChunks; ++i) {
+    // Chunks are mapped in order as nodes are added, so only the first ones
+    // can be set: the rest of the table is never touched (in a forked child
+    // every page written here is a copy).
+    const size_t used = (count_.load(std::memory_order_relaxed) + kChunkNodes - 1) / kChunkNodes;
+    for (size_t i = 0; i < used && i < kMaxChunks; ++i) {
       if (NodeChunk* chunk = table[i].load(std::memory_order_relaxed)) munmap(chunk, sizeof(NodeChunk));
       table[i].store(nullptr, std::memory_order_relaxed);
     }

@@ -4,7 +4,7 @@
 // SIGNAL-HANDLER CODE: the functions marked so run in signal handlers and
 // are async-signal-safe (no allocation, no locks, only async-signal-safe
 // calls); keep them so.
-// OnSample and SamplerInterrupts are SIGNAL-HANDLER CODE (with PathKeys,
+// OnSample is SIGNAL-HANDLER CODE (with PathKeys,
 // FindThread, Unwind and SampleTrie::AddSample, which they call); the timer
 // functions and the source's hooks run in normal context. What makes
 // unwinding safe here (no malloc, no TLS allocation, no lock a sampled
@@ -33,6 +33,30 @@ namespace collector {
 namespace internal {
 namespace {
 
+// The blocking call whose tick is being held on this thread (HeldSamples):
+// the wrapper's entry and the return address into the program. Written in
+// normal context, read by this thread's sampling handler.
+__thread uintptr_t t_held_call __attribute__((tls_model("initial-exec"))) = 0;
+__thread uintptr_t t_held_caller __attribute__((tls_model("initial-exec"))) = 0;
+
+// A tick held over a blocking call is taken as the call returns, inside the
+// wrapper's epilogue or libc's signal-mask call: the stack is cut back to
+// the program's caller, and the call itself becomes the leaf. Frames are
+// leaf first. SIGNAL-HANDLER CODE.
+int AsHeldCall(uintptr_t*& frames, int depth) {
+  const uintptr_t call = t_held_call;
+  std::atomic_signal_fence(std::memory_order_acquire);
+  if (!call) return depth;
+  const uintptr_t caller = t_held_caller;
+  for (int i = 1; i < depth; ++i) {
+    if (frames[i] != caller) continue;
+    frames += i - 1;
+    frames[0] = call;
+    return depth - (i - 1);
+  }
+  return depth;  // the caller is not on the stack (a walk cut short): as it is
+}
+
 void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
   ThreadState* t = t_state;
@@ -44,7 +68,6 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
     errno = saved_errno;
     return;
   }
-  t->interrupts.fetch_add(1, std::memory_order_relaxed);
   const int64_t now = Now(rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID);
   const int64_t delta = now > t->last_ns ? now - t->last_ns : 0;
   t->last_ns = now;
@@ -73,6 +96,7 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
                       rt->loader_generation.load(std::memory_order_acquire);
     bool cut = false;
     depth = Unwind(uc, frames, t->unwind_capacity, fast, &cut);
+    depth = AsHeldCall(frames, depth);
     if (depth == 0) {
       frames[0] = pc;
       depth = 1;
@@ -209,11 +233,38 @@ extern const Source kCpuSamplerSource = {.name = "cpu", .attach = Attach, .threa
 
 using namespace internal;
 
-// SIGNAL-HANDLER CODE (reads only): called around blocking calls that a
-// sampling signal may interrupt.
-uint32_t SamplerInterrupts() {
-  ThreadState* t = t_state;
-  return t ? t->interrupts.load(std::memory_order_relaxed) : 0;
+HeldSamples::HeldSamples(void* call, void* caller, const sigset_t* call_mask) {
+  if (call_mask) {
+    call_mask_ = *call_mask;
+    has_call_mask_ = true;
+  }
+  if (!rt) return;
+  // Before the signal is held: a tick arriving in between is in the call's
+  // wrapper already.
+  outer_call_ = t_held_call;
+  outer_caller_ = t_held_caller;
+  t_held_caller = reinterpret_cast<uintptr_t>(caller);
+  std::atomic_signal_fence(std::memory_order_release);
+  t_held_call = reinterpret_cast<uintptr_t>(call);
+  if (call_mask) {
+    sigaddset(&call_mask_, rt->signo);
+    return;
+  }
+  sigset_t tick;
+  sigemptyset(&tick);
+  sigaddset(&tick, rt->signo);
+  blocked_ = pthread_sigmask(SIG_BLOCK, &tick, &old_mask_) == 0;
+}
+
+HeldSamples::~HeldSamples() {
+  if (!rt) return;
+  const int saved_errno = errno;
+  // A tick held over the call is taken here, while the wrapper still names it.
+  if (blocked_) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  t_held_call = outer_call_;
+  std::atomic_signal_fence(std::memory_order_release);
+  t_held_caller = outer_caller_;
+  errno = saved_errno;
 }
 
 }  // namespace collector

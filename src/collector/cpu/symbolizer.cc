@@ -3,6 +3,7 @@
 #include "collector/cpu/symbol_cache.h"
 
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -19,6 +20,72 @@
 #include <cstring>
 
 namespace collector {
+namespace {
+
+// libdw is opened on first use, not linked: a preloaded collector linked
+// against it made the loader map, relocate and initialize libdw, libelf,
+// libz, liblzma and libbz2 in every process it entered (about 35 page
+// faults, a millisecond or more per process on a VM), while processes
+// named from the symbol cache never call it.
+#define CCT_LIBDW_FUNCTIONS(X) \
+  X(dwarf_attr) \
+  X(dwarf_attr_integrate) \
+  X(dwarf_decl_file) \
+  X(dwarf_decl_line) \
+  X(dwarf_diename) \
+  X(dwarf_filesrc) \
+  X(dwarf_formstring) \
+  X(dwarf_formudata) \
+  X(dwarf_getscopes) \
+  X(dwarf_getscopes_die) \
+  X(dwarf_getsrcfiles) \
+  X(dwarf_tag) \
+  X(dwfl_addrmodule) \
+  X(dwfl_begin) \
+  X(dwfl_build_id_find_elf) \
+  X(dwfl_end) \
+  X(dwfl_getmodules) \
+  X(dwfl_lineinfo) \
+  X(dwfl_linux_proc_find_elf) \
+  X(dwfl_linux_proc_report) \
+  X(dwfl_module_addrdie) \
+  X(dwfl_module_build_id) \
+  X(dwfl_module_getsrc) \
+  X(dwfl_module_getsym_info) \
+  X(dwfl_module_getsymtab) \
+  X(dwfl_module_getsymtab_first_global) \
+  X(dwfl_module_info) \
+  X(dwfl_offline_section_address) \
+  X(dwfl_report_begin) \
+  X(dwfl_report_elf) \
+  X(dwfl_report_end) \
+  X(dwfl_standard_find_debuginfo)
+
+struct LibDw {
+#define CCT_LIBDW_POINTER(f) decltype(&::f) f = nullptr;
+  CCT_LIBDW_FUNCTIONS(CCT_LIBDW_POINTER)
+#undef CCT_LIBDW_POINTER
+};
+LibDw dw;
+
+// Whether libdw is usable (opened once; thread-safe). Symbolizers without
+// it name addresses "module+0xOFFSET", like modules without symbols.
+bool LibDwLoaded() {
+  static const bool loaded = [] {
+    void* lib = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    bool ok = true;
+#define CCT_LIBDW_RESOLVE(f) \
+    dw.f = reinterpret_cast<decltype(dw.f)>(dlsym(lib, #f)); \
+    ok = ok && dw.f != nullptr;
+    CCT_LIBDW_FUNCTIONS(CCT_LIBDW_RESOLVE)
+#undef CCT_LIBDW_RESOLVE
+    return ok;
+  }();
+  return loaded;
+}
+
+}  // namespace
 
 std::string Demangle(const char* name) {
   if (!name) return {};
@@ -120,12 +187,14 @@ struct Symbolizer::State {
   std::unordered_map<std::string, std::unique_ptr<SymbolCacheFile>> tables;
   std::vector<std::string> symbol_table_only;  // canonical paths (AddSymbolTableOnly)
 
+  // Opens libdw and fills the callbacks; false when libdw is unavailable.
+  bool OpenLibDw();
   const SymbolIndex& SymbolsOf(Dwfl_Module* mod);
   SymbolFrames ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self);
   ~State() {
     for (auto& [k, o] : offline)
-      if (o.dwfl) dwfl_end(o.dwfl);
-    if (dwfl) dwfl_end(dwfl);
+      if (o.dwfl) dw.dwfl_end(o.dwfl);
+    if (dwfl) dw.dwfl_end(dwfl);
   }
 };
 
@@ -135,15 +204,15 @@ const SymbolIndex& Symbolizer::State::SymbolsOf(Dwfl_Module* mod) {
   slot = std::make_unique<SymbolIndex>();
   // The same symbols dwfl_module_addrsym considers, in its preference:
   // globals before locals.
-  const int n = dwfl_module_getsymtab(mod);
-  const int first_global = std::max(dwfl_module_getsymtab_first_global(mod), 0);
+  const int n = dw.dwfl_module_getsymtab(mod);
+  const int first_global = std::max(dw.dwfl_module_getsymtab_first_global(mod), 0);
   for (int i = 1; i < n; ++i) {
     GElf_Sym sym;
     GElf_Addr value = 0;
     GElf_Word shndx = 0;
     Elf* elf = nullptr;
     Dwarf_Addr bias = 0;
-    const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, &elf, &bias);
+    const char* name = dw.dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, &elf, &bias);
     if (!name || !name[0] || sym.st_shndx == SHN_UNDEF) continue;
     const int type = GELF_ST_TYPE(sym.st_info);
     if (type == STT_SECTION || type == STT_FILE || type == STT_TLS) continue;
@@ -165,11 +234,11 @@ namespace {
 std::string FunctionName(Dwarf_Die* die) {
   Dwarf_Attribute attr;
   for (int a : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
-    if (dwarf_attr_integrate(die, a, &attr)) {
-      if (const char* s = dwarf_formstring(&attr)) return Demangle(s);
+    if (dw.dwarf_attr_integrate(die, a, &attr)) {
+      if (const char* s = dw.dwarf_formstring(&attr)) return Demangle(s);
     }
   }
-  const char* n = dwarf_diename(die);
+  const char* n = dw.dwarf_diename(die);
   return n ? n : "";
 }
 
@@ -177,37 +246,42 @@ std::string FunctionName(Dwarf_Die* die) {
 std::string CallFile(Dwarf_Die* cudie, Dwarf_Die* die) {
   Dwarf_Attribute attr;
   Dwarf_Word index = 0;
-  if (!dwarf_attr(die, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &index) != 0) return {};
+  if (!dw.dwarf_attr(die, DW_AT_call_file, &attr) || dw.dwarf_formudata(&attr, &index) != 0) return {};
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || index >= nfiles) return {};
-  const char* f = dwarf_filesrc(files, index, nullptr, nullptr);
+  if (dw.dwarf_getsrcfiles(cudie, &files, &nfiles) != 0 || index >= nfiles) return {};
+  const char* f = dw.dwarf_filesrc(files, index, nullptr, nullptr);
   return f ? f : "";
 }
 
 uint32_t CallLine(Dwarf_Die* die) {
   Dwarf_Attribute attr;
   Dwarf_Word line = 0;
-  if (!dwarf_attr(die, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line) != 0) return 0;
+  if (!dw.dwarf_attr(die, DW_AT_call_line, &attr) || dw.dwarf_formudata(&attr, &line) != 0) return 0;
   return static_cast<uint32_t>(line);
 }
 
 void DeclOf(Dwarf_Die* die, SymbolFrame& f) {
-  if (const char* file = dwarf_decl_file(die)) f.decl_file = file;
+  if (const char* file = dw.dwarf_decl_file(die)) f.decl_file = file;
   int line = 0;
-  if (dwarf_decl_line(die, &line) == 0 && line > 0) f.decl_line = static_cast<uint32_t>(line);
+  if (dw.dwarf_decl_line(die, &line) == 0 && line > 0) f.decl_line = static_cast<uint32_t>(line);
 }
 
 }  // namespace
 
-Symbolizer::Symbolizer(pid_t pid) : state_(std::make_unique<State>()), pid_(pid ? pid : getpid()) {
-  state_->callbacks.find_elf = dwfl_linux_proc_find_elf;
-  state_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
-  state_->callbacks.debuginfo_path = &state_->debuginfo_path;
-  state_->offline_callbacks.find_elf = dwfl_build_id_find_elf;
-  state_->offline_callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
-  state_->offline_callbacks.section_address = dwfl_offline_section_address;
-  state_->offline_callbacks.debuginfo_path = &state_->debuginfo_path;
+Symbolizer::Symbolizer(pid_t pid) : state_(std::make_unique<State>()), pid_(pid ? pid : getpid()) {}
+
+bool Symbolizer::State::OpenLibDw() {
+  if (!LibDwLoaded()) return false;
+  if (callbacks.find_elf) return true;
+  callbacks.find_elf = dw.dwfl_linux_proc_find_elf;
+  callbacks.find_debuginfo = dw.dwfl_standard_find_debuginfo;
+  callbacks.debuginfo_path = &debuginfo_path;
+  offline_callbacks.find_elf = dw.dwfl_build_id_find_elf;
+  offline_callbacks.find_debuginfo = dw.dwfl_standard_find_debuginfo;
+  offline_callbacks.section_address = dw.dwfl_offline_section_address;
+  offline_callbacks.debuginfo_path = &debuginfo_path;
+  return true;
 }
 
 std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid, bool system_debug_info, std::string symbol_cache_dir) {
@@ -225,8 +299,8 @@ void Symbolizer::AddSymbolTableOnly(const std::string& path) {
 }
 
 void Symbolizer::EnsureDwfl() {
-  if (state_->dwfl) return;
-  state_->dwfl = dwfl_begin(&state_->callbacks);
+  if (state_->dwfl || !state_->OpenLibDw()) return;
+  state_->dwfl = dw.dwfl_begin(&state_->callbacks);
   Report();
 }
 
@@ -253,13 +327,13 @@ struct ModuleSpan {
 };
 int CollectModule(Dwfl_Module* mod, void**, const char*, Dwarf_Addr lo, void* arg) {
   Dwarf_Addr hi = 0;
-  dwfl_module_info(mod, nullptr, nullptr, &hi, nullptr, nullptr, nullptr, nullptr);
+  dw.dwfl_module_info(mod, nullptr, nullptr, &hi, nullptr, nullptr, nullptr, nullptr);
   static_cast<std::vector<ModuleSpan>*>(arg)->push_back({mod, lo, hi});
   return DWARF_CB_OK;
 }
 std::vector<ModuleSpan> ModulesOf(Dwfl* dwfl) {
   std::vector<ModuleSpan> out;
-  if (dwfl) dwfl_getmodules(dwfl, CollectModule, &out, 0);
+  if (dwfl) dw.dwfl_getmodules(dwfl, CollectModule, &out, 0);
   return out;
 }
 }  // namespace
@@ -278,9 +352,9 @@ void Symbolizer::Report() {
   // libdwfl keeps a module reported again with the same name and range
   // (with what it has read: symbol tables, DWARF); the others are freed by
   // dwfl_report_end.
-  dwfl_report_begin(state_->dwfl);
-  dwfl_linux_proc_report(state_->dwfl, pid_);
-  dwfl_report_end(state_->dwfl, nullptr, nullptr);
+  dw.dwfl_report_begin(state_->dwfl);
+  dw.dwfl_linux_proc_report(state_->dwfl, pid_);
+  dw.dwfl_report_end(state_->dwfl, nullptr, nullptr);
   const std::vector<ModuleSpan> after = ModulesOf(state_->dwfl);
   for (const ModuleSpan& b : before) {
     bool kept = false;
@@ -357,7 +431,7 @@ bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
     if (!opened.ok()) {
       // The first process to need this module's table writes it.
       EnsureDwfl();
-      if (Dwfl_Module* mod = s.dwfl ? dwfl_addrmodule(s.dwfl, address) : nullptr) {
+      if (Dwfl_Module* mod = s.dwfl ? dw.dwfl_addrmodule(s.dwfl, address) : nullptr) {
         const SymbolIndex& live = s.SymbolsOf(mod);
         SymbolIndex relative;
         for (size_t i = 0; i < live.size(); ++i) {
@@ -388,13 +462,13 @@ SymbolFrames Symbolizer::Resolve(uintptr_t address) {
     if (ResolveCached(address, frames)) return frames;
   }
   EnsureDwfl();
-  Dwfl_Module* mod = state_->dwfl ? dwfl_addrmodule(state_->dwfl, address) : nullptr;
+  Dwfl_Module* mod = state_->dwfl ? dw.dwfl_addrmodule(state_->dwfl, address) : nullptr;
   // A library loaded since the last report (dlopen): read the maps again,
   // but only if the loader says something changed (for another process: no
   // way to tell, read them).
   if (!mod && state_->dwfl && (pid_ != getpid() || LoaderGeneration() != generation_)) {
     Report();
-    mod = dwfl_addrmodule(state_->dwfl, address);
+    mod = dw.dwfl_addrmodule(state_->dwfl, address);
   }
   return state_->ResolveIn(mod, address, pid_ == getpid());
 }
@@ -409,19 +483,19 @@ const SymbolFrames& Symbolizer::LookupImage(const ModuleImage& image, uintptr_t 
   auto [oit, fresh] = state_->offline.try_emplace(key);
   OfflineImage& o = oit->second;
   if (fresh) {
-    o.dwfl = dwfl_begin(&state_->offline_callbacks);
+    o.dwfl = state_->OpenLibDw() ? dw.dwfl_begin(&state_->offline_callbacks) : nullptr;
     if (o.dwfl) {
-      dwfl_report_begin(o.dwfl);
+      dw.dwfl_report_begin(o.dwfl);
       // add_p_vaddr: `image.bias` is the load bias, as dl_iterate_phdr gives it.
-      o.module = dwfl_report_elf(o.dwfl, image.path.c_str(), image.path.c_str(), -1, image.bias, true);
-      dwfl_report_end(o.dwfl, nullptr, nullptr);
+      o.module = dw.dwfl_report_elf(o.dwfl, image.path.c_str(), image.path.c_str(), -1, image.bias, true);
+      dw.dwfl_report_end(o.dwfl, nullptr, nullptr);
     }
     if (!o.module) {
       o.problem = "file unreadable";
     } else if (!image.build_id.empty()) {
       const unsigned char* bits = nullptr;
       GElf_Addr vaddr = 0;
-      const int n = dwfl_module_build_id(o.module, &bits, &vaddr);
+      const int n = dw.dwfl_module_build_id(o.module, &bits, &vaddr);
       if (n <= 0 || static_cast<size_t>(n) != image.build_id.size() ||
           std::memcmp(bits, image.build_id.data(), image.build_id.size()) != 0)
         o.problem = "file changed since";
@@ -450,7 +524,7 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   Dwarf_Addr mod_start = 0;
   if (mod) {
     const char* mainfile = nullptr;
-    const char* name = dwfl_module_info(mod, nullptr, &mod_start, nullptr, nullptr, nullptr, &mainfile, nullptr);
+    const char* name = dw.dwfl_module_info(mod, nullptr, &mod_start, nullptr, nullptr, nullptr, &mainfile, nullptr);
     base.module = mainfile ? mainfile : (name ? name : "");
     // libdwfl names the vDSO "[vdso: PID]": keep module identity stable across runs.
     if (base.module.starts_with("[vdso")) base.module = "[vdso]";
@@ -467,9 +541,9 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   // Source line of the address itself (innermost frame).
   std::string leaf_file;
   uint32_t leaf_line = 0;
-  if (Dwfl_Line* line = dwarf ? dwfl_module_getsrc(mod, address) : nullptr) {
+  if (Dwfl_Line* line = dwarf ? dw.dwfl_module_getsrc(mod, address) : nullptr) {
     int lineno = 0;
-    if (const char* f = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+    if (const char* f = dw.dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
       leaf_file = f;
       leaf_line = lineno > 0 ? static_cast<uint32_t>(lineno) : 0;
     }
@@ -489,24 +563,24 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   // dwarf_getscopes_die on the concrete instance instead.
   std::vector<Dwarf_Die> chain;
   Dwarf_Addr bias = 0;
-  Dwarf_Die* cudie = dwarf ? dwfl_module_addrdie(mod, address, &bias) : nullptr;
+  Dwarf_Die* cudie = dwarf ? dw.dwfl_module_addrdie(mod, address, &bias) : nullptr;
   if (cudie) {
     Dwarf_Die* scopes = nullptr;
-    const int n = dwarf_getscopes(cudie, address - bias, &scopes);
+    const int n = dw.dwarf_getscopes(cudie, address - bias, &scopes);
     for (int i = 0; i < n; ++i) {
-      const int tag = dwarf_tag(&scopes[i]);
+      const int tag = dw.dwarf_tag(&scopes[i]);
       if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
         chain.push_back(scopes[i]);
         break;
       }
     }
     free(scopes);
-    while (!chain.empty() && dwarf_tag(&chain.back()) == DW_TAG_inlined_subroutine && chain.size() < 256) {
+    while (!chain.empty() && dw.dwarf_tag(&chain.back()) == DW_TAG_inlined_subroutine && chain.size() < 256) {
       Dwarf_Die* parents = nullptr;
-      const int m = dwarf_getscopes_die(&chain.back(), &parents);
+      const int m = dw.dwarf_getscopes_die(&chain.back(), &parents);
       bool found = false;
       for (int i = 1; i < m; ++i) {
-        const int tag = dwarf_tag(&parents[i]);
+        const int tag = dw.dwarf_tag(&parents[i]);
         if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
           chain.push_back(parents[i]);
           found = true;
