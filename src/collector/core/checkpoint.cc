@@ -124,7 +124,7 @@ void WriteRun(store::RunState state) noexcept {
     ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
                            RangeDisplayName);
     SymbolLookup lookup = LookupSymbols;
-    uint64_t lost = 0;
+    uint64_t lost = 0, throttled = 0;
     const size_t n = rt->thread_count.load(std::memory_order_acquire);
     size_t sampled_threads = 0;
     std::vector<std::vector<cct::NodeId>> value_nodes(n);
@@ -137,6 +137,7 @@ void WriteRun(store::RunState state) noexcept {
       builder.AddThread(names[i], t->trie, lookup, &value_nodes[i]);
       builder.AddRanges(names[i], t->range_trie, lookup);
       lost += t->lost.load(std::memory_order_relaxed);
+      throttled += t->throttled.load(std::memory_order_relaxed);
     }
     store::RunIterations iterations;
     store::RunMeta& m = rt->meta;
@@ -153,6 +154,7 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["partial_samples"] = static_cast<int64_t>(builder.stats().partial_samples);
     m.diagnostics["truncated_samples"] = static_cast<int64_t>(builder.stats().truncated_samples);
     m.diagnostics["lost_samples"] = static_cast<int64_t>(lost);
+    m.diagnostics["throttled_samples"] = static_cast<int64_t>(throttled);
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);

@@ -98,6 +98,8 @@ void ForkChild() {
     self->alive.store(true);
     self->has_timer = false;
     self->lost.store(0);
+    self->throttled.store(0);
+    self->throttle_until_ns = 0;
     rt->threads[0].store(self);
     self->tid = Tid();
     self->index = 0;

@@ -12,7 +12,8 @@
 // - dlopen, dlclose: no unwinding while this thread is inside the loader
 //   (and libdw's own dlopen of its debuginfod client is refused)
 //   (libunwind would need the loader's lock); samples in a library are
-//   symbolized before it is unloaded.
+//   symbolized before it is unloaded. A bare name is searched for with the
+//   program's caller's search path, not the collector's (PathForCaller).
 // - nanosleep, poll, select, epoll_wait, pause, sigsuspend and the other
 //   calls that a signal handler always interrupts (signal(7): never
 //   restarted, whatever SA_RESTART says) run with the sampling signal held
@@ -26,6 +27,7 @@
 // one whose TLS a loader call elsewhere may have changed); dlopen and dlclose
 // do it on their way out (LeaveLoader).
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -36,7 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <new>
 #include <vector>
 
@@ -217,13 +221,67 @@ bool IsDebuginfodForLibdw(const char* file, const void* caller) {
   lib = lib ? lib + 1 : info.dli_fname;
   return std::strncmp(lib, "libdw", 5) == 0;
 }
+
+// The directories the loader searches for a bare name dlopen'ed by the
+// object at `map` (dlinfo RTLD_DI_SERINFO: its DT_RPATH chain or its
+// DT_RUNPATH with $ORIGIN expanded, LD_LIBRARY_PATH, the default
+// directories; not ld.so.cache).
+std::vector<std::string> SearchDirs(void* map) {
+  std::vector<std::string> dirs;
+  Dl_serinfo size{};
+  if (dlinfo(map, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size < sizeof(Dl_serinfo)) return dirs;
+  std::vector<Dl_serinfo> buf(size.dls_size / sizeof(Dl_serinfo) + 1);
+  Dl_serinfo* info = buf.data();
+  info->dls_size = size.dls_size;
+  info->dls_cnt = size.dls_cnt;
+  if (dlinfo(map, RTLD_DI_SERINFO, info) != 0) return dirs;
+  for (unsigned i = 0; i < info->dls_cnt; ++i) dirs.emplace_back(info->dls_serpath[i].dls_name);
+  return dirs;
+}
+
+// The loader resolves a bare library name with the *calling* object's
+// search path, and through this wrapper the caller is the collector: a
+// program (PyTorch, cuDNN) that dlopens a library found only through its
+// own DT_RUNPATH ($ORIGIN/...) would not find it. This returns the path the
+// loader would have opened for the real caller, when it lies in a directory
+// only the caller's search path has; "" when the collector's own dlopen
+// finds the same (a name already loaded, LD_LIBRARY_PATH, ld.so.cache and
+// the default directories come out the same for both) or nothing.
+std::string PathForCaller(const char* file, const void* caller, void* (*real)(const char*, int),
+                          int (*real_close)(void*)) {
+  if (!file || !*file || std::strchr(file, '/')) return "";
+  // A loaded object of that name is taken before any search.
+  if (void* loaded = real(file, RTLD_LAZY | RTLD_NOLOAD)) {
+    real_close(loaded);
+    return "";
+  }
+  Dl_info info{};
+  void* caller_map = nullptr;
+  if (!dladdr1(caller, &info, &caller_map, RTLD_DL_LINKMAP) || !caller_map) return "";
+  static const std::vector<std::string> own = [] {
+    Dl_info self{};
+    void* map = nullptr;
+    if (!dladdr1(reinterpret_cast<void*>(&SearchDirs), &self, &map, RTLD_DL_LINKMAP) || !map) return std::vector<std::string>{};
+    return SearchDirs(map);
+  }();
+  for (const std::string& dir : SearchDirs(caller_map)) {
+    std::string path = dir + "/" + file;
+    if (access(path.c_str(), F_OK) != 0) continue;
+    if (std::find(own.begin(), own.end(), dir) != own.end()) return "";  // found the same way from here
+    return path;
+  }
+  return "";
+}
 }  // namespace
 
 CCT_EXPORT void* dlopen(const char* file, int mode) {
   static auto real = Real<void* (*)(const char*, int)>("dlopen");
-  if (IsDebuginfodForLibdw(file, __builtin_return_address(0))) return nullptr;
+  static auto real_close = Real<int (*)(void*)>("dlclose");
+  const void* caller = __builtin_return_address(0);
+  if (IsDebuginfodForLibdw(file, caller)) return nullptr;
   collector::EnterLoader();
-  void* h = real(file, mode);
+  const std::string path = PathForCaller(file, caller, real, real_close);
+  void* h = real(path.empty() ? file : path.c_str(), mode);
   collector::LeaveLoader();
   return h;
 }

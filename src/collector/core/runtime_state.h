@@ -30,7 +30,8 @@
 // rt->loader_generation, rt->config (nvtx_placement),
 // rt->threads/thread_count (FindThread), the current thread's ThreadState
 // (trie, unwind, keys, max_depth, unwind_capacity, unwind_generation,
-// ranges, range_count, range_frames, in_loader, last_ns, lost, perf_fd),
+// ranges, range_count, range_frames, in_loader, last_ns, throttle_until_ns,
+// throttled, lost, perf_fd),
 // t_state, t_held_call and t_held_caller (cpu/sampler.cc),
 // and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
 // request_pipe and ack_pipe. Nothing else: code reaching those
@@ -106,6 +107,10 @@ struct ThreadState {
   int perf_fd = -1;  // task-clock event, when the kernel lets us open one
   std::atomic<bool> alive{true};
   int64_t last_ns = 0;  // clock reading at the previous sample
+  // Ticks before this clock reading are not unwound (OnSample's throttle);
+  // `throttled` counts them.
+  int64_t throttle_until_ns = 0;
+  std::atomic<uint64_t> throttled{0};
   std::atomic<int> in_loader{0};
   std::atomic<uint64_t> lost{0};
   // The sampling handler's buffers, mapped at registration (AddThread) from

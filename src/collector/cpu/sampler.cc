@@ -39,6 +39,8 @@ namespace {
 __thread uintptr_t t_held_call __attribute__((tls_model("initial-exec"))) = 0;
 __thread uintptr_t t_held_caller __attribute__((tls_model("initial-exec"))) = 0;
 
+constexpr int64_t kThrottleFactor = 4;
+
 // A tick held over a blocking call is taken as the call returns, inside the
 // wrapper's epilogue or libc's signal-mask call: the stack is cut back to
 // the program's caller, and the call itself becomes the leaf. Frames are
@@ -68,7 +70,15 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
     errno = saved_errno;
     return;
   }
-  const int64_t now = Now(rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID);
+  const clockid_t clock = rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
+  const int64_t now = Now(clock);
+  if (now < t->throttle_until_ns) {
+    // Throttled: the time since the last sample goes to the next one.
+    t->throttled.fetch_add(1, std::memory_order_relaxed);
+    if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+    errno = saved_errno;
+    return;
+  }
   const int64_t delta = now > t->last_ns ? now - t->last_ns : 0;
   t->last_ns = now;
 
@@ -119,6 +129,14 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
                    rt->epoch.load(std::memory_order_relaxed), t->keys);
   if (deep) t->keys[k++] = kTruncatedKey;
   if (!t->trie.AddSample(t->keys, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
+  // A sample that cost c of the thread's clock (an unwind that steps, on a
+  // thread off the fast path; a deep stack) holds off the next ones for
+  // kThrottleFactor * c. The handler's share of the thread's time stays
+  // near 1 / (1 + kThrottleFactor) however slow unwinding gets; without
+  // that, a handler slower than the sampling period starves the program
+  // (a storm of new threads at 20 kHz on a loaded VM barely progressed).
+  const int64_t end = Now(clock);
+  if (end > now) t->throttle_until_ns = end + kThrottleFactor * (end - now);
   if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one more overflow signal
   errno = saved_errno;
 }
