@@ -973,6 +973,41 @@ TEST_CASE("cct-record: the collector's libdw gets no debuginfod client in the pr
   CHECK(r.out.find("libcurl") == std::string::npos);
 }
 
+TEST_CASE("cct-record: a process whose modules are all in the symbol cache never maps libdw") {
+  // The same shell twice with one symbol cache: the first run fills it (and
+  // opens libdw to read the tables); in the second, every module is named
+  // from the cache through its checkpoints, and the shell's own list of
+  // mappings, printed at the end, has no libdw (nor the libraries it
+  // brings).
+  TempDir dir;
+  const std::vector<std::string> shell{
+      "/bin/sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; cat /proc/$$/maps"};
+  auto first = Run(Record(dir / "a.db", {"--checkpoint", "0.2", "--symbol-cache", dir / "cache"}, shell));
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out.find("libcct-collector") != std::string::npos);
+  auto second = Run(Record(dir / "b.db", {"--checkpoint", "0.2", "--symbol-cache", dir / "cache"}, shell));
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  CHECK(second.out.find("libcct-collector") != std::string::npos);
+  CHECK(second.out.find("libdw") == std::string::npos);
+  CHECK(second.out.find("libelf") == std::string::npos);
+  // It was sampled and named all the same.
+  const auto runs = Runs(dir / "b.db");
+  REQUIRE(runs.size() == 2);  // sh, and the cat it exec'd
+  // libc's frames were named (from the cache: libc's symbols, not
+  // "libc.so.6+0x…"): the shell's loop compares strings in libc.
+  bool named = false;
+  for (const auto& m : runs) {
+    const cct::Tree t = TreeOf(dir / "b.db", m.id);
+    for (cct::NodeId n = 1; n < t.size(); ++n)
+      if (t.str(t.frame(n).module).find("libc.so") != std::string::npos &&
+          t.name(n).find("+0x") == std::string_view::npos)
+        named = true;
+  }
+  CHECK(named);
+}
+
 TEST_CASE("cct-record --clock wall: 0.3 s asleep in each interposed call shows under that call, not the collector") {
   TempDir dir;
   const std::string db = dir / "s.db";
