@@ -250,11 +250,6 @@ std::vector<std::string> SearchDirs(void* map) {
 std::string PathForCaller(const char* file, const void* caller, void* (*real)(const char*, int),
                           int (*real_close)(void*)) {
   if (!file || !*file || std::strchr(file, '/')) return "";
-  // A loaded object of that name is taken before any search.
-  if (void* loaded = real(file, RTLD_LAZY | RTLD_NOLOAD)) {
-    real_close(loaded);
-    return "";
-  }
   Dl_info info{};
   void* caller_map = nullptr;
   if (!dladdr1(caller, &info, &caller_map, RTLD_DL_LINKMAP) || !caller_map) return "";
@@ -268,6 +263,11 @@ std::string PathForCaller(const char* file, const void* caller, void* (*real)(co
     std::string path = dir + "/" + file;
     if (access(path.c_str(), F_OK) != 0) continue;
     if (std::find(own.begin(), own.end(), dir) != own.end()) return "";  // found the same way from here
+    // A loaded object of that name is taken before any search.
+    if (void* loaded = real(file, RTLD_LAZY | RTLD_NOLOAD)) {
+      real_close(loaded);
+      return "";
+    }
     return path;
   }
   return "";
@@ -399,6 +399,7 @@ CCT_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timesp
 CCT_EXPORT int pause() {
   static auto real = Real<int (*)()>("pause");
   if (!collector::Active()) return real();
+  collector::RefreshUnwind();
   CCT_HELD(pause);
   return real();
 }
@@ -406,6 +407,7 @@ CCT_EXPORT int pause() {
 CCT_EXPORT int sigsuspend(const sigset_t* mask) {
   static auto real = Real<int (*)(const sigset_t*)>("sigsuspend");
   if (!collector::Active()) return real(mask);
+  collector::RefreshUnwind();
   CCT_HELD_MASK(sigsuspend, mask);
   return real(held.mask());
 }
@@ -413,6 +415,7 @@ CCT_EXPORT int sigsuspend(const sigset_t* mask) {
 CCT_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec* ts) {
   static auto real = Real<int (*)(const sigset_t*, siginfo_t*, const timespec*)>("sigtimedwait");
   if (!collector::Active()) return real(set, info, ts);
+  collector::RefreshUnwind();
   CCT_HELD(sigtimedwait);
   return real(set, info, ts);
 }
@@ -420,6 +423,7 @@ CCT_EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const timespec
 CCT_EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   static auto real = Real<int (*)(const sigset_t*, siginfo_t*)>("sigwaitinfo");
   if (!collector::Active()) return real(set, info);
+  collector::RefreshUnwind();
   CCT_HELD(sigwaitinfo);
   return real(set, info);
 }

@@ -70,8 +70,8 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
     errno = saved_errno;
     return;
   }
-  const clockid_t clock = rt->clock == CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
-  const int64_t now = Now(clock);
+  const bool wall = rt->clock == CLOCK_MONOTONIC;
+  const int64_t now = Now(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID);
   if (now < t->throttle_until_ns) {
     // Throttled: the time since the last sample goes to the next one.
     t->throttled.fetch_add(1, std::memory_order_relaxed);
@@ -81,6 +81,9 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   }
   const int64_t delta = now > t->last_ns ? now - t->last_ns : 0;
   t->last_ns = now;
+  // The handler's cost, on the vDSO's clock: a second reading of the
+  // thread's CPU clock would be a system call per sample.
+  const int64_t began = wall ? now : Now(CLOCK_MONOTONIC);
 
   if (!t->unwind) {  // no buffers (their mapping failed)
     errno = saved_errno;
@@ -129,14 +132,15 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
                    rt->epoch.load(std::memory_order_relaxed), t->keys);
   if (deep) t->keys[k++] = kTruncatedKey;
   if (!t->trie.AddSample(t->keys, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
-  // A sample that cost c of the thread's clock (an unwind that steps, on a
-  // thread off the fast path; a deep stack) holds off the next ones for
-  // kThrottleFactor * c. The handler's share of the thread's time stays
-  // near 1 / (1 + kThrottleFactor) however slow unwinding gets; without
-  // that, a handler slower than the sampling period starves the program
-  // (a storm of new threads at 20 kHz on a loaded VM barely progressed).
-  const int64_t end = Now(clock);
-  if (end > now) t->throttle_until_ns = end + kThrottleFactor * (end - now);
+  // A sample that cost c (an unwind that steps, on a thread off the fast
+  // path; a deep stack) holds off the next ones for kThrottleFactor * c
+  // after it. The handler's share of the thread's time stays near
+  // 1 / (1 + kThrottleFactor) however slow unwinding gets; without that, a
+  // handler slower than the sampling period starves the program (a storm of
+  // new threads at 20 kHz on a loaded VM barely progressed). The handler
+  // does not block, so its wall time is its CPU time.
+  const int64_t cost = Now(CLOCK_MONOTONIC) - began;
+  if (cost > 0) t->throttle_until_ns = now + (1 + kThrottleFactor) * cost;
   if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one more overflow signal
   errno = saved_errno;
 }

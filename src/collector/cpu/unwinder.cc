@@ -65,35 +65,30 @@ bool Sym(void* lib, const char* name, F& fn) {
 bool MakeTable(bool in_handler) {
   int state = key_state.load(std::memory_order_acquire);
   if (state == kKeyMaking || (state == kKeyHigh && in_handler)) return false;
-  if (state == kKeyLow || state == kKeyHigh) {
-    uintptr_t tmp[4];
-    api.backtrace(reinterpret_cast<void**>(tmp), 4);
-    t_has_table = true;
-    return true;
-  }
-  if (!key_state.compare_exchange_strong(state, kKeyMaking, std::memory_order_acq_rel)) return false;
-  if (in_handler) {
-    pthread_key_t probe;
-    if (pthread_key_create(&probe, nullptr) != 0) {
-      key_state.store(kKeyHigh, std::memory_order_release);
-      return false;
-    }
-    const bool low = probe < kProbeLimit;
-    pthread_key_delete(probe);
-    if (!low) {
-      key_state.store(kKeyHigh, std::memory_order_release);
-      return false;
-    }
-  }
+  const bool learn = state == kKeyUnknown;
   void* before[kFirstLevelKeys];
-  for (pthread_key_t k = 0; k < kFirstLevelKeys; ++k) before[k] = pthread_getspecific(k);
+  if (learn) {
+    if (!key_state.compare_exchange_strong(state, kKeyMaking, std::memory_order_acq_rel)) return false;
+    if (in_handler) {
+      pthread_key_t probe;
+      const bool made = pthread_key_create(&probe, nullptr) == 0;
+      if (made) pthread_key_delete(probe);
+      if (!made || probe >= kProbeLimit) {
+        key_state.store(kKeyHigh, std::memory_order_release);
+        return false;
+      }
+    }
+    for (pthread_key_t k = 0; k < kFirstLevelKeys; ++k) before[k] = pthread_getspecific(k);
+  }
   uintptr_t tmp[4];
   api.backtrace(reinterpret_cast<void**>(tmp), 4);
-  bool low = false;
-  for (pthread_key_t k = 0; k < kFirstLevelKeys; ++k)
-    if (!before[k] && pthread_getspecific(k)) low = true;
   t_has_table = true;
-  key_state.store(low ? kKeyLow : kKeyHigh, std::memory_order_release);
+  if (learn) {
+    bool low = false;
+    for (pthread_key_t k = 0; k < kFirstLevelKeys; ++k)
+      if (!before[k] && pthread_getspecific(k)) low = true;
+    key_state.store(low ? kKeyLow : kKeyHigh, std::memory_order_release);
+  }
   return true;
 }
 
