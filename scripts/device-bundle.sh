@@ -9,7 +9,7 @@
 #                                                     paths: to the repository root)
 #
 # Without --build it configures and builds build-bundle/ (buildtype=release,
-# -Dcuda=enabled, only the six targets below; -j2). --build DIR takes the
+# -Dcuda=enabled, only the seven targets below; -j2). --build DIR takes the
 # targets as they are in an existing, built meson build instead (any
 # buildtype, nothing rebuilt: what the test suite's quick check does,
 # scripts/test-device-bundle.sh --build).
@@ -21,9 +21,11 @@
 #                                                 it as tools/../lib/)
 #   OUTDIR/lib/libcct-cupti.so                    the CUPTI adapter, beside the
 #                                                 collector (where it looks)
-#   OUTDIR/lib/*.so.*        what the collector and the adapter need (libdw,
+#   OUTDIR/lib/libcct-pattern.so                  --iteration's matcher (RE2),
+#                                                 beside the collector too
+#   OUTDIR/lib/*.so.*        what the collector and its modules need (libdw,
 #                            libelf, liblmdb, libisal, the libunwind it
-#                            dlopens, libcupti as a fallback)
+#                            dlopens, libre2, libcupti as a fallback)
 #   OUTDIR/tools/lib/*.so.*  what only the tools need (boost, protobuf, expat)
 #   OUTDIR/MANIFEST.txt      commit, versions, sizes, build ids, ldd of each
 #
@@ -89,7 +91,7 @@ readonly limit_bytes=$((60 * 1024 * 1024))
 readonly max_glibc=2.39 max_glibcxx=3.4.33 max_cxxabi=1.3.15
 readonly cuda_rpath='/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:/usr/local/cuda/targets/x86_64-linux/lib'
 targets=(tools/cct-record tools/cct-query tools/cct-import tools/cct-diff
-  src/collector/libcct-collector.so src/collector/gpu/cupti/libcct-cupti.so)
+  src/collector/libcct-collector.so src/collector/gpu/cupti/libcct-cupti.so src/collector/libcct-pattern.so)
 
 # Only ever delete a folder this script made (it holds MANIFEST.txt).
 if [ -e "$out" ] && [ ! -f "$out/MANIFEST.txt" ]; then
@@ -131,7 +133,7 @@ out=$(cd "$out" && pwd)
 # Marks the folder as ours at once, so that a run stopped halfway can be redone.
 echo "incomplete: scripts/device-bundle.sh did not finish" >"$out/MANIFEST.txt"
 
-ours=()  # bundle paths of our own six binaries
+ours=()  # bundle paths of our own seven binaries
 for t in "${targets[@]}"; do
   case "$t" in
     tools/*) dest=$out/tools/$(basename "$t") ;;
@@ -163,7 +165,7 @@ never_bundle() {
 known_bundled() {
   case "$1" in
     libdw.so.1 | libelf.so.1 | liblmdb.so.0 | libisal.so.2 | libunwind.so.8 | libcupti.so.13 | \
-      libboost_program_options.so.* | libprotobuf.so.* | libexpat.so.1) return 0 ;;
+      libboost_program_options.so.* | libprotobuf.so.* | libexpat.so.1 | libre2.so.*) return 0 ;;
   esac
   return 1
 }

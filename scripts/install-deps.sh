@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   g++ meson ninja-build pkg-config python3
   liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev libisal-dev
-  libunwind-dev libdw-dev libelf-dev
+  libunwind-dev libdw-dev libelf-dev libre2-dev
   # the GPU machine's bundle (scripts/device-bundle.sh) sets its RPATHs
   patchelf
   # pprof export (protobuf) and HPCToolkit import (expat)

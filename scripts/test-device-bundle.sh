@@ -161,6 +161,7 @@ checks() {
   step "cct-query export --to folded" "$b/tools/cct-query" -d "$w/x.db" export workload --to folded -o "$w/x.folded"
   step "cct-import --from folded" "$b/tools/cct-import" -d "$w/x.db" --from folded --name imported "$w/x.folded"
   step "cct-diff workload imported" "$b/tools/cct-diff" -d "$w/x.db" workload imported
+  step "dlopen lib/libcct-pattern.so (RTLD_NOW)" "$tmp/dlopen" "$b/lib/libcct-pattern.so"
   if [ "$have_adapter" = 1 ]; then
     step "dlopen lib/libcct-cupti.so (RTLD_NOW)" "$tmp/dlopen" "$b/lib/libcct-cupti.so"
   fi

@@ -11,9 +11,9 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
-#include <regex>
 #include <set>
 
+#include "cct/pattern.h"
 #include "cctdb_config.h"
 #include "collector/core/config.h"
 #include "collector/cpu/symbol_cache.h"
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
       ("nvtx-mode", po::value<std::string>()->default_value("interleaved"),
        "interleaved: a range sits at the CPU frame that pushed it; prefix: the thread's ranges first")
-      ("iteration", po::value<std::string>(), "NVTX range name pattern (ECMAScript regex) whose instances "
+      ("iteration", po::value<std::string>(), "NVTX range name pattern (RE2 regular expression) whose instances "
                                               "are iterations (cct-query iterations, RUN@iter=K)")
       ("gpu", po::value<std::string>()->default_value("auto"),
        "auto: trace GPU work (CUPTI) when a driver and a GPU are present; on: required (exit 125 when "
@@ -149,11 +149,8 @@ int main(int argc, char** argv) {
   config.nvtx_placement = mode == "prefix" ? collector::NvtxPlacement::kPrefix : collector::NvtxPlacement::kInterleaved;
   if (vm.count("iteration")) {
     config.iteration_regex = vm["iteration"].as<std::string>();
-    try {
-      std::regex check(config.iteration_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      cli::Fail(kTool, "--iteration '" + config.iteration_regex + "' is not a valid regular expression", kExitOwnError);
-    }
+    if (auto pattern = cct::Pattern::Compile(config.iteration_regex, "--iteration pattern"); !pattern.ok())
+      cli::Fail(kTool, pattern.status().message(), kExitOwnError);
   }
 
   const std::string gpu = vm["gpu"].as<std::string>();

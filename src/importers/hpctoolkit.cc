@@ -38,10 +38,10 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <tuple>
 
 #include "cct/node_values.h"
+#include "cct/pattern.h"
 #include "importers/importer.h"
 
 namespace importers {
@@ -300,16 +300,17 @@ Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOption
 
   // Metric-db files, by (rank, thread) from "...-RANK-THREAD-HOSTID-PID-N.metric-db".
   std::vector<MetricDbFile> dbs;
-  static const std::regex kName(R"(-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-\d+\.metric-db$)");
+  CCT_ASSIGN_OR_RETURN(const cct::Pattern name_pattern,
+                       cct::Pattern::Compile(R"(-(\d+)-(\d+)-([0-9A-Za-z]+)-(\d+)-\d+\.metric-db$)", "metric-db name pattern"));
+  std::vector<std::string_view> m;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.size() < 10 || name.substr(name.size() - 10) != ".metric-db") continue;
-    std::smatch m;
     MetricDbFile f;
     f.path = e.path().string();
-    if (std::regex_search(name, m, kName)) {
-      f.rank = static_cast<uint32_t>(std::stoul(m[1].str()));
-      f.thread = static_cast<uint32_t>(std::stoul(m[2].str()));
+    if (name_pattern.Search(name, m)) {
+      f.rank = static_cast<uint32_t>(std::stoul(std::string(m[0])));
+      f.thread = static_cast<uint32_t>(std::stoul(std::string(m[1])));
     } else {
       return cct::BadInput(f.path + ": cannot tell rank and thread from the file name");
     }

@@ -31,10 +31,10 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "cct/node_values.h"
+#include "cct/pattern.h"
 #include "importers/importer.h"
 #include "query/gpu_kernels.h"
 #include "store/database.h"
@@ -226,13 +226,9 @@ struct KernelNode {
 }  // namespace
 
 Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tree, const NcuAttachOptions& options) {
-  std::optional<std::regex> select;
+  std::optional<cct::Pattern> select;
   if (!options.metric_regex.empty()) {
-    try {
-      select.emplace(options.metric_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return cct::InvalidArgument("invalid metric regex '" + options.metric_regex + "': " + e.what());
-    }
+    CCT_ASSIGN_OR_RETURN(select, cct::Pattern::Compile(options.metric_regex, "metric pattern"));
   }
   CCT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   CsvReader csv{text};
@@ -256,7 +252,7 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
     if (IsNvtxColumn(Trim(header[i]))) nvtx_cols.push_back(i);
   auto wanted = [&](const std::string& metric) {
     if (metric.empty() || IsIdentityColumn(metric) || IsNvtxColumn(metric)) return false;
-    if (select) return std::regex_search(metric, *select);
+    if (select) return select->Search(metric);
     return metric.rfind("device__attribute_", 0) != 0 && metric.rfind("profiler__", 0) != 0;
   };
 

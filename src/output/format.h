@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cct/metric.h"
+#include "cct/text.h"
 #include "cct/tree_ops.h"
 
 namespace output {
@@ -20,10 +21,8 @@ double ExportValue(double v, cct::Unit unit);
 // Inverse of ExportValue (for importers of our own exports).
 double ImportValue(double v, cct::Unit unit);
 
-// Display width in terminal columns (UTF-8 code points).
-size_t DisplayWidth(std::string_view s);
-// Elides the middle of `s` so it fits `width` columns: "std::vec…push_back".
-std::string ElideMiddle(std::string_view s, size_t width, bool ascii = false);
+using cct::DisplayWidth;
+using cct::ElideMiddle;
 std::string PadLeft(std::string_view s, size_t width);
 std::string PadRight(std::string_view s, size_t width);
 

@@ -8,10 +8,10 @@
 // and its share of everything that reaches the matched frames.
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 #include "cct/tree_ops.h"
 #include "output/format.h"
+#include "cct/pattern.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
 
@@ -26,35 +26,18 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
   CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
   cct::NodeValues values(tree);
   output::MetricColumns cols(values, ids);
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return cct::InvalidArgument("invalid regex '" + pattern + "': " + e.what());
-  }
+  CCT_ASSIGN_OR_RETURN(const cct::Pattern re, cct::Pattern::Compile(pattern, "callers pattern"));
 
   // The inverted tree shares the frames of the profile.
   cct::Tree inv;
   inv.strings() = tree.strings();
   inv.frames() = tree.frames();
   std::vector<std::vector<double>> acc(1, std::vector<double>(ids.size(), 0.0));  // per inverted node
-  std::vector<char> frame_match(tree.frames().size(), 0);
-  std::vector<char> inside(tree.size(), 0);
   // An iteration keeps the run's whole tree; callers of what it did not
   // touch carry nothing.
   const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
-  size_t matched = 0;
-  for (NodeId n = 1; n < tree.size(); ++n) {
-    inside[n] = inside[tree.parent(n)];
-    if (inside[n]) continue;
-    char& m = frame_match[tree.frame_id(n)];
-    if (m == 0) {
-      const std::string_view name = tree.name(n);
-      m = std::regex_search(name.begin(), name.end(), re) ? 2 : 1;
-    }
-    if (m != 2) continue;
-    inside[n] = 1;
-    ++matched;
+  const std::vector<NodeId> matched = cct::OutermostMatches(tree, re);
+  for (NodeId n : matched) {
     if (!with_values.empty() && !with_values[n]) continue;
     const std::vector<double> v = cols.NodeInclusive(n);
     NodeId at = cct::kRootNode;
@@ -67,7 +50,7 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
     }
     for (size_t i = 0; i < ids.size(); ++i) acc[0][i] += v[i];
   }
-  if (matched == 0) return cct::NotFound("no frame matches '" + pattern + "'");
+  if (matched.empty()) return cct::NotFound("no frame matches '" + cct::ElideMiddle(pattern, 80) + "'");
 
   const cct::Children children = cct::BuildChildren(inv);
   auto sorted_children = [&](NodeId n) {

@@ -18,9 +18,9 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <regex>
 
 #include "cct/node_values.h"
+#include "cct/pattern.h"
 #include "cct/statistics.h"
 #include "output/format.h"
 #include "reports/registry.h"
@@ -201,13 +201,9 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
   if (!(opt.confidence > 0 && opt.confidence < 1))
     return cct::InvalidArgument("--confidence must be between 0 and 1 (e.g. 0.95)");
   const std::string key = opt.by.substr(4);
-  std::optional<std::regex> nodes;
+  std::optional<cct::Pattern> nodes;
   if (!opt.nodes.empty()) {
-    try {
-      nodes.emplace(opt.nodes, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return cct::InvalidArgument("invalid --nodes regex '" + opt.nodes + "': " + e.what());
-    }
+    CCT_ASSIGN_OR_RETURN(nodes, cct::Pattern::Compile(opt.nodes, "--nodes pattern"));
   }
   CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(selector_text, default_db));
   if (sel.iteration) return cct::InvalidArgument("table works on whole runs, not iterations");
@@ -235,18 +231,8 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
     cct::NodeValues nv(tree);
     std::vector<char> matches;
     if (nodes) {
-      std::vector<char> frame_match(tree.frames().size(), 0);
-      for (cct::FrameId f = 0; f < tree.frames().size(); ++f) {
-        const std::string_view name = tree.str(tree.frames().Get(f).name);
-        frame_match[f] = std::regex_search(name.begin(), name.end(), *nodes) ? 1 : 0;
-      }
       matches.assign(tree.size(), 0);  // 1: matches and no ancestor does
-      std::vector<char> inside(tree.size(), 0);
-      for (NodeId n = 1; n < tree.size(); ++n) {
-        const bool m = frame_match[tree.frame_id(n)] != 0;
-        matches[n] = m && !inside[tree.parent(n)];
-        inside[n] = inside[tree.parent(n)] || m;
-      }
+      for (NodeId n : cct::OutermostMatches(tree, *nodes)) matches[n] = 1;
     }
     for (const std::string& name : metric_names) {
       const MetricId m = tree.metrics().Find(name);

@@ -1,8 +1,8 @@
 // `cct-query tree`: the calling-context tree, top-down.
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
+#include "cct/pattern.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
 #include "output/tree_json.h"
@@ -18,33 +18,8 @@ using output::VisibleTree;
 
 namespace {
 
-// Nodes whose name matches, outermost only (a match inside a match is part
-// of the outer subtree).
-cct::Result<std::vector<NodeId>> FocusRoots(const cct::Tree& tree, const std::string& pattern) {
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return cct::InvalidArgument("invalid --focus regex '" + pattern + "': " + e.what());
-  }
-  std::vector<char> frame_matches(tree.frames().size(), 0);  // 0 unknown, 1 no, 2 yes
-  std::vector<char> inside(tree.size(), 0);
-  std::vector<NodeId> roots;
-  for (NodeId n = 1; n < tree.size(); ++n) {
-    inside[n] = inside[tree.parent(n)];
-    if (inside[n]) continue;
-    char& m = frame_matches[tree.frame_id(n)];
-    if (m == 0) {
-      const std::string_view name = tree.name(n);
-      m = std::regex_search(name.begin(), name.end(), re) ? 2 : 1;
-    }
-    if (m == 2) {
-      roots.push_back(n);
-      inside[n] = 1;
-    }
-  }
-  return roots;
-}
+// Each name of a --focus heading keeps at most this many columns.
+constexpr size_t kHeadingNameColumns = 60;
 
 void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, const ReportOptions& opt,
                NodeId top, std::ostream& out) {
@@ -109,8 +84,9 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
 
   std::vector<NodeId> tops{cct::kRootNode};
   if (!opt.focus.empty()) {
-    CCT_ASSIGN_OR_RETURN(tops, FocusRoots(tree, opt.focus));
-    if (tops.empty()) return cct::NotFound("no frame matches --focus '" + opt.focus + "'");
+    CCT_ASSIGN_OR_RETURN(const cct::Pattern focus, cct::Pattern::Compile(opt.focus, "--focus pattern"));
+    tops = cct::OutermostMatches(tree, focus);
+    if (tops.empty()) return cct::NotFound("no frame matches --focus '" + cct::ElideMiddle(opt.focus, 80) + "'");
   }
 
   switch (opt.format) {
@@ -118,9 +94,13 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
       out << profile.label << ": " << cols.TotalsLine(opt.ascii) << '\n';
       for (NodeId top : tops) {
         if (!opt.focus.empty()) {
-          out << '\n' << "focus: ";
+          // Each name cut to a bounded width (a 30,000-character template
+          // name is ordinary); the path itself stays whole.
           const std::vector<std::string> path = cct::PathNames(tree, top);
-          for (size_t i = 0; i < path.size(); ++i) out << (i ? (opt.ascii ? " > " : " › ") : "") << path[i];
+          out << '\n' << "focus: ";
+          for (size_t i = 0; i < path.size(); ++i)
+            out << (i ? (opt.ascii ? " > " : " › ") : "")
+                << (opt.width ? output::ElideMiddle(path[i], kHeadingNameColumns, opt.ascii) : path[i]);
           out << '\n';
         }
         WriteText(tree, vis, cols, opt, top, out);

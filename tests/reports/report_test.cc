@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "tests/test_util.h"
 
@@ -151,6 +152,46 @@ TEST_CASE("top adds recursion once and groups by the requested key") {
   CHECK(got["g"] == std::pair<double, double>{8, 0});
 }
 
+TEST_CASE("hostile patterns on a 30,000-character name: answers, no crash, one-line headings") {
+  // Deep templates and generated code make names this long; std::regex
+  // recursed per character on them and died with SIGSEGV on '(a|a)*b'.
+  testutil::TempDir dir;
+  const std::string huge(30000, 'a');
+  testutil::WriteFileOrDie(dir / "huge.folded", "main;" + huge + ";leaf 7\nmain;other 3\n");
+  const std::string db = dir / "h.db";
+  REQUIRE(testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "folded", dir / "huge.folded"}).exit_code ==
+          0);
+  auto query = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{testutil::Tool("cct-query"), "-d", db};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testutil::Run(argv, {{"COLUMNS", ""}}, 60);
+  };
+  // No name holds a 'b': no match, one line, exit 2.
+  auto none = query({"callers", "latest", "(a|a)*b"});
+  CHECK(none.signal == 0);
+  CHECK(none.exit_code == 2);
+  CHECK(testutil::LineCount(none.err) == 1);
+  CHECK(none.err.find("no frame matches") != std::string::npos);
+  // The long name matches: its callers are main (10 samples under it: 7).
+  auto callers = query({"callers", "latest", "(a+)+$", "--format", "json"});
+  REQUIRE_MESSAGE(callers.exit_code == 0, callers.err);
+  const nlohmann::json inv = nlohmann::json::parse(callers.out);
+  CHECK(inv["total"]["samples"] == 7);
+  auto focus = query({"tree", "latest", "--focus", "(x*)*a+$"});
+  REQUIRE_MESSAGE(focus.exit_code == 0, focus.err);
+  std::istringstream lines(focus.out);
+  size_t longest = 0;
+  bool heading = false;
+  for (std::string line; std::getline(lines, line);) {
+    longest = std::max(longest, line.size());
+    heading |= line.rfind("focus: main › aaa", 0) == 0;
+  }
+  CHECK(heading);
+  // 80 columns of text: at most 3 bytes a column ("›", "…", box drawing).
+  CHECK(longest <= 240);
+  CHECK(focus.out.find("leaf") != std::string::npos);
+}
+
 TEST_CASE("reports work on a group of runs: the mean per run") {
   testutil::TempDir dir;
   const std::string db = dir / "g.db";
@@ -183,7 +224,7 @@ TEST_CASE("command-line errors: exit 2 with one line") {
       {{"tree", "1", "2"}, "tree expects one RUN"},
       {{"runs", "--depth", "3"}, "--depth does not apply to 'runs'"},
       {{"tree", "1", "-m", "nosuch"}, "no metric 'nosuch'"},
-      {{"tree", "1", "--focus", "("}, "invalid --focus regex"},
+      {{"tree", "1", "--focus", "("}, "invalid --focus pattern '(' at position 0: missing )"},
       {{"tree", "1", "--focus", "zzz"}, "no frame matches"},
       {{"tree", "1", "--format", "xml"}, "unknown format 'xml'"},
       {{"tree", "1", "--depth", "-1"}, "--depth must be 0 or more"},

@@ -259,6 +259,12 @@ const std::string& CollectorModule() {
   return rt ? rt->own_module : empty;
 }
 
+std::string CollectorDirectory() {
+  const std::string& path = CollectorModule();
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 void RuntimeWarn(const std::string& message) { Warn(message); }
 
 }  // namespace collector

@@ -54,7 +54,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -66,6 +65,7 @@
 #include "collector/cpu/symbolizer.h"
 #include "collector/cpu/unwinder.h"
 #include "collector/gpu/gpu_metrics.h"  // kNoIteration
+#include "collector/nvtx/pattern_module.h"
 #include "store/iterations.h"
 #include "store/run_meta.h"
 #include <link.h>
@@ -257,7 +257,7 @@ struct Runtime {
   std::map<std::pair<uint32_t, uint32_t>, EndedRanges> ended;  // (thread index, name) → totals
   std::map<std::string, int64_t> nvtx_problems;
   std::unordered_map<uintptr_t, bool> nvtx_code;  // return address → inside NVTX's code
-  std::unique_ptr<std::regex> iteration_regex;
+  IterationPattern iteration_pattern;  // --iteration, loaded at start
 
   // Iterations: at each boundary every trie's values are snapshotted; an
   // iteration's values are the difference (see IterationBoundary).

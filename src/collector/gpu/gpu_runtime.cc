@@ -274,16 +274,11 @@ uint32_t LineHandle(uint32_t kernel, std::string_view file, uint32_t line) {
 
 // --- starting ------------------------------------------------------------------
 
-std::string DirName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
 // The adapter module: --gpu-adapter (tests), else libcct-cupti.so beside the
 // collector (installed) or in its gpu/cupti/ subdirectory (build tree).
 std::string AdapterPath() {
   if (!g->config.gpu_adapter.empty()) return g->config.gpu_adapter;
-  const std::string dir = DirName(CollectorModule());
+  const std::string dir = CollectorDirectory();
   for (const std::string& candidate : {dir + "/libcct-cupti.so", dir + "/gpu/cupti/libcct-cupti.so"})
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   return "";

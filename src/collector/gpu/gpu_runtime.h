@@ -50,6 +50,8 @@ bool CaptureLaunch(uint64_t op_key, uint64_t kernel_key, uint32_t* thread_index,
 // The collector library's path (its frames are trimmed; the adapter is
 // looked for beside it).
 const std::string& CollectorModule();
+// Its folder, where the modules it loads on demand live ("." when unknown).
+std::string CollectorDirectory();
 // A line on stderr prefixed "cctdb: ".
 void RuntimeWarn(const std::string& message);
 // The index of the --iteration range open now (the index its iteration will

@@ -9,7 +9,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -154,11 +153,9 @@ void IterationEnd(int64_t now) {
 // Start: the --iteration pattern, matched against each range name once.
 void CompileIterationPattern(const CollectorConfig& config) {
   if (!config.iteration_regex.empty()) {
-    try {
-      rt->iteration_regex = std::make_unique<std::regex>(config.iteration_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      Warn("--iteration '" + config.iteration_regex + "' is not a valid regular expression; no iterations");
-    }
+    const std::string error =
+        rt->iteration_pattern.Load(CollectorDirectory() + "/" + kPatternModuleName, config.iteration_regex);
+    if (!error.empty()) Warn(error + "; no iterations");
   }
 }
 
@@ -228,12 +225,7 @@ uint32_t NvtxName(uint32_t domain, std::string_view message) {
   const std::string& dom = domain < rt->nvtx_domains.size() ? rt->nvtx_domains[domain] : "";
   std::string display = dom.empty() ? std::string(message) : dom + "::" + std::string(message);
   bool iteration = false;
-  if (rt->iteration_regex) {
-    try {
-      iteration = std::regex_search(display, *rt->iteration_regex);
-    } catch (...) {
-    }
-  }
+  if (rt->iteration_pattern.loaded()) iteration = rt->iteration_pattern.Search(display);
   rt->nvtx_names.push_back(std::move(display));
   rt->nvtx_is_iteration.push_back(iteration);
   rt->nvtx_name_ids.emplace(std::move(key), id);
