@@ -166,5 +166,5 @@ int main(int argc, char** argv) {
   std::cout.flush();
   if (!std::cout) cli::Fail(kTool, "cannot write the output");
   const bool fail = vm.count("fail-on-regression") && result->regressions() > 0;
-  return fail ? cli::kExitRegression : cli::kExitOk;
+  return fail ? cli::kExitFindings : cli::kExitOk;
 }

@@ -189,7 +189,10 @@ int main(int argc, char** argv) {
     status = report->writes_output ? WriteOutput(vm, [&](std::ostream& out) { return report->run(request, out); })
                                    : report->run(request, std::cout);
   }
-  if (!status.ok()) cli::Fail(kTool, status);
+  if (!status.ok()) {
+    std::cout.flush();
+    cli::Fail(kTool, status, status.code() == cct::ErrorCode::kFindings ? cli::kExitFindings : cli::kExitError);
+  }
   std::cout.flush();
   if (!std::cout) cli::Fail(kTool, "cannot write the output");
   return 0;

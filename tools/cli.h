@@ -13,7 +13,7 @@ namespace cli {
 
 // Exit statuses of cct-query, cct-import and cct-diff.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitRegression = 1;
+inline constexpr int kExitFindings = 1;  // regressions (cct-diff), damaged runs (check)
 inline constexpr int kExitError = 2;
 
 // Prints "<tool>: <message>" on stderr and exits with `code`.

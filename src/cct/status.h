@@ -22,6 +22,8 @@ enum class ErrorCode {
   kBadInput,         // malformed input file (import)
   kUnavailable,      // a facility that cannot work here (e.g. no GPU)
   kInternal,
+  kFindings,         // not a failure: the command ran and found what it looks
+                     // for (damaged runs); the tools exit 1, not 2
 };
 
 class [[nodiscard]] Status {

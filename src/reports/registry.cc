@@ -54,6 +54,8 @@ const std::vector<ReportInfo>& Reports() {
       {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
        {"metric", "by", "nodes", "confidence"}, 1, 1,
        "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},
+      {"check", "[DB]", "read every run back whole: checksums and tree invariants; exit 1 naming the damaged runs", {},
+       0, 1, "check takes at most one database (or -d DB)", false, &CheckCommand},
   };
   return kReports;
 }

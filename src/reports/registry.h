@@ -67,6 +67,7 @@ cct::Status TopCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CallersCommand(const ReportRequest& request, std::ostream& out);
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
+cct::Status CheckCommand(const ReportRequest& request, std::ostream& out);
 
 // Helpers of the commands: --by and --format parsed into ReportOptions (as
 // GroupBy and OutputFormat), and the profile of args[0] loaded with the

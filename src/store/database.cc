@@ -134,6 +134,15 @@ Result<RunMeta> Database::GetRun(RunId id) {
   return m;
 }
 
+Result<RunId> Database::NextRunId() {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn->Get(meta_, "next_run_id"));
+  if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
+  uint32_t id = 0;
+  std::memcpy(&id, next->data(), 4);
+  return RunId{id};
+}
+
 Status Database::PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections) {
   for (const Section& s : sections) {
     const std::string stored = FrameSection(s);

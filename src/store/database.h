@@ -43,6 +43,8 @@ class Database {
   // All runs' metadata, in id (creation) order.
   cct::Result<std::vector<RunMeta>> ListRuns();
   cct::Result<RunMeta> GetRun(RunId id);
+  // The id the next new run gets: every run id so far is below it.
+  cct::Result<RunId> NextRunId();
 
   // Assigns meta.id and stores the metadata (and the tree, when given, and
   // its iterations, when given) in one transaction. Iterations need the tree:

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 
 namespace store {
 
@@ -13,6 +14,8 @@ namespace {
 std::atomic<int> g_depth{0};
 char g_message[1024];
 size_t g_message_len = 0;
+std::string* g_tool = nullptr;  // the outermost guard's, for ReportLmdbAssert
+std::string* g_path = nullptr;
 
 // Async-signal-safe: reads preformatted bytes, write(2), _exit.
 void OnFault(int sig) {
@@ -45,11 +48,38 @@ FaultGuard::FaultGuard(const std::string& tool, const std::string& db_path) {
     const std::string msg = tool + ": " + db_path + " is damaged (memory fault while reading it)\n";
     g_message_len = std::min(msg.size(), sizeof g_message);
     std::memcpy(g_message, msg.data(), g_message_len);
+    delete g_tool;
+    delete g_path;
+    g_tool = new std::string(tool);
+    g_path = new std::string(db_path);
   }
   Install();
   g_depth.fetch_add(1);
 }
 
 FaultGuard::~FaultGuard() { g_depth.fetch_sub(1); }
+
+std::string LmdbAssertionText(std::string_view message) {
+  std::string d(message);
+  if (const size_t at = d.find(": Assertion "); at != std::string::npos) d = d.substr(at + 2);
+  while (!d.empty() && (d.back() == '\n' || d.back() == '.')) d.pop_back();
+  return d;
+}
+
+void ReleaseFaultGuards() {
+  g_depth.store(0);
+  ::signal(SIGSEGV, SIG_DFL);
+  ::signal(SIGBUS, SIG_DFL);
+}
+
+void ReportLmdbAssert(const char* detail) {
+  if (g_depth.load() == 0 || !g_tool) return;
+  const std::string line = *g_tool + ": " + *g_path + " is damaged (LMDB: " +
+                           LmdbAssertionText(detail ? detail : "assertion failed") + "); cct-query check " + *g_path +
+                           " lists what can still be read\n";
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+  ::_exit(2);
+}
 
 }  // namespace store

@@ -8,12 +8,19 @@
 // "<tool>: <path> is damaged (memory fault while reading it)" and exits 2.
 // Faults outside a guard keep their default behaviour.
 //
+// LMDB also asserts on pages it cannot follow (a zeroed branch page makes
+// mdb_cursor_next fail 'IS_LEAF(mp)' and abort). lmdb_env.cc installs
+// ReportLmdbAssert as every environment's assert callback: inside a guard
+// it prints "<tool>: <path> is damaged (LMDB: <assertion>); cct-query check
+// <path> lists what can still be read" and exits 2.
+//
 // The signal handler is async-signal-safe (write(2) and _exit only).
 // Not for the collector: it runs inside the host program. Guards nest;
 // process-wide (one handler), not thread-specific.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace store {
 
@@ -24,5 +31,18 @@ class FaultGuard {
   FaultGuard(const FaultGuard&) = delete;
   FaultGuard& operator=(const FaultGuard&) = delete;
 };
+
+// In a forked child that must die of what it meets, so that its parent can
+// tell (CheckDatabase's readers): no guard is active in it any more.
+void ReleaseFaultGuards();
+
+// LMDB's assertion message ("mdb.c:5921: Assertion 'IS_LEAF(mp)' failed in
+// mdb_cursor_next()") without the source position, which means nothing to
+// a user, and without a trailing newline or period.
+std::string LmdbAssertionText(std::string_view message);
+
+// LMDB's assertion `detail` fired: inside a guard, one line and exit 2;
+// outside, returns (LMDB aborts as it would have). Normal context.
+void ReportLmdbAssert(const char* detail);
 
 }  // namespace store

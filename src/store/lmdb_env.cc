@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "store/fault_guard.h"
+
 namespace store {
 
 using cct::Corrupt;
@@ -99,6 +101,10 @@ Status CheckFile(const std::string& path, bool allow_empty) {
   return Status::Ok();
 }
 
+// LMDB asserts on pages it cannot trust; a tool reading a damaged file
+// reports it instead of aborting (fault_guard.h).
+void OnLmdbAssert(MDB_env*, const char* message) { ReportLmdbAssert(message); }
+
 }  // namespace
 
 Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mode) {
@@ -109,6 +115,7 @@ Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mod
   std::unique_ptr<LmdbEnv> env(new LmdbEnv(path, mode));
   int rc = mdb_env_create(&env->env_);
   if (rc != 0) return IoError(std::string("cannot create LMDB environment: ") + mdb_strerror(rc));
+  mdb_env_set_assert(env->env_, OnLmdbAssert);
   mdb_env_set_maxdbs(env->env_, kMaxDbs);
   mdb_env_set_maxreaders(env->env_, 510);
   env->map_size_ = kInitialMapSize;
@@ -121,6 +128,7 @@ Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mod
     mdb_env_close(env->env_);
     env->env_ = nullptr;
     mdb_env_create(&env->env_);
+    mdb_env_set_assert(env->env_, OnLmdbAssert);
     mdb_env_set_maxdbs(env->env_, kMaxDbs);
     mdb_env_set_mapsize(env->env_, env->map_size_);
     rc = mdb_env_open(env->env_, path.c_str(), flags | MDB_NOLOCK, 0644);
@@ -168,7 +176,8 @@ LmdbTxn::~LmdbTxn() { Abort(); }
 Status LmdbTxn::Error(int rc, const char* what) const {
   const std::string msg = env_->path() + ": " + what + ": " + mdb_strerror(rc);
   if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE || rc == MDB_BAD_VALSIZE)
-    return Corrupt(msg);
+    return Corrupt(env_->path() + " is damaged (" + what + ": " + mdb_strerror(rc) + "); cct-query check " +
+                   env_->path() + " lists what can still be read");
   if (rc == MDB_MAP_FULL) return Status(ErrorCode::kUnavailable, msg);  // WithWriteTxn grows and retries
   return IoError(msg);
 }

@@ -587,7 +587,10 @@ TEST_CASE("cct-record: SIGKILL after 1.5 s of CPU keeps the data up to the last 
 TEST_CASE("cct-record: a recorder killed outright loses nothing; the next recording into the file stores the run") {
   TempDir dir;
   const std::string db = dir / "r.db";
-  const pid_t rec = Spawn(Record(db, {}, {Prog("cct-test-lifecycle"), "spin"}));
+  // --checkpoint 0: no gathering pass while the program runs (on a loaded
+  // machine 0.8 s of CPU can take more than the 1 s between passes, and a
+  // checkpoint would be stored before the kill).
+  const pid_t rec = Spawn(Record(db, {"--checkpoint", "0"}, {Prog("cct-test-lifecycle"), "spin"}));
   const pid_t prog = ChildOf(rec);
   REQUIRE(prog > 0);
   WaitForCpu(prog, 0.8);

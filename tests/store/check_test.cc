@@ -1,0 +1,186 @@
+// cct-query check and damaged databases: the damaged run named, LMDB's own
+// assertions (a zeroed branch page) reported as one line and exit 2, and a
+// corpus of damaged copies none of which may abort or hang a command.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "store/check.h"
+#include "store/database.h"
+#include "tests/test_util.h"
+
+namespace {
+
+constexpr int kRuns = 60;
+
+// Run k's tree holds "marker-k-…" (its own bytes in the file) and enough
+// nodes that 60 runs fill several LMDB pages of records and sections:
+// branch pages, which LMDB asserts on when they are damaged.
+std::string MarkerOf(int k) { return "marker-" + std::to_string(k) + "-" + std::string(24, static_cast<char>('a' + k % 26)); }
+
+void MakeDatabase(const std::string& path) {
+  auto db = store::Database::Open(path, store::Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  for (int k = 1; k <= kRuns; ++k) {
+    cct::Tree t;
+    const cct::MetricId cpu = t.metrics().RegisterStandard("cputime").value();
+    cct::NodeId at = t.InternChild(cct::kRootNode, t.InternFrame(cct::FrameKind::kFunction, "main"));
+    t.AddValue(t.InternChild(at, t.InternFrame(cct::FrameKind::kFunction, MarkerOf(k))), cpu, 1000.0 * k);
+    for (int i = 0; i < 40; ++i) {
+      at = t.InternChild(at, t.InternFrame(cct::FrameKind::kFunction, "f" + std::to_string(i)));
+      t.AddValue(at, cpu, i + 0.5);
+    }
+    store::RunMeta m;
+    m.name = "r" + std::to_string(k);
+    m.state = store::RunState::kComplete;
+    m.source = "test";
+    m.tags = {{"k", std::to_string(k)}};
+    REQUIRE((*db)->CreateRun(m, &t).ok());
+    REQUIRE(m.id == static_cast<store::RunId>(k));
+  }
+}
+
+testutil::RunResult Query(const std::string& db, std::vector<std::string> args) {
+  std::vector<std::string> argv{testutil::Tool("cct-query"), "-d", db};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testutil::Run(argv, {{"CCT_NO_MALLOC_TUNING", "1"}}, 60);
+}
+
+void Remove(const std::string& path) {
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-lock");
+}
+
+}  // namespace
+
+TEST_CASE("check: intact, one damaged section, a zeroed page LMDB asserts on") {
+  testutil::TempDir dir;
+  const std::string good = dir / "good.db";
+  MakeDatabase(good);
+  auto intact = store::CheckDatabase(good);
+  REQUIRE_MESSAGE(intact.ok(), intact.status().message());
+  CHECK(intact->runs.size() == kRuns);
+  CHECK(intact->damaged() == 0);
+  CHECK(intact->listing_problem.empty());
+  auto ok = Query(good, {"check"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find(std::to_string(kRuns) + " runs, " + std::to_string(kRuns) + " intact, 0 damaged") !=
+        std::string::npos);
+
+  // One byte of run 7's string table flipped: run 7, and only it, is damaged
+  // (its section's checksum), and check says so with exit 1.
+  const std::string data = testutil::ReadFileOrDie(good);
+  {
+    std::string bytes = data;
+    const size_t at = bytes.find(MarkerOf(7));
+    REQUIRE(at != std::string::npos);
+    bytes[at + 3] ^= 0x20;
+    const std::string flipped = dir / "flipped.db";
+    testutil::WriteFileOrDie(flipped, bytes);
+    auto c = store::CheckDatabase(flipped);
+    REQUIRE(c.ok());
+    REQUIRE(c->runs.size() == kRuns);
+    std::vector<store::RunId> damaged;
+    for (const auto& r : c->runs)
+      if (!r.problem.empty()) damaged.push_back(r.id);
+    CHECK(damaged == std::vector<store::RunId>{7});
+    auto q = Query(flipped, {"check"});
+    CHECK(q.exit_code == 1);
+    CHECK(q.out.find("damaged: run 7 'r7': ") != std::string::npos);
+    CHECK(q.out.find("checksum") != std::string::npos);
+    CHECK(q.err == "cct-query: 1 of 60 runs are damaged\n");
+    // The other runs still read.
+    CHECK(Query(flipped, {"tree", "8", "--depth", "2"}).exit_code == 0);
+    auto bad = Query(flipped, {"tree", "7"});
+    CHECK(bad.exit_code == 2);
+    CHECK(testutil::LineCount(bad.err) == 1);
+  }
+
+  // Every 4 KiB page zeroed in turn. LMDB asserts on some (a zeroed branch
+  // page: 'IS_LEAF(mp)' in mdb_cursor_next); each must end as one line and
+  // exit 2, and check must still finish and account for what it could read.
+  const size_t pages = data.size() / 4096;
+  REQUIRE(pages > 10);
+  size_t lmdb_asserts = 0, checks_with_damage = 0;
+  const std::string zeroed = dir / "zeroed.db";
+  for (size_t page = 2; page < pages; ++page) {  // pages 0 and 1 are LMDB's headers (checked before mapping)
+    std::string bytes = data;
+    std::fill(bytes.begin() + static_cast<long>(page * 4096), bytes.begin() + static_cast<long>((page + 1) * 4096), '\0');
+    Remove(zeroed);
+    testutil::WriteFileOrDie(zeroed, bytes);
+    CAPTURE(page);
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"runs"}, {"top", "30"}}) {
+      auto r = Query(zeroed, args);
+      CHECK(r.signal == 0);
+      CHECK(!r.timed_out);
+      CHECK((r.exit_code == 0 || r.exit_code == 2));
+      if (r.exit_code == 2) {
+        CHECK(testutil::LineCount(r.err) == 1);
+        CHECK(r.err.find("damaged") != std::string::npos);
+        lmdb_asserts += r.err.find("LMDB: Assertion") != std::string::npos;
+      }
+    }
+    auto c = store::CheckDatabase(zeroed);
+    if (!c.ok()) {
+      CHECK(c.status().message().find("damaged") != std::string::npos);
+      continue;
+    }
+    // Ids are found (listed or probed) once each, within the counter.
+    std::set<store::RunId> ids;
+    for (const auto& r : c->runs) {
+      CHECK(r.id >= 1);
+      CHECK(r.id <= static_cast<store::RunId>(kRuns));
+      CHECK(ids.insert(r.id).second);
+    }
+    checks_with_damage += c->damaged() > 0 || !c->listing_problem.empty();
+  }
+  // The database is big enough that some zeroed pages are branch pages.
+  CHECK(lmdb_asserts > 0);
+  CHECK(checks_with_damage > 0);
+}
+
+TEST_CASE("damaged database corpus: bit flips, truncations, zeroed pages, overwrites never abort or hang") {
+  testutil::TempDir dir;
+  const std::string good = dir / "good.db";
+  MakeDatabase(good);
+  const std::string data = testutil::ReadFileOrDie(good);
+  std::mt19937_64 rng(20261126);
+  const std::vector<std::vector<std::string>> commands = {
+      {"runs"}, {"show", "latest"}, {"top", "30"}, {"tree", "1", "--depth", "3"}, {"check"}};
+  std::map<std::string, int> outcomes;
+  const std::string path = dir / "damaged.db";
+  for (int copy = 0; copy < 60; ++copy) {
+    std::string b = data;
+    const int kind = copy % 4;
+    if (kind == 0) {  // bit flips
+      for (int k = 0, n = 1 + static_cast<int>(rng() % 8); k < n; ++k) b[rng() % b.size()] ^= static_cast<char>(1u << (rng() % 8));
+    } else if (kind == 1) {  // truncation
+      b.resize(rng() % b.size());
+    } else if (kind == 2) {  // a zeroed page beyond the headers
+      const size_t page = 2 + rng() % (b.size() / 4096 - 2);
+      std::fill(b.begin() + static_cast<long>(page * 4096), b.begin() + static_cast<long>((page + 1) * 4096), '\0');
+    } else {  // random bytes over a stretch
+      const size_t at = rng() % b.size();
+      for (size_t i = at; i < std::min(b.size(), at + 1 + rng() % 512); ++i) b[i] = static_cast<char>(rng());
+    }
+    Remove(path);
+    testutil::WriteFileOrDie(path, b);
+    for (const auto& args : commands) {
+      auto r = Query(path, args);
+      CAPTURE(copy);
+      CAPTURE(args[0]);
+      CHECK(r.signal == 0);
+      CHECK(!r.timed_out);
+      const bool check = args[0] == "check";
+      CHECK((r.exit_code == 0 || r.exit_code == 2 || (check && r.exit_code == 1)));
+      if (r.exit_code != 0) CHECK_MESSAGE(testutil::LineCount(r.err) == 1, r.err);
+      if (r.exit_code == 2) CHECK(r.out.empty());
+      ++outcomes[r.exit_code == 0 ? "ok" : r.exit_code == 1 ? "findings" : "clean error"];
+    }
+  }
+  MESSAGE("outcomes: ok " << outcomes["ok"] << ", findings " << outcomes["findings"] << ", clean errors "
+                          << outcomes["clean error"]);
+  CHECK(outcomes["clean error"] > 0);
+}
