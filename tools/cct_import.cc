@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
       ("name", po::value<std::string>(), "run name (default: the file's name; cupti-raw: the recorded run's name, "
                                          "else the file's)")
       ("tag", po::value<std::vector<std::string>>(), "KEY=VALUE tag (repeatable)")
+      ("db-mode", po::value<std::string>(), "permissions of a database this creates, in octal (default 600: "
+                                            "profiles hold command lines, paths and host names)")
       ("metric", po::value<std::string>(), "folded: the metric the numbers measure (default samples); "
                                            "hatchet, hpctoolkit: the metric --unit applies to; "
                                            "ncu-csv: a regex of the ncu metrics to attach")
@@ -85,6 +87,11 @@ int main(int argc, char** argv) {
   if (!tags.ok()) cli::Fail(kTool, tags.status());
   request.tags = std::move(*tags);
   request.db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
+  if (vm.count("db-mode")) {
+    auto mode = cli::ParseFileMode(vm["db-mode"].as<std::string>());
+    if (!mode.ok()) cli::Fail(kTool, mode.status());
+    request.db_mode = *mode;
+  }
 
   auto importer = importers::FindImporter(vm["from"].as<std::string>());
   if (!importer.ok()) cli::Fail(kTool, importer.status());

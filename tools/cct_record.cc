@@ -45,9 +45,6 @@ Options)";
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> ours, program;
-  record::SplitArgs(argc, argv, ours, program);
-
   po::options_description visible(kUsage);
   visible.add_options()
       ("help,h", "show this help")
@@ -68,6 +65,10 @@ int main(int argc, char** argv) {
       ("symbol-cache", po::value<std::string>(), "directory where the symbol tables of the distribution's "
                                                 "binaries are kept across processes and runs, or off (default: "
                                                 "$XDG_CACHE_HOME/cctdb/symbols, else ~/.cache/cctdb/symbols)")
+      ("db-mode", po::value<std::string>(), "permissions of a database this creates, in octal (default 600: "
+                                            "profiles hold command lines, paths and host names)")
+      ("keep-args", "store the command line as given (by default passwords, tokens and URL credentials in "
+                    "it are stored as ***)")
       ("account-short-threads", "add each thread's time after its last sample (threads shorter than a "
                                 "sampling period have nothing else) to its start routine")
       ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
@@ -82,6 +83,17 @@ int main(int argc, char** argv) {
                           "kernels run one at a time while sampling")
       ("gpu-raw", po::value<std::string>(), "also dump the raw GPU records each process received into DIR "
                                             "(replay: cct-import --from cupti-raw FILE)");
+  // Which options take a value, as the command line spells them.
+  std::set<std::string> with_value;
+  for (const auto& option : visible.options()) {
+    if (option->semantic()->max_tokens() == 0) continue;
+    with_value.insert("--" + option->long_name());
+    const std::string shown = option->canonical_display_name(po::command_line_style::allow_dash_for_short);
+    if (shown.size() == 2 && shown[0] == '-') with_value.insert(shown);
+  }
+  std::vector<std::string> ours, program;
+  record::SplitArgs(argc, argv, with_value, ours, program);
+
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(ours).options(visible).run(), vm);
@@ -141,6 +153,7 @@ int main(int argc, char** argv) {
   config.follow = !vm.count("no-follow");
   config.account_short_threads = vm.count("account-short-threads") > 0;
   config.system_debug_info = vm.count("system-debug-info") > 0;
+  config.keep_args = vm.count("keep-args") > 0;
   const std::string nvtx = vm["nvtx"].as<std::string>();
   if (nvtx != "on" && nvtx != "off") cli::Fail(kTool, "--nvtx must be on or off, not '" + nvtx + "'", kExitOwnError);
   const std::string mode = vm["nvtx-mode"].as<std::string>();
@@ -174,7 +187,13 @@ int main(int argc, char** argv) {
   const std::string lib = record::CollectorLibrary();
   if (lib.empty())
     cli::Fail(kTool, "cannot find libcct-collector.so next to cct-record (set CCT_COLLECTOR_LIB)", kExitOwnError);
-  auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite);
+  unsigned db_mode = store::kDatabaseFileMode;
+  if (vm.count("db-mode")) {
+    auto mode = cli::ParseFileMode(vm["db-mode"].as<std::string>());
+    if (!mode.ok()) cli::Fail(kTool, mode.status(), kExitOwnError);
+    db_mode = *mode;
+  }
+  auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite, db_mode);
   if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
   // Runs of processes that outlived an earlier recording into this file.
   if (auto st = record::GatherAbandoned(**db, config.db_path, std::cerr); !st.ok())

@@ -23,6 +23,20 @@ void Fail(const std::string& tool, const std::string& message, int code) {
 
 void Fail(const std::string& tool, const cct::Status& status, int code) { Fail(tool, status.message(), code); }
 
+cct::Result<unsigned> ParseFileMode(const std::string& text) {
+  unsigned mode = 0;
+  bool ok = !text.empty() && text.size() <= 4;
+  for (char c : text) {
+    ok = ok && c >= '0' && c <= '7';
+    mode = mode * 8 + static_cast<unsigned>(c - '0');
+  }
+  if (!ok || mode > 0777)
+    return cct::InvalidArgument("--db-mode must be octal permissions such as 600 or 0640, not '" + text + "'");
+  if ((mode & 0600) != 0600)
+    return cct::InvalidArgument("--db-mode " + text + " would not let you read and write the database (needs 600)");
+  return mode;
+}
+
 cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items) {
   std::map<std::string, std::string> tags;
   for (const std::string& item : items) {

@@ -21,6 +21,10 @@ inline constexpr int kExitError = 2;
 // Same, for a Status.
 [[noreturn]] void Fail(const std::string& tool, const cct::Status& status, int code = kExitError);
 
+// Parses --db-mode: the permissions of a database the tool creates, in
+// octal (600, 0640, 0660). The owner must be able to read and write it.
+cct::Result<unsigned> ParseFileMode(const std::string& text);
+
 // Parses repeated K=V options.
 cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items);
 

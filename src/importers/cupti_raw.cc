@@ -35,7 +35,7 @@ cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request) {
     meta.state = replay.truncated ? store::RunState::kCrashed : store::RunState::kComplete;
 
   store::FaultGuard guard(request.tool, request.db_path);
-  CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(request.db_path, store::Database::Mode::kWrite));
+  CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(request.db_path, store::Database::Mode::kWrite, request.db_mode));
   CCT_RETURN_IF_ERROR(
       db->CreateRun(meta, &replay.tree, replay.iterations.iterations.empty() ? nullptr : &replay.iterations));
   ImportReport report;

@@ -111,7 +111,7 @@ Result<ImportReport> ImportNewRun(const ImportRequest& request, const std::strin
   if (imported.skipped > 0) meta.diagnostics["import_skipped_records"] = static_cast<int64_t>(imported.skipped);
 
   store::FaultGuard guard(request.tool, request.db_path);
-  CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(request.db_path, store::Database::Mode::kWrite));
+  CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(request.db_path, store::Database::Mode::kWrite, request.db_mode));
   CCT_RETURN_IF_ERROR(db->CreateRun(meta, &imported.tree));
 
   ImportReport report;

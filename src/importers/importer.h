@@ -17,6 +17,7 @@
 
 #include "cct/status.h"
 #include "cct/tree.h"
+#include "store/lmdb_env.h"  // kDatabaseFileMode
 
 namespace importers {
 
@@ -79,6 +80,7 @@ struct ImportRequest {
   std::optional<std::string> name;          // --name
   std::map<std::string, std::string> tags;  // --tag
   std::optional<std::string> run;           // --run (importers that attach to a run)
+  unsigned db_mode = store::kDatabaseFileMode;  // --db-mode: permissions of a database created here
 };
 
 // What an import flow did, for the front end to print: `notes` are

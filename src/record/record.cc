@@ -74,11 +74,8 @@ std::string RandomSession() {
   return s;
 }
 
-void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program) {
-  static const std::set<std::string> kWithValue = {"-o", "--output", "--name", "--tag", "--clock", "--freq",
-                                                   "--checkpoint", "--repeat", "--nvtx", "--nvtx-mode",
-                                                   "--iteration", "--gpu", "--gpu-raw", "--max-depth",
-                                                   "--symbol-cache"};
+void SplitArgs(int argc, char** argv, const std::set<std::string>& with_value, std::vector<std::string>& ours,
+               std::vector<std::string>& program) {
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -88,7 +85,7 @@ void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vecto
     }
     if (a.empty() || a[0] != '-') break;
     ours.push_back(a);
-    if (kWithValue.count(a) && i + 1 < argc) ours.push_back(argv[++i]);
+    if (with_value.count(a) && i + 1 < argc) ours.push_back(argv[++i]);
   }
   for (; i < argc; ++i) program.emplace_back(argv[i]);
 }

@@ -36,8 +36,11 @@ std::string RandomSession();
 
 // Splits argv into cct-record's options and the program: the program starts
 // after "--" or at the first argument that is neither an option nor an
-// option's value.
-void SplitArgs(int argc, char** argv, std::vector<std::string>& ours, std::vector<std::string>& program);
+// option's value. `with_value` names the options that take a value as
+// they are spelled ("-o", "--output"): the tool derives it from its option
+// table (a list kept by hand here went stale).
+void SplitArgs(int argc, char** argv, const std::set<std::string>& with_value, std::vector<std::string>& ours,
+               std::vector<std::string>& program);
 
 // The program's environment: `environ` without cct-record's own variables
 // and injection paths, the collector `lib` preloaded first, NVTX (`nvtx`)

@@ -63,9 +63,9 @@ cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& 
   // then make it again.
   const std::string staging = root + "/." + session;
   for (int attempt = 0;; ++attempt) {
-    if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
+    if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST)
       return cct::IoError("cannot make " + root + ": " + std::strerror(errno));
-    if (mkdir(staging.c_str(), 0755) == 0 || errno == EEXIST) break;
+    if (mkdir(staging.c_str(), 0700) == 0 || errno == EEXIST) break;
     if (errno != ENOENT || attempt == 100) return cct::IoError("cannot make " + staging + ": " + std::strerror(errno));
   }
   {

@@ -62,10 +62,10 @@ std::string DefaultDatabasePath(const std::string& explicit_path) {
   return "cct.db";
 }
 
-Result<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode) {
+Result<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode, unsigned file_mode) {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbEnv> env,
-                       LmdbEnv::Open(path, mode == Mode::kWrite ? LmdbEnv::Mode::kReadWrite
-                                                                : LmdbEnv::Mode::kReadOnly));
+                       LmdbEnv::Open(path, mode == Mode::kWrite ? LmdbEnv::Mode::kReadWrite : LmdbEnv::Mode::kReadOnly,
+                                     file_mode));
   std::unique_ptr<Database> db(new Database(std::move(env)));
   CCT_RETURN_IF_ERROR(db->Init(mode));
   return db;

@@ -107,7 +107,7 @@ void OnLmdbAssert(MDB_env*, const char* message) { ReportLmdbAssert(message); }
 
 }  // namespace
 
-Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mode) {
+Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mode, unsigned file_mode) {
   const bool writable = mode == Mode::kReadWrite;
   Status check = CheckFile(path, /*allow_empty=*/writable);
   if (!check.ok() && !(writable && check.code() == ErrorCode::kNotFound)) return check;
@@ -122,7 +122,7 @@ Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mod
   mdb_env_set_mapsize(env->env_, env->map_size_);
   unsigned flags = MDB_NOSUBDIR | MDB_NOTLS;
   if (!writable) flags |= MDB_RDONLY;
-  rc = mdb_env_open(env->env_, path.c_str(), flags, 0644);
+  rc = mdb_env_open(env->env_, path.c_str(), flags, static_cast<mdb_mode_t>(file_mode));
   if (rc == EACCES && !writable) {
     // A read-only directory has no room for the lock file: read without one.
     mdb_env_close(env->env_);
@@ -131,7 +131,7 @@ Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mod
     mdb_env_set_assert(env->env_, OnLmdbAssert);
     mdb_env_set_maxdbs(env->env_, kMaxDbs);
     mdb_env_set_mapsize(env->env_, env->map_size_);
-    rc = mdb_env_open(env->env_, path.c_str(), flags | MDB_NOLOCK, 0644);
+    rc = mdb_env_open(env->env_, path.c_str(), flags | MDB_NOLOCK, static_cast<mdb_mode_t>(file_mode));
   }
   if (rc != 0) {
     mdb_env_close(env->env_);

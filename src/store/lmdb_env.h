@@ -34,11 +34,17 @@ class LmdbEnv;
 // through this helper. `body` may run more than once.
 cct::Status WithWriteTxn(LmdbEnv& env, const std::function<cct::Status(LmdbTxn&)>& body);
 
+// New databases are readable by their owner only: profiles hold command
+// lines, paths, host names and environment variables.
+inline constexpr unsigned kDatabaseFileMode = 0600;
+
 class LmdbEnv {
  public:
   enum class Mode { kReadOnly, kReadWrite };
-  // Opens (kReadWrite: creating if absent) the environment at `path`.
-  static cct::Result<std::unique_ptr<LmdbEnv>> Open(const std::string& path, Mode mode);
+  // Opens (kReadWrite: creating if absent, with permissions `file_mode`,
+  // for the data and the lock file) the environment at `path`.
+  static cct::Result<std::unique_ptr<LmdbEnv>> Open(const std::string& path, Mode mode,
+                                                    unsigned file_mode = kDatabaseFileMode);
   ~LmdbEnv();
   LmdbEnv(const LmdbEnv&) = delete;
   LmdbEnv& operator=(const LmdbEnv&) = delete;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "store/iteration_codec.h"
+#include "store/lmdb_env.h"  // kDatabaseFileMode
 
 namespace store {
 
@@ -126,7 +127,7 @@ Result<RunFile> DecodeRunFile(std::string_view bytes) {
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes, const std::string& tmp) {
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kDatabaseFileMode);
   if (fd < 0) return IoError("cannot write " + tmp);
   size_t done = 0;
   while (done < bytes.size()) {

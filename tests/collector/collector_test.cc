@@ -367,6 +367,46 @@ TEST_CASE("run info: environment allow-list and secrets") {
   CHECK(rec.count("OMP_PROC_BIND"));
 }
 
+TEST_CASE("run info: credentials on a command line are masked, everything else kept") {
+  std::vector<std::string> argv = {
+      "./train",                                  // the program: kept
+      "--password=hunter2",                       // --NAME=VALUE
+      "--api-key", "k-123",                       // --NAME VALUE
+      "token=abc",                                // NAME=VALUE
+      "DB_PASSWD=pw",                             // NAME=VALUE, upper case
+      "https://alice:s3cret@example.com/data",    // URL credentials
+      "--hub=ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",  // a known token format in a value
+      "--author=Bob",                             // AUTHOR is not AUTH
+      "--commit=0123456789abcdef0123456789abcdef01234567",  // a hash: reproducibility, kept
+      "--lr=0.1",
+      "--secret",                                 // an option with no value after it
+      "--verbose",
+      "/data/train.csv",
+  };
+  const size_t masked = MaskSecretArguments(argv);
+  CHECK(masked == 6);
+  const std::vector<std::string> expected = {
+      "./train",
+      "--password=***",
+      "--api-key", "***",
+      "token=***",
+      "DB_PASSWD=***",
+      "https://alice:***@example.com/data",
+      "--hub=***",
+      "--author=Bob",
+      "--commit=0123456789abcdef0123456789abcdef01234567",
+      "--lr=0.1",
+      "--secret",
+      "--verbose",
+      "/data/train.csv",
+  };
+  CHECK(argv == expected);
+  // The program's own name is never masked, even when it says "token".
+  std::vector<std::string> tool = {"/usr/bin/token-refresher", "--dry-run"};
+  CHECK(MaskSecretArguments(tool) == 0);
+  CHECK(tool[0] == "/usr/bin/token-refresher");
+}
+
 TEST_CASE("run info: Spack and Nix install paths are kept; secrets are found by name and known formats") {
   // Hashes in directory names are not secrets (issue 15): Spack's 32-letter
   // base32 hash, Nix's store hash, a conda package hash.

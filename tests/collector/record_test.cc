@@ -2,6 +2,7 @@
 // checked against what the programs measured themselves, against the same
 // programs run without cct-record, and against the run metadata.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -37,6 +38,12 @@ std::vector<std::string> Record(const std::string& db, std::vector<std::string> 
   argv.push_back("--");
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;
+}
+
+mode_t CurrentUmask() {
+  const mode_t m = umask(0);
+  umask(m);
+  return m;
 }
 
 std::vector<store::RunMeta> Runs(const std::string& db) {
@@ -335,6 +342,50 @@ TEST_CASE("cct-record: metadata (environment allow-list, git commit, tags), --re
   // The commit checked out in the working directory, as git itself reports it.
   auto head = Run({"git", "-C", testutil::SourceDir(), "rev-parse", "HEAD"});
   if (head.exit_code == 0) CHECK(runs[0].git_commit + "\n" == head.out);
+}
+
+TEST_CASE("cct-record: databases and spools are private; credentials in the command line are masked") {
+  TempDir dir;
+  const std::string db = dir / "p.db";
+  const std::vector<std::string> program = {"/bin/sh", "-c", "exit 0", "sh", "--password=hunter2",
+                                            "https://u:pw@example.com/x", "--n=3"};
+  auto r = Run(Record(db, {}, program));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  struct stat st {};
+  REQUIRE(stat(db.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  REQUIRE(stat((db + "-lock").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const std::vector<std::string> masked = {"/bin/sh", "-c", "exit 0", "sh", "--password=***",
+                                           "https://u:***@example.com/x", "--n=3"};
+  CHECK(runs[0].command == masked);
+  auto shown = Run({Tool("cct-query"), "-d", db, "show", "latest"});
+  CHECK(shown.out.find("hunter2") == std::string::npos);
+  CHECK(shown.out.find(":pw@") == std::string::npos);
+
+  // --keep-args stores it as given; --db-mode makes a shared database.
+  const std::string shared = dir / "shared.db";
+  auto k = Run(Record(shared, {"--keep-args", "--db-mode", "640"}, program));
+  REQUIRE_MESSAGE(k.exit_code == 0, k.err);
+  CHECK(Runs(shared).at(0).command == program);
+  REQUIRE(stat(shared.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == (0640 & ~CurrentUmask()));
+  // A mode the owner could not use: refused before the program runs.
+  auto bad = Run(Record(dir / "bad.db", {"--db-mode", "400"}, {"/bin/true"}));
+  CHECK(bad.exit_code == 125);
+  CHECK(testutil::LineCount(bad.err) == 1);
+  CHECK(bad.err.find("--db-mode 400") != std::string::npos);
+  // cct-import: the same default and option.
+  testutil::WriteFileOrDie(dir / "x.folded", "main;f 3\n");
+  REQUIRE(Run({Tool("cct-import"), "-d", dir / "i.db", "--from", "folded", dir / "x.folded"}).exit_code == 0);
+  REQUIRE(stat((dir / "i.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  REQUIRE(Run({Tool("cct-import"), "-d", dir / "j.db", "--db-mode", "0660", "--from", "folded", dir / "x.folded"})
+              .exit_code == 0);
+  REQUIRE(stat((dir / "j.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == (0660 & ~CurrentUmask()));
 }
 
 TEST_CASE("cct-record: a stripped binary gets module+offset names; libc keeps its symbols") {

@@ -2,6 +2,8 @@
 // option parsing. The tool itself is exercised end to end by
 // tests/collector/record_test.cc.
 #include <doctest/doctest.h>
+
+#include <set>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,7 +45,8 @@ TEST_CASE("record: SplitArgs separates cct-record's options from the program") {
   std::vector<std::string> args = {"cct-record", "-o", "x.db", "--no-follow", "--freq", "99", "prog", "-v", "--", "a"};
   auto argv = Argv(args);
   std::vector<std::string> ours, program;
-  record::SplitArgs(static_cast<int>(args.size()), argv.data(), ours, program);
+  const std::set<std::string> with_value = {"-o", "--output", "--freq", "--clock"};
+  record::SplitArgs(static_cast<int>(args.size()), argv.data(), with_value, ours, program);
   CHECK(ours == std::vector<std::string>{"-o", "x.db", "--no-follow", "--freq", "99"});
   CHECK(program == std::vector<std::string>{"prog", "-v", "--", "a"});
 
@@ -51,7 +54,7 @@ TEST_CASE("record: SplitArgs separates cct-record's options from the program") {
   auto argv2 = Argv(args2);
   ours.clear();
   program.clear();
-  record::SplitArgs(static_cast<int>(args2.size()), argv2.data(), ours, program);
+  record::SplitArgs(static_cast<int>(args2.size()), argv2.data(), with_value, ours, program);
   CHECK(ours == std::vector<std::string>{"--clock", "wall"});
   CHECK(program == std::vector<std::string>{"-dash-prog", "x"});
 }

@@ -266,3 +266,44 @@ TEST_CASE("flame: headless Chromium renders it, clicking a frame zooms, search h
   CHECK(searched.out.find("Matched: 16.7%") != std::string::npos);  // beta: 20 of 120.01
   CHECK(searched.out.find("rgb(230,0,230)") != std::string::npos);
 }
+
+TEST_CASE("flame: hostile frame names are text in headless Chromium, never markup or script") {
+  const std::string chromium = interop::FindProgram("chromium");
+  if (chromium.empty()) {
+    MESSAGE("SKIPPED: Chromium is not installed (Debian chromium; scripts/install-deps.sh installs it)");
+    return;
+  }
+  // Each name tries another way out of where the SVG puts names: element
+  // text, an attribute, a CDATA section, the script's data. A script that
+  // got out would mark the document.
+  const std::vector<std::string> hostile = {
+      "</text><script>document.documentElement.setAttribute('data-pwned','text')</script>",
+      "\"><script>document.documentElement.setAttribute('data-pwned','attr')</script><g x=\"",
+      "]]></script><script>document.documentElement.setAttribute('data-pwned','cdata')</script>",
+      "'});document.documentElement.setAttribute('data-pwned','js');({a:'",
+      "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','img')\">",
+  };
+  cct::Tree t;
+  const cct::MetricId s = *t.metrics().RegisterStandard("samples");
+  const cct::NodeId main = t.InternChild(cct::kRootNode, t.InternFrame(FrameKind::kFunction, "main"));
+  for (size_t i = 0; i < hostile.size(); ++i)
+    t.AddValue(t.InternChild(main, t.InternFrame(FrameKind::kFunction, hostile[i])), s, 10.0 + static_cast<double>(i));
+  testutil::TempDir dir;
+  const std::string db = dir / "x.db";
+  interop::StoreRun(db, t, "x");
+  const std::string svg = dir / "x.svg";
+  REQUIRE(interop::Query(db, {"flame", "latest", "-o", svg, "--title", hostile[0]}).exit_code == 0);
+  const std::map<std::string, std::string> env = {{"HOME", dir.path()}};
+  for (const std::string& fragment : {std::string(), std::string("#search=script")}) {
+    std::vector<std::string> argv{chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                  "--user-data-dir=" + (dir / "profile"), "--dump-dom", "file://" + svg + fragment};
+    auto dom = testutil::Run(argv, env, 90);
+    REQUIRE_MESSAGE(dom.exit_code == 0, dom.err);
+    CAPTURE(fragment);
+    CHECK(dom.out.find("data-pwned=") == std::string::npos);
+    // The page's own script ran (it names the frames) and the names are
+    // there as text: main is drawn, so are its five hostile children.
+    CHECK(dom.out.find("data-n=\"main\"") != std::string::npos);
+    CHECK(dom.out.find("data-pwned") != std::string::npos);  // as escaped text of the names
+  }
+}

@@ -113,6 +113,11 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
     if (s != "0" && s != "1") return cct::BadInput("CCT_RECORD_SYSTEM_DEBUG_INFO must be 0 or 1, not '" + s + "'");
     c.system_debug_info = s == "1";
   }
+  if (const char* v = env("CCT_RECORD_KEEP_ARGS")) {
+    const std::string s = v;
+    if (s != "0" && s != "1") return cct::BadInput("CCT_RECORD_KEEP_ARGS must be 0 or 1, not '" + s + "'");
+    c.keep_args = s == "1";
+  }
   if (const char* v = env("CCT_RECORD_ACCOUNT_SHORT_THREADS")) {
     const std::string s = v;
     if (s != "0" && s != "1") return cct::BadInput("CCT_RECORD_ACCOUNT_SHORT_THREADS must be 0 or 1, not '" + s + "'");
@@ -148,6 +153,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.gpu_raw_dir.empty()) e["CCT_RECORD_GPU_RAW"] = c.gpu_raw_dir;
   if (!c.gpu_adapter.empty()) e["CCT_RECORD_GPU_ADAPTER"] = c.gpu_adapter;
   if (c.account_short_threads) e["CCT_RECORD_ACCOUNT_SHORT_THREADS"] = "1";
+  if (c.keep_args) e["CCT_RECORD_KEEP_ARGS"] = "1";
   if (c.system_debug_info) e["CCT_RECORD_SYSTEM_DEBUG_INFO"] = "1";
   if (!c.machine.empty()) e["CCT_RECORD_MACHINE"] = c.machine;
   return e;

@@ -63,6 +63,9 @@ struct CollectorConfig {
   // CCT_RECORD_SYSTEM_DEBUG_INFO=1: also read the DWARF (lines, inlined
   // frames) of the distribution's own binaries (Symbolizer::Create).
   bool system_debug_info = false;
+  // CCT_RECORD_KEEP_ARGS=1: store the command line as given; by default
+  // credentials in it are masked (run_info.h MaskSecretArguments).
+  bool keep_args = false;
   // CCT_RECORD_SYMBOL_CACHE: the directory of the symbol tables shared
   // across processes (cpu/symbol_cache.h); "off" (stored as "") disables
   // it. Default: DefaultSymbolCacheDir().

@@ -88,6 +88,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   m.state = store::RunState::kRecording;
   m.start_time_ns = Now(CLOCK_REALTIME);
   m.command = ProcessCommandLine();
+  if (!rt->config.keep_args) MaskSecretArguments(m.command);
   if (m.name.empty() && !m.command.empty()) {
     m.name = std::string(cct::BaseName(m.command.front()));
   }

@@ -107,31 +107,96 @@ bool KnownTokenFormat(std::string_view token) {
   return false;
 }
 
-}  // namespace
+// Where the password of a "scheme://user:password@host" URL in `value` is:
+// {offset, length}, or {npos, 0}.
+std::pair<size_t, size_t> UrlPassword(std::string_view value) {
+  const size_t scheme = value.find("://");
+  if (scheme == std::string_view::npos) return {std::string_view::npos, 0};
+  const size_t start = scheme + 3;
+  const std::string_view rest = value.substr(start);
+  const size_t at = rest.find('@'), colon = rest.find(':'), slash = rest.find('/');
+  if (at == std::string_view::npos || colon >= at || (slash != std::string_view::npos && at > slash))
+    return {std::string_view::npos, 0};
+  return {start + colon + 1, at - colon - 1};
+}
 
-bool LooksSecret(std::string_view name, std::string_view value) {
-  const std::string n = Upper(name);
-  for (std::string_view w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY",
-                             "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "AUTH", "COOKIE", "SESSION"})
-    if (n.find(w) != std::string::npos) return true;
-  if (n.size() >= 4 && (n.ends_with("_KEY") || n == "KEY")) return true;
-  if (value.find("-----BEGIN") != std::string_view::npos) return true;  // a PEM key
-  // user:password@host in a URL.
-  if (const size_t scheme = value.find("://"); scheme != std::string_view::npos) {
-    const std::string_view rest = value.substr(scheme + 3);
-    const size_t at = rest.find('@'), colon = rest.find(':'), slash = rest.find('/');
-    if (at != std::string_view::npos && colon < at && (slash == std::string_view::npos || at < slash)) return true;
-  }
-  // Known credential formats, as whole tokens of the value (a list's items,
-  // a path's components, KEY=VALUE pairs).
+// Calls `f(offset, length)` for each item of `value` (split at
+// ":;,/= \t") that has a known credential format.
+template <class F>
+void ForEachKnownToken(std::string_view value, F f) {
   size_t i = 0;
   while (i <= value.size()) {
     const size_t j = value.find_first_of(":;,/= \t", i);
     const std::string_view token = value.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
-    if (KnownTokenFormat(token)) return true;
+    if (KnownTokenFormat(token)) f(i, token.size());
     if (j == std::string_view::npos) break;
     i = j + 1;
   }
+}
+
+}  // namespace
+
+bool SecretName(std::string_view name) {
+  std::string n = Upper(name);
+  for (char& c : n)
+    if (c == '-') c = '_';
+  for (std::string_view w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY",
+                             "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "COOKIE", "SESSION"})
+    if (n.find(w) != std::string::npos) return true;
+  // AUTH, but not AUTHOR.
+  for (size_t at = n.find("AUTH"); at != std::string::npos; at = n.find("AUTH", at + 1))
+    if (n.compare(at, 6, "AUTHOR") != 0) return true;
+  return n.size() >= 4 ? n.ends_with("_KEY") : n == "KEY";
+}
+
+size_t MaskSecretArguments(std::vector<std::string>& argv) {
+  size_t masked = 0;
+  auto mask = [&](std::string& s, size_t at, size_t len) {
+    if (len == 0) return;
+    s.replace(at, len, kMasked);
+    ++masked;
+  };
+  // argv[0] is the program: named, never masked.
+  for (size_t i = 1; i < argv.size(); ++i) {
+    std::string& a = argv[i];
+    const size_t eq = a.find('=');
+    const size_t dashes = a.find_first_not_of('-');
+    // NAME=VALUE, --NAME=VALUE, -NAME=VALUE with a name that says "secret".
+    if (eq != std::string::npos && dashes != std::string::npos && dashes < eq &&
+        SecretName(std::string_view(a).substr(dashes, eq - dashes)) &&
+        a.find_first_of(" /:", dashes) > eq) {
+      mask(a, eq + 1, a.size() - eq - 1);
+      continue;
+    }
+    // --password VALUE: the next argument, unless it is an option itself.
+    if (eq == std::string::npos && dashes != std::string::npos && dashes > 0 && dashes <= 2 &&
+        SecretName(std::string_view(a).substr(dashes)) && i + 1 < argv.size() && !argv[i + 1].starts_with("-")) {
+      mask(argv[i + 1], 0, argv[i + 1].size());
+      ++i;
+      continue;
+    }
+    // A password inside a URL, known token formats anywhere (right to left,
+    // so offsets stay valid).
+    std::vector<std::pair<size_t, size_t>> spans;
+    if (auto [at, len] = UrlPassword(a); at != std::string::npos) spans.emplace_back(at, len);
+    ForEachKnownToken(a, [&](size_t at, size_t len) { spans.emplace_back(at, len); });
+    std::sort(spans.begin(), spans.end());
+    for (size_t k = spans.size(); k-- > 0;)
+      if (k + 1 == spans.size() || spans[k].first + spans[k].second <= spans[k + 1].first)
+        mask(a, spans[k].first, spans[k].second);
+  }
+  return masked;
+}
+
+bool LooksSecret(std::string_view name, std::string_view value) {
+  if (SecretName(name)) return true;
+  if (value.find("-----BEGIN") != std::string_view::npos) return true;  // a PEM key
+  if (UrlPassword(value).first != std::string_view::npos) return true;  // user:password@host
+  // Known credential formats, as whole tokens of the value (a list's items,
+  // a path's components, KEY=VALUE pairs).
+  bool known = false;
+  ForEachKnownToken(value, [&](size_t, size_t) { known = true; });
+  if (known) return true;
   // A value that is one long unbroken run of letters and digits reads as a
   // random key (base64, hex). Only for values without a '/': directory names
   // carry such hashes without being secrets (every Spack and Nix install

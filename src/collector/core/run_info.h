@@ -30,6 +30,19 @@ bool EnvNameAllowed(std::string_view name);
 // Hashes in directory names (Spack, Nix) are not secrets. Such variables are
 // never kept.
 bool LooksSecret(std::string_view name, std::string_view value);
+// Whether a variable or option name says it holds a credential: TOKEN,
+// SECRET, PASSWORD, AUTH (not AUTHOR), COOKIE, *_KEY, ... ('-' read as '_').
+bool SecretName(std::string_view name);
+
+// What a masked credential is replaced with in a stored command line.
+inline constexpr std::string_view kMasked = "***";
+// Masks the credentials in a command line (argv[0] is kept): the value of
+// NAME=VALUE / --NAME=VALUE and the argument after --NAME when SecretName;
+// the password of a scheme://user:password@host URL; known token formats
+// (ghp_..., AKIA..., sk-..., hf_...) anywhere. Unlike LooksSecret, a long
+// random-looking value is kept: commit hashes and checksums on command
+// lines are what makes a run reproducible. Returns how many were masked.
+size_t MaskSecretArguments(std::vector<std::string>& argv);
 // The allow-listed, non-secret subset of `environ`-style "NAME=VALUE" entries.
 std::map<std::string, std::string> RecordedEnvironment(const char* const* envp);
 

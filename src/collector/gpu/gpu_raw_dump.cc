@@ -121,7 +121,7 @@ bool ReadRawActivity(const char* in, GpuActivity* a, uint32_t* name_id) {
 cct::Result<std::unique_ptr<RawDumpWriter>> RawDumpWriter::Create(const std::string& path, uint32_t pid,
                                                                   const std::string& meta_json) {
   try {
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);  // a profile's contents: private like the database
     if (fd < 0) return cct::IoError("cannot create raw GPU dump " + path + ": " + ErrnoText(errno));
     std::unique_ptr<RawDumpWriter> w(new RawDumpWriter());
     w->fd_ = fd;
