@@ -36,4 +36,21 @@ std::string ElideMiddle(std::string_view s, size_t width, bool ascii) {
   return out;
 }
 
+bool NeedsCut(std::string_view s, size_t max_bytes) { return s.size() > max_bytes; }
+
+std::string CutToBytes(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  // The marker's length depends on the count it prints; 32 bytes hold any.
+  const size_t keep = max_bytes - 32;
+  size_t head = keep * 2 / 3, tail_start = s.size() - (keep - head);
+  // Back off to code point starts: a continuation byte is 10xxxxxx.
+  auto continuation = [&](size_t i) { return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  while (head > 0 && continuation(head)) --head;
+  while (continuation(tail_start)) ++tail_start;
+  std::string out(s.substr(0, head));
+  out += "…[" + std::to_string(tail_start - head) + " bytes cut]…";
+  out += s.substr(tail_start);
+  return out;
+}
+
 }  // namespace cct

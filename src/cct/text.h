@@ -15,4 +15,17 @@ size_t DisplayWidth(std::string_view s);
 // `ascii` marks the cut with "..." instead of "…". Unchanged when it fits.
 std::string ElideMiddle(std::string_view s, size_t width, bool ascii = false);
 
+// What is stored of a name or value longer than a size limit: `s` cut to
+// at most `max_bytes` bytes by removing its middle and marking the cut,
+// "head…[12345 bytes cut]…tail", never splitting a UTF-8 sequence;
+// unchanged when it fits. `max_bytes` must be at least 64.
+std::string CutToBytes(std::string_view s, size_t max_bytes);
+bool NeedsCut(std::string_view s, size_t max_bytes);
+
+// Frame names, modules and source files are stored at most this long
+// (Tree::InternFrame cuts them). 64 KiB: a 30,000-character C++ template
+// name is ordinary and kept whole; a megabyte "name" is a damaged or
+// hostile input.
+inline constexpr size_t kMaxNameBytes = 64 * 1024;
+
 }  // namespace cct

@@ -1,5 +1,7 @@
 #include "cct/tree.h"
 
+#include "cct/text.h"
+
 namespace cct {
 
 // ---------------------------------------------------------------- SparseColumn
@@ -101,9 +103,14 @@ FrameId Tree::InternFrame(FrameKind kind, std::string_view name, std::string_vie
   Frame f;
   f.kind = kind;
   f.flags = flags;
-  f.name = strings_.Intern(name);
-  f.module = module.empty() ? 0 : strings_.Intern(module);
-  f.file = file.empty() ? 0 : strings_.Intern(file);
+  // Over-long names are stored cut (text.h kMaxNameBytes); interning the cut
+  // form merges what only differed in the cut part, as a reader would.
+  auto intern = [&](std::string_view s) {
+    return NeedsCut(s, kMaxNameBytes) ? strings_.Intern(CutToBytes(s, kMaxNameBytes)) : strings_.Intern(s);
+  };
+  f.name = intern(name);
+  f.module = module.empty() ? 0 : intern(module);
+  f.file = file.empty() ? 0 : intern(file);
   f.line = line;
   return frames_.Intern(f);
 }

@@ -202,6 +202,7 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
           }
         }
       }
+      CutToLimits(run.meta);
       CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(run.meta.id),
                                   run.meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
       CCT_RETURN_IF_ERROR(PutSections(txn, run.meta.id, run.sections));

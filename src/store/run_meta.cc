@@ -1,12 +1,14 @@
 #include "store/run_meta.h"
 
-#include "store/run_file.h"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
+
+#include "cct/text.h"
+#include "store/run_file.h"
 
 namespace store {
 
@@ -186,6 +188,42 @@ RunState EffectiveState(const RunMeta& meta) {
   if (gone) return RunState::kCrashed;
   if (meta.pid_start_ticks != 0 && ProcessStartTicks(meta.pid) != meta.pid_start_ticks) return RunState::kCrashed;
   return meta.state;
+}
+
+size_t CutToLimits(RunMeta& m) {
+  size_t cut = 0;
+  auto limit = [&](std::string& s, size_t max_bytes) {
+    if (!cct::NeedsCut(s, max_bytes)) return;
+    s = cct::CutToBytes(s, max_bytes);
+    ++cut;
+  };
+  auto limit_map = [&](std::map<std::string, std::string>& map, size_t key_bytes, size_t value_bytes) {
+    std::map<std::string, std::string> out;
+    for (auto& [k, v] : map) {
+      std::string key = k, value = std::move(v);
+      limit(key, key_bytes);
+      limit(value, value_bytes);
+      out[std::move(key)] = std::move(value);
+    }
+    map = std::move(out);
+  };
+  limit(m.name, kMaxRunNameBytes);
+  limit_map(m.tags, kMaxTagBytes, kMaxTagBytes);
+  limit_map(m.env, kMaxValueBytes, kMaxValueBytes);
+  if (m.command.size() > kMaxArguments) {
+    const size_t more = m.command.size() - (kMaxArguments - 1);
+    m.command.resize(kMaxArguments - 1);
+    m.command.push_back("…[" + std::to_string(more) + " more arguments]");
+    ++cut;
+  }
+  for (std::string& a : m.command) limit(a, kMaxValueBytes);
+  for (std::string& c : m.compiler) limit(c, kMaxValueBytes);
+  for (ModuleInfo& mod : m.modules) limit(mod.path, kMaxValueBytes);
+  for (std::string* s : {&m.source, &m.cwd, &m.host, &m.cpu_model, &m.gpu_model, &m.driver_version, &m.cuda_version,
+                         &m.collector_version, &m.git_commit, &m.user, &m.executable, &m.executable_build_id,
+                         &m.kernel, &m.os, &m.glibc, &m.iteration_regex})
+    limit(*s, kMaxValueBytes);
+  return cut;
 }
 
 }  // namespace store

@@ -79,6 +79,18 @@ struct RunMeta {
   static cct::Result<RunMeta> FromJson(const nlohmann::json& j);
 };
 
+// What a run record stores at most (docs/format.md); Database writes every
+// record through CutToLimits, so a hostile or damaged input (a 10 MB run
+// name, a million arguments) costs bounded space and every report line
+// stays readable. Longer values are cut in the middle with a marker
+// (cct::CutToBytes: "head…[N bytes cut]…tail").
+inline constexpr size_t kMaxRunNameBytes = 1024;    // the run's name
+inline constexpr size_t kMaxTagBytes = 4096;        // each tag's key and value
+inline constexpr size_t kMaxValueBytes = 64 * 1024; // each other string: argument, path, variable, ...
+inline constexpr size_t kMaxArguments = 4096;       // command-line arguments kept (then "…[N more arguments]")
+// Cuts `m`'s fields to the limits above; returns how many were cut.
+size_t CutToLimits(RunMeta& m);
+
 // The state a reader should report: a run still marked `recording` whose
 // process is gone from this host is `crashed`.
 RunState EffectiveState(const RunMeta& meta);

@@ -184,3 +184,41 @@ TEST_CASE("damaged database corpus: bit flips, truncations, zeroed pages, overwr
                           << outcomes["clean error"]);
   CHECK(outcomes["clean error"] > 0);
 }
+
+TEST_CASE("run records: every field is stored within its size limit") {
+  testutil::TempDir dir;
+  auto db = store::Database::Open(dir / "l.db", store::Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  store::RunMeta m;
+  m.name = std::string(10 << 20, 'n');  // 10 MB
+  m.state = store::RunState::kComplete;
+  m.tags = {{std::string(10000, 'k'), std::string(100000, 'v')}, {"small", "kept"}};
+  for (int i = 0; i < 20000; ++i) m.command.push_back("arg" + std::to_string(i));
+  m.command[5] = std::string(1 << 20, 'a');
+  m.cwd = std::string(200000, 'c');
+  m.env = {{"PATH", std::string(300000, 'p')}};
+  cct::Tree t;
+  t.InternChild(cct::kRootNode, t.InternFrame(cct::FrameKind::kFunction, "main"));
+  REQUIRE((*db)->CreateRun(m, &t).ok());
+  auto got = (*db)->GetRun(m.id);
+  REQUIRE(got.ok());
+  CHECK(got->name.size() <= store::kMaxRunNameBytes);
+  CHECK(got->name.find("bytes cut") != std::string::npos);
+  CHECK(got->tags.size() == 2);
+  CHECK(got->tags.at("small") == "kept");
+  for (const auto& [k, v] : got->tags) {
+    CHECK(k.size() <= store::kMaxTagBytes);
+    CHECK(v.size() <= store::kMaxTagBytes);
+  }
+  REQUIRE(got->command.size() == store::kMaxArguments);
+  CHECK(got->command.back() == "…[" + std::to_string(20000 - store::kMaxArguments + 1) + " more arguments]");
+  CHECK(got->command[4] == "arg4");
+  CHECK(got->command[5].size() <= store::kMaxValueBytes);
+  CHECK(got->cwd.size() <= store::kMaxValueBytes);
+  CHECK(got->env.at("PATH").size() <= store::kMaxValueBytes);
+  // The whole record is bounded: well under the 10 MB name alone.
+  CHECK(got->ToJson().dump().size() < 1 << 20);
+  // And a report's heading stays one short line.
+  auto show = Query(dir / "l.db", {"runs"});
+  CHECK(show.exit_code == 0);
+}
