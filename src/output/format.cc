@@ -102,7 +102,8 @@ std::string ElideMiddle(std::string_view s, size_t width, bool ascii) {
   if (w <= width) return std::string(s);
   const std::string_view mark = ascii ? "..." : "…";
   const size_t mark_w = DisplayWidth(mark);
-  if (width <= mark_w) return std::string(mark.substr(0, width));
+  // "…" is one column of three bytes: cut by columns, not bytes.
+  if (width <= mark_w) return std::string(mark.substr(0, ByteOffsetOfColumn(mark, width)));
   const size_t keep = width - mark_w;
   const size_t head = (keep + 1) / 2, tail = keep - head;
   std::string out(s.substr(0, ByteOffsetOfColumn(s, head)));
@@ -129,6 +130,31 @@ std::string CsvField(std::string_view s) {
     out += c;
   }
   out += '"';
+  return out;
+}
+
+namespace {
+bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+}  // namespace
+
+std::string MarkdownText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (IsControl(c)) c = ' ';
+    if (c == '|' || c == '\\' || c == '*' || c == '_' || c == '`') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string MarkdownCell(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else out.push_back(IsControl(c) ? ' ' : c);
+  }
   return out;
 }
 
