@@ -76,6 +76,11 @@ double OnNodes(const cct::Tree& t, const std::string& metric, cct::FrameKind kin
 
 }  // namespace
 
+// Every test here runs programs with the collector preloaded: the
+// sanitizer build skips them (--test-suite-exclude=preload; an ASan
+// collector cannot be preloaded into an uninstrumented program).
+TEST_SUITE_BEGIN("preload");
+
 TEST_CASE("nvtx: ranges in the tree with their CPU time, counts, placement, domains, threads, marks, iterations") {
   if (access(NvtxProgram().c_str(), X_OK) != 0) {
     MESSAGE("built without the CUDA toolkit's NVTX3 headers; skipped");
@@ -184,3 +189,5 @@ TEST_CASE("nvtx: --nvtx off records without injection; --nvtx-mode prefix puts r
   }
   CHECK(prefix);
 }
+
+TEST_SUITE_END();

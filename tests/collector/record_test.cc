@@ -107,6 +107,11 @@ int StatusOf(const testutil::RunResult& r) { return r.signal ? 128 + r.signal : 
 
 }  // namespace
 
+// Every test here runs programs with the collector preloaded: the
+// sanitizer build skips them (--test-suite-exclude=preload; an ASan
+// collector cannot be preloaded into an uninstrumented program).
+TEST_SUITE_BEGIN("preload");
+
 TEST_CASE("cct-record: per-function CPU time within 10% of the program's own measurement; 40-deep recursion; inlining") {
   TempDir dir;
   const std::string db = dir / "r.db";
@@ -1171,3 +1176,5 @@ TEST_CASE("cct-record on a real program (xz): output and status unchanged, liblz
   INFO(top.out);
   CHECK(top.out.find("liblzma") != std::string::npos);
 }
+
+TEST_SUITE_END();

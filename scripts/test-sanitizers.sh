@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing stages of the test command (scripts/test.sh runs
+# this after the main suite). One clang build, build-san, serves both:
+# -Dfuzz=true builds every library with libFuzzer's coverage and ASan+UBSan.
+#   1. san-tests  the doctest binary under ASan+UBSan, without the test
+#                 cases that preload the collector into other programs
+#                 (doctest suite "preload") and the one that inspects the
+#                 collector .so (it is not built here: see SAN_EXCLUDE)
+#   2. fuzz       every libFuzzer target for CCT_FUZZ_SECONDS (default 10)
+#                 from its corpus, two at a time (meson test --suite fuzz)
+#   3. tsan       tests/tsan/tsan_test.cc under ThreadSanitizer
+# Only the targets those need are built. Prints one line per stage,
+# "sanitizers: STAGE: P passed, F failed (S s)", and last a line
+# "sanitizers: P passed, F failed" that scripts/test.sh adds to its count.
+# Exit status 1 when anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=${CCT_JOBS:-2}
+stages=${CCT_SAN_STAGES:-san-tests fuzz tsan}
+total_passed=0
+total_failed=0
+record() {  # STAGE PASSED FAILED START
+  local now
+  now=$(date +%s)
+  echo "sanitizers: $1: $2 passed, $3 failed ($((now - $4)) s)"
+  total_passed=$((total_passed + $2))
+  total_failed=$((total_failed + $3))
+}
+
+start=$(date +%s)
+buildlog=$(mktemp)
+trap 'rm -f "$buildlog"' EXIT
+if [ ! -f build-san/build.ninja ]; then
+  # -O1 and line tables only: ASan reports keep their file:line, the build
+  # stays short; asserts stay on (b_ndebug=false).
+  CC=clang CXX=clang++ meson setup build-san -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+    -Db_ndebug=false --buildtype=plain -Doptimization=1 -Ddebug=false -Dcpp_args=-gline-tables-only \
+    >"$buildlog" 2>&1 || { cat "$buildlog" >&2; record build 0 1 "$start"; echo "sanitizers: $total_passed passed, $total_failed failed"; exit 1; }
+fi
+targets=(tests/cctdb-tests tools/cct-query tools/cct-import tools/cct-diff tools/cct-record)
+for f in tests/fuzz/*_fuzz.cc; do targets+=("tests/fuzz/$(basename "$f" .cc)"); done
+if ! ninja -C build-san -j"$jobs" "${targets[@]}" >"$buildlog" 2>&1; then
+  tail -n 60 "$buildlog" >&2
+  record build 0 1 "$start"
+  echo "sanitizers: $total_passed passed, $total_failed failed"
+  exit 1
+fi
+echo "sanitizers: build: ok ($(($(date +%s) - start)) s)"
+
+# halt_on_error: UBSan's reports are failures, not warnings.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+
+for stage in $stages; do
+  start=$(date +%s)
+  case $stage in
+    san-tests)
+      # Inspects libcct-collector.so, which does not link under ASan (it
+      # links with -Wl,--no-undefined and a static libstdc++).
+      SAN_EXCLUDE="*exactly the collector library's exported libc functions*"
+      log=$(mktemp)
+      CCT_BUILD_DIR=$PWD/build-san CCT_SOURCE_DIR=$PWD build-san/tests/cctdb-tests --duration=false \
+        --test-suite-exclude=preload --test-case-exclude="$SAN_EXCLUDE" >"$log" 2>&1
+      status=$?
+      summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)
+      if [ "$status" -ne 0 ] || [ -z "$summary" ]; then tail -n 200 "$log"; fi
+      rm -f "$log"
+      if [ -z "$summary" ]; then
+        record san-tests 0 1 "$start"
+      else
+        p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$summary")
+        f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$summary")
+        [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && f=1  # a sanitizer report after the last test case
+        record san-tests "$p" "$f" "$start"
+      fi
+      ;;
+    fuzz)
+      log=$(mktemp)
+      meson test -C build-san --no-rebuild --suite fuzz --num-processes "$jobs" --print-errorlogs >"$log" 2>&1
+      p=$(grep -cE '^ *[0-9]+/[0-9]+ .* OK ' "$log")
+      f=$(grep -cE '^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT|ERROR) ' "$log")
+      if [ "$f" -ne 0 ] || [ "$p" -eq 0 ]; then tail -n 150 "$log"; [ "$p" -eq 0 ] && f=$((f + 1)); fi
+      rm -f "$log"
+      record fuzz "$p" "$f" "$start"
+      ;;
+    tsan)
+      # Its own small build: TSan cannot be combined with ASan.
+      mkdir -p build-san/tsan
+      srcs=(tests/tsan/tsan_test.cc src/collector/cpu/sample_trie.cc src/store/*.cc src/cct/*.cc)
+      ok=1
+      printf '%s\n' "${srcs[@]}" | xargs -P "$jobs" -I{} sh -c \
+        'clang++ -std=c++20 -fsanitize=thread -O1 -gline-tables-only -Isrc -I. -Ibuild-san -c {} -o build-san/tsan/$(echo {} | tr / _).o' \
+        >build-san/tsan/build.log 2>&1 || ok=0
+      if [ $ok -eq 1 ]; then
+        clang++ -fsanitize=thread build-san/tsan/*.o -o build-san/tsan/tsan_test -llmdb -lisal -lpthread \
+          >>build-san/tsan/build.log 2>&1 || ok=0
+      fi
+      if [ $ok -eq 1 ] && TSAN_OPTIONS=halt_on_error=0 build-san/tsan/tsan_test; then
+        record tsan 1 0 "$start"
+      else
+        [ $ok -eq 1 ] || tail -n 40 build-san/tsan/build.log
+        record tsan 0 1 "$start"
+      fi
+      ;;
+  esac
+done
+echo "sanitizers: $total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
