@@ -227,7 +227,7 @@ TEST_CASE("sparse columns stay exact through densification") {
     c.Add(n, v);
     expect[n] += v;
   }
-  for (const auto& [n, v] : expect) CHECK_MESSAGE(c.Get(n) == v, "node " << n);
+  for (const auto& e : expect) CHECK_MESSAGE(c.Get(e.first) == e.second, "node " << e.first);
   CHECK(c.Get(31000) == 0);
   double sum = 0, want = 0;
   c.ForEach([&](NodeId, double v) { sum += v; });

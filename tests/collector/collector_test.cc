@@ -798,7 +798,9 @@ TEST_CASE("symbol cache: libc named from the shared table as libdw names it; a s
     }
   }
   auto cached = Symbolizer::Create(0, false, cache);
-  for (const auto& [name, addr] : exported) {
+  for (const auto& entry : exported) {
+    const auto& name = entry.first;
+    const auto& addr = entry.second;
     const SymbolFrames& f = cached->Lookup(addr + 1, false);
     REQUIRE(f.size() == 1);
     INFO(name << " named " << f[0].function);
@@ -849,7 +851,9 @@ TEST_CASE("symbol cache: a table survives the round trip; damaged files are refu
       {0xfff, ""},       {0x1000, "alpha"}, {0x10ff, "alpha"}, {0x1100, "beta"}, {0x117f, "beta"},
       {0x1180, ""},      {0x1300, "gamma()"}, {0x1500, "label"}, {0x1800, "label"}, {0x2008, "delta"},
       {0x2010, ""}};  // past delta, which ends between the label and the address
-  for (const auto& [a, name] : expect) {
+  for (const auto& entry : expect) {
+    const uintptr_t a = entry.first;
+    const std::string& name = entry.second;
     INFO(std::hex << a);
     CHECK(std::string((*file)->Find(a)) == name);
     const SymbolIndex::Entry* e = idx.Find(a);

@@ -353,7 +353,9 @@ TEST_CASE("gpu record: a raw dump replays into the same run") {
   const auto live = values(r.tree), replayed = values(back.tree);
   CHECK(live.size() == replayed.size());
   size_t gpu_values = 0;
-  for (const auto& [key, v] : live) {
+  for (const auto& entry : live) {
+    const auto& key = entry.first;
+    const auto& v = entry.second;
     INFO(key);
     auto it = replayed.find(key);
     REQUIRE(it != replayed.end());

@@ -92,7 +92,9 @@ TEST_CASE("nvtx: ranges in the tree with their CPU time, counts, placement, doma
   const cct::Tree& t = r.tree;
   const auto K = cct::FrameKind::kNvtx;
   REQUIRE(r.measured.size() == 5);
-  for (const auto& [name, ns] : r.measured) {
+  for (const auto& entry : r.measured) {
+    const auto& name = entry.first;
+    const auto& ns = entry.second;
     const double got = SubtreeSum(t, "cputime", K, name);
     INFO(name << ": recorded " << got << " ns, measured " << ns << " ns");
     CHECK(std::abs(got - ns) <= 0.10 * ns);

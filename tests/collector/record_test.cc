@@ -134,7 +134,9 @@ TEST_CASE("cct-record: per-function CPU time within 10% of the program's own mea
   CHECK(m.collector_version.size() > 0);
   CHECK(m.diagnostics.at("threads") == 2);
   const cct::Tree t = TreeOf(db, m.id);
-  for (const auto& [name, ns] : measured) {
+  for (const auto& entry : measured) {
+    const auto& name = entry.first;
+    const auto& ns = entry.second;
     const double got = InclusiveOf(t, "cputime", name);
     INFO(name << ": recorded " << got << " ns, measured " << ns << " ns");
     CHECK(std::abs(got - ns) <= 0.10 * ns);
