@@ -288,3 +288,10 @@ TEST_CASE("a 10^6-node tree with one metric fits in 100 MB") {
   CHECK(tree_bytes <= 100u * 1000 * 1000);
   CHECK(heap_bytes <= 100u * 1000 * 1000);
 }
+
+TEST_CASE("metric registry: a name that is not valid UTF-8 is refused (stored metric tables are JSON)") {
+  cct::MetricRegistry m;
+  CHECK_FALSE(m.Register({"a\xff", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());
+  CHECK_FALSE(m.Register({"\xed\xa0\x80", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());  // a surrogate
+  CHECK(m.Register({"λ:acc", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());
+}
