@@ -1,11 +1,13 @@
 // Fuzz target: the raw GPU dump reader (collector/gpu/gpu_raw_dump.h, what
 // `cct-import --from cupti-raw` replays) on arbitrary bytes: the framing
 // (RawDumpReader: header, CRCs, torn tails) and every record's payload
-// parser. The CUPTI activity decoder itself needs CUPTI's headers and is
-// not built here; a damaged record must be refused before it gets there.
+// parser; where the toolkit has CUPTI, also the whole replay
+// (ReplayRawDump: CUPTI's activity records decoded and attributed), whose
+// tree must round-trip through the store.
 // The records are CRC-checked, so the fuzzer gets past the framing only
 // through the seeds; payloads are also fed to the parsers directly (the
 // input's first byte picks the record type) to reach them without a CRC.
+#include "cctdb_config.h"
 #include "collector/gpu/gpu_raw_dump.h"
 #include "store/iteration_codec.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -78,5 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     last = rec.offset + 1;
     ParsePayload(rec.type, rec.payload, (*reader)->format_version(), names);
   }
+#if CCTDB_HAVE_CUPTI
+  auto replay = collector::ReplayRawDump(path);
+  if (replay.ok()) fuzz::CheckStoreRoundTrip(replay->tree);
+#endif
   return 0;
 }

@@ -36,17 +36,18 @@ inline std::string_view Bytes(const uint8_t* data, size_t size) {
 // A directory of this process's own in /dev/shm (tmpfs: importers that only
 // take a path read the fuzzer's bytes from memory), removed at exit.
 inline const std::string& ScratchDir() {
-  static const std::string dir = [] {
+  // Never destroyed: the exit handler below needs it after static destructors.
+  static const std::string* dir = [] {
     const char* base = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
-    std::string d = std::string(base) + "/cct-fuzz-" + std::to_string(::getpid());
-    std::filesystem::create_directories(d);
+    auto* d = new std::string(std::string(base) + "/cct-fuzz-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(*d);
     std::atexit([] {
       std::error_code ec;
       std::filesystem::remove_all(ScratchDir(), ec);
     });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 // Writes `bytes` to ScratchDir()/name and returns the path.
@@ -93,6 +94,7 @@ inline void CheckStoreRoundTrip(const cct::Tree& tree) {
     unframed.push_back(std::move(*u));
   }
   auto back = store::DecodeTree(unframed);
+  if (!back.ok()) std::fprintf(stderr, "DecodeTree: %s\n", back.status().message().c_str());
   FUZZ_CHECK(back.ok());
   FUZZ_CHECK(back->size() == tree.size());
   FUZZ_CHECK(back->metrics().size() == tree.metrics().size());
