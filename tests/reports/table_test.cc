@@ -182,5 +182,5 @@ TEST_CASE("table --format markdown: a tag value with a newline or a '|' stays in
   CHECK(md.out.find("| two lines\\|and   | 1 | 1.00 |\n") != std::string::npos);
   std::istringstream in(md.out);
   std::string line;
-  for (int i = 0; i < 3 && std::getline(in, line); ++i) CHECK_MESSAGE(line.rfind("| ", 0) == 0, line);
+  for (int i = 0; i < 3 && std::getline(in, line); ++i) CHECK_MESSAGE(line.rfind('|', 0) == 0, line);  // no row cut
 }
