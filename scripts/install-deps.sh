@@ -13,6 +13,8 @@ packages=(
   # tests only: go tool pprof reads our pprof files, headless Chromium renders
   # flame graphs, pdflatex (booktabs) compiles LaTeX tables
   golang-go chromium texlive-latex-base texlive-latex-recommended
+  # tests only: the sanitizer build and the libFuzzer targets (scripts/test-sanitizers.sh)
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

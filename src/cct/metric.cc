@@ -25,8 +25,37 @@ MetricId MetricRegistry::Find(std::string_view name) const {
   return kNoMetric;
 }
 
+namespace {
+// Stored metric tables are JSON, which holds UTF-8 only: two names that
+// differed only in invalid bytes would come back as one name, and the run
+// could not be read again.
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) n = 1, cp = c;
+    else if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
+    else return false;
+    if (i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n;
+  }
+  return true;
+}
+}  // namespace
+
 Result<MetricId> MetricRegistry::Register(const MetricDesc& desc) {
   if (desc.name.empty()) return InvalidArgument("metric name is empty");
+  if (!IsValidUtf8(desc.name)) return InvalidArgument("metric name '" + desc.name + "' is not valid UTF-8");
   const MetricId existing = Find(desc.name);
   if (existing != kNoMetric) {
     const MetricDesc& have = entries_[existing].desc;

@@ -27,7 +27,8 @@ std::string ElideMiddle(std::string_view s, size_t width, bool ascii) {
   if (w <= width) return std::string(s);
   const std::string_view mark = ascii ? "..." : "…";
   const size_t mark_w = DisplayWidth(mark);
-  if (width <= mark_w) return std::string(mark.substr(0, width));
+  // "…" is one column of three bytes: cut by columns, not bytes.
+  if (width <= mark_w) return std::string(mark.substr(0, ByteOffsetOfColumn(mark, width)));
   const size_t keep = width - mark_w;
   const size_t head = (keep + 1) / 2, tail = keep - head;
   std::string out(s.substr(0, ByteOffsetOfColumn(s, head)));

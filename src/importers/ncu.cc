@@ -277,6 +277,9 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
       else if (!id_text.empty()) return bad("launch ID '" + id_text + "' is not a number");
       continue;
     }
+    // IDs count launches; converting 1e25 (or NaN) to an integer is undefined.
+    if (!(*id >= 0 && *id <= 9007199254740992.0 && *id == std::floor(*id)))
+      return bad("launch ID '" + id_text + "' is not a launch number");
     if (row.size() != header.size())
       return bad("the row has " + std::to_string(row.size()) + " fields, the header " + std::to_string(header.size()));
     const std::string kernel = Trim(field(row, "Kernel Name"));

@@ -98,6 +98,31 @@ std::string CsvField(std::string_view s) {
   return out;
 }
 
+namespace {
+bool IsControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+}  // namespace
+
+std::string MarkdownText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (IsControl(c)) c = ' ';
+    if (c == '|' || c == '\\' || c == '*' || c == '_' || c == '`') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string MarkdownCell(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else out.push_back(IsControl(c) ? ' ' : c);
+  }
+  return out;
+}
+
 std::string NumberText(double v) {
   if (std::isnan(v) || std::isinf(v)) return "";
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));

@@ -28,6 +28,14 @@ std::string PadRight(std::string_view s, size_t width);
 
 // A CSV field, quoted when it must be (RFC 4180).
 std::string CsvField(std::string_view s);
+// Markdown (GitHub tables) for names from profiles: MarkdownText shows `s`
+// as it is (the characters that start inline markup and the cell separator
+// escaped); MarkdownCell only escapes the separator, for cells that are
+// code spans (where backslash escapes are literal). In both, control
+// characters become spaces: a newline or carriage return would end the
+// table row.
+std::string MarkdownText(std::string_view s);
+std::string MarkdownCell(std::string_view s);
 // A number the way CSV and JSON carry it: shortest exact form.
 std::string NumberText(double v);
 

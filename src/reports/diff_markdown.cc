@@ -7,16 +7,6 @@ namespace reports::diff_report {
 
 namespace {
 
-std::string MdCell(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
-
 // A code span that survives any backticks inside.
 std::string MdCode(const std::string& s) {
   const std::string ticks = s.find('`') == std::string::npos ? "`" : "``";
@@ -36,7 +26,7 @@ void WriteMarkdown(const DiffResult& r, const diff::Side& base, const diff::Side
                    std::ostream& out) {
   const Facts facts = GatherFacts(r, base, cand, false);
   out << "### cct-diff: " << facts.headline << "\n\n";
-  for (const auto& [k, v] : facts.lines) out << "- **" << k << "**: " << MdCell(v) << '\n';
+  for (const auto& [k, v] : facts.lines) out << "- **" << k << "**: " << output::MarkdownCell(v) << '\n';
   out << '\n';
   const bool tested = r.tested();
   auto header = [&](const std::string& first) {
@@ -54,18 +44,19 @@ void WriteMarkdown(const DiffResult& r, const diff::Side& base, const diff::Side
   header("total");
   for (size_t m = 0; m < r.metrics().size(); ++m) {
     const Verdict v = r.metrics()[m].verdict[cct::kRootNode];
-    row(MdCell(r.metrics()[m].name) + (v == Verdict::kNone ? "" : " (**" + std::string(diff::VerdictName(v)) + "**)"),
+    row(output::MarkdownCell(r.metrics()[m].name) +
+            (v == Verdict::kNone ? "" : " (**" + std::string(diff::VerdictName(v)) + "**)"),
         m, cct::kRootNode);
   }
   for (size_t m = 0; m < r.metrics().size(); ++m) {
     const MetricDiff& md = r.metrics()[m];
     if (NothingToList(r, m)) {
-      out << "\n#### " << MdCell(NothingLine(md.name)) << '\n';
+      out << "\n#### " << output::MarkdownCell(NothingLine(md.name)) << '\n';
       continue;
     }
     auto section = [&](const std::string& title, const std::vector<NodeId>& nodes, bool changes, bool is_new) {
       const size_t shown = Shown(nodes.size(), o.limit);
-      out << "\n#### " << title << " in " << MdCell(md.name) << ": ";
+      out << "\n#### " << title << " in " << output::MarkdownCell(md.name) << ": ";
       if (nodes.empty()) {
         out << "none\n";
         return;
@@ -85,7 +76,7 @@ void WriteMarkdown(const DiffResult& r, const diff::Side& base, const diff::Side
       for (size_t i = 0; i < shown; ++i) {
         const NodeId n = nodes[i];
         paths.push_back(DisplayPath(r, n));
-        const std::string path = MdCell(MdCode(PathTable::CompactPath(paths.back(), prev, 0, false)));
+        const std::string path = output::MarkdownCell(MdCode(PathTable::CompactPath(paths.back(), prev, 0, false)));
         prev = &paths.back();
         if (changes) {
           row(path, m, n);

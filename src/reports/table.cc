@@ -163,15 +163,6 @@ std::string LatexEscape(std::string_view s) {
   return out;
 }
 
-std::string MarkdownEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|' || c == '\\' || c == '*' || c == '_' || c == '`') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-
 // Natural order of tag values: numbers by value, then text.
 bool GroupLess(const std::string& a, const std::string& b) {
   char* ea = nullptr;
@@ -318,17 +309,17 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
       break;
     }
     case TableFormat::kMarkdown: {
-      out << "| " << MarkdownEscape(key) << " | n |";
-      for (const std::string& name : metric_names) out << ' ' << MarkdownEscape(header_of(name, false)) << " |";
+      out << "| " << output::MarkdownText(key) << " | n |";
+      for (const std::string& name : metric_names) out << ' ' << output::MarkdownText(header_of(name, false)) << " |";
       out << "\n|:---|---:|";
       for (size_t i = 0; i < metric_names.size(); ++i) out << "---:|";
       out << '\n';
       for (const auto& [g, n] : group_runs) {
-        out << "| " << MarkdownEscape(g) << " | " << n << " |";
+        out << "| " << output::MarkdownText(g) << " | " << n << " |";
         for (const std::string& name : metric_names) out << ' ' << cell(g, name, false) << " |";
         out << '\n';
       }
-      out << "\n" << MarkdownEscape(what) << "\n";
+      out << "\n" << output::MarkdownText(what) << "\n";
       break;
     }
     case TableFormat::kLatex: {

@@ -227,7 +227,7 @@ TEST_CASE("sparse columns stay exact through densification") {
     c.Add(n, v);
     expect[n] += v;
   }
-  for (const auto& [n, v] : expect) CHECK_MESSAGE(c.Get(n) == v, "node " << n);
+  for (const auto& e : expect) CHECK_MESSAGE(c.Get(e.first) == e.second, "node " << e.first);
   CHECK(c.Get(31000) == 0);
   double sum = 0, want = 0;
   c.ForEach([&](NodeId, double v) { sum += v; });
@@ -287,4 +287,11 @@ TEST_CASE("a 10^6-node tree with one metric fits in 100 MB") {
   }
   CHECK(tree_bytes <= 100u * 1000 * 1000);
   CHECK(heap_bytes <= 100u * 1000 * 1000);
+}
+
+TEST_CASE("metric registry: a name that is not valid UTF-8 is refused (stored metric tables are JSON)") {
+  cct::MetricRegistry m;
+  CHECK_FALSE(m.Register({"a\xff", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());
+  CHECK_FALSE(m.Register({"\xed\xa0\x80", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());  // a surrogate
+  CHECK(m.Register({"λ:acc", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());
 }

@@ -149,7 +149,9 @@ TEST_CASE("gpu pc sampling: CUPTI stall-reason names map to HPCToolkit's stall c
       {"dispatch_stall", StallSlot::kOthr},   {"sleeping", StallSlot::kSlp},
       {"warpgroup_arrive", StallSlot::kSync}, {"gmma", StallSlot::kSync},
   };
-  for (const auto& [reason, slot] : expected) {
+  for (const auto& entry : expected) {
+    const auto& reason = entry.first;
+    const auto& slot = entry.second;
     CAPTURE(reason);
     const std::optional<StallSlot> full = StallSlotOfCuptiName(Full(reason));
     REQUIRE(full.has_value());

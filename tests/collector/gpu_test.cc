@@ -125,7 +125,9 @@ TEST_CASE("gpu decode: copies of every direction, memsets, memory, syncs, extern
   const auto out = DecodeAll(d, b);
   REQUIRE(out.size() == std::size(copies) + 10);
   size_t i = 0;
-  for (const auto& [kind, dir] : copies) {
+  for (const auto& entry : copies) {
+    const auto& kind = entry.first;
+    const auto& dir = entry.second;
     CAPTURE(static_cast<int>(kind));
     CHECK(out[i].kind == GpuActivityKind::kMemcpy);
     CHECK(out[i].copy == dir);

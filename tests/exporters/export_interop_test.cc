@@ -336,7 +336,9 @@ TEST_CASE("hatchet-json export: graph + dataframe with rank/thread levels, read 
     };
     const auto a = flatten(original), b = flatten(back->tree);
     CHECK(a.size() == b.size());
-    for (const auto& [k, v] : a) {
+    for (const auto& entry : a) {
+      const auto& k = entry.first;
+      const auto& v = entry.second;
       CAPTURE(k);
       REQUIRE(b.count(k));
       CHECK(b.at(k) == doctest::Approx(v).epsilon(1e-12));

@@ -169,7 +169,9 @@ TEST_CASE("hatchet: export and re-import round trips, literal and graph+datafram
     REQUIRE(again.ok());
     const auto a = Flatten(original->tree), b = Flatten(again->tree);
     REQUIRE(a.size() == b.size());
-    for (const auto& [path, vals] : a) {
+    for (const auto& entry : a) {
+      const auto& path = entry.first;
+      const auto& vals = entry.second;
       CAPTURE(path);
       REQUIRE(b.count(path));
       for (const auto& [m, x] : vals) CHECK(b.at(path).at(m) == doctest::Approx(x).epsilon(1e-12));

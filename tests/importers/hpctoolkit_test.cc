@@ -124,7 +124,9 @@ TEST_CASE("hpctoolkit: Hatchet's cpi database imports with the totals Hatchet as
     if (t.name(n) == "main") ours_main_inc[rank] += inc[n];
   }
   CHECK(ref_fn.size() == ours_fn.size());
-  for (const auto& [key, value] : ref_fn) {
+  for (const auto& entry : ref_fn) {
+    const auto& key = entry.first;
+    const auto& value = entry.second;
     CAPTURE(key.first);
     CAPTURE(key.second);
     REQUIRE(ours_fn.count(key));

@@ -10,6 +10,7 @@
 #include "cct/tree_ops.h"
 #include "importers/importer.h"
 #include "query/gpu_kernels.h"
+#include "store/tree_codec.h"
 #include "tests/interop_util.h"
 
 namespace {
@@ -261,4 +262,39 @@ TEST_CASE("ncu-csv: attaching keeps the run's iterations (same nodes, same ids)"
   CHECK(col.values == std::vector<double>{0.4e9});
   cct::NodeValues v(stored);
   CHECK(v.Inclusive(stored.metrics().Find("ncu:count"))[stored_fwd] == 2);
+}
+
+TEST_CASE("ncu-csv: metric names that are not valid UTF-8 are refused, never stored as a run that cannot be read") {
+  // Found by tests/fuzz/ncu_csv_fuzz.cc: two columns differing only in
+  // invalid bytes were attached as two metrics, which the store's JSON
+  // metric table turned into one name: the run's tree no longer decoded.
+  testutil::TempDir dir;
+  const std::string csv = dir / "bad.csv";
+  testutil::WriteFileOrDie(csv, "\"ID\",\"Kernel Name\",\"NVTX\",\"dram\xff\",\"dram\xfe\"\n"
+                                "\"0\",\"sgemm_kernel\",\"forward\",\"1\",\"2\"\n");
+  auto imported = importers::ImportHatchet(Data("gpu-run.json"), importers::ImportOptions{});
+  REQUIRE(imported.ok());
+  cct::Tree tree = imported->tree;
+  auto r = importers::AttachNcuMetrics(csv, tree, importers::NcuAttachOptions{});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("not valid UTF-8") != std::string::npos);
+  // What a run's metric table keeps decodes.
+  CHECK(store::DecodeTree(store::EncodeTree(tree)).ok());
+}
+
+TEST_CASE("ncu-csv: a launch ID that is not a whole launch number is one error line") {
+  // Found by tests/fuzz/ncu_csv_fuzz.cc under UBSan: ID 1e25 was converted to
+  // a 64-bit integer (undefined behaviour).
+  testutil::TempDir dir;
+  auto imported = importers::ImportHatchet(Data("gpu-run.json"), importers::ImportOptions{});
+  REQUIRE(imported.ok());
+  for (const char* id : {"1e25", "-1", "2.5", "nan", "inf"}) {
+    CAPTURE(id);
+    const std::string csv = dir / "id.csv";
+    testutil::WriteFileOrDie(csv, std::string("\"ID\",\"Kernel Name\",\"dram\"\n\"") + id + "\",\"sgemm_kernel\",\"1\"\n");
+    cct::Tree tree = imported->tree;
+    auto r = importers::AttachNcuMetrics(csv, tree, importers::NcuAttachOptions{});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("is not a") != std::string::npos);
+  }
 }

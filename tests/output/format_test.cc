@@ -90,3 +90,19 @@ TEST_CASE("json escaping: invalid UTF-8 becomes U+FFFD, valid UTF-8 and controls
   CHECK(output::JsonWriter::Escape("x\x01\"\\") == "\"x\\u0001\\\"\\\\\"");
   CHECK(output::JsonWriter::Escape("\xF0\x9F\x94\xA5") == "\"\xF0\x9F\x94\xA5\"");
 }
+
+TEST_CASE("markdown: control characters become spaces, the cell separator and markup are escaped") {
+  CHECK(MarkdownText("a|b\nc") == "a\\|b c");
+  CHECK(MarkdownText("x_y*z`\\") == "x\\_y\\*z\\`\\\\");
+  CHECK(MarkdownText("\t\r\x01\x7f") == "    ");
+  CHECK(MarkdownCell("`a|b`\r\n") == "`a\\|b`  ");
+  CHECK(MarkdownCell("x_y*z") == "x_y*z");  // code spans: markup is literal there
+}
+
+TEST_CASE("ElideMiddle: one column of a non-ASCII ellipsis is the whole ellipsis, never part of its bytes") {
+  // Found by tests/fuzz/output_fuzz.cc: width 1 cut "…" to its first byte.
+  CHECK(ElideMiddle("abcdef", 1) == "…");
+  CHECK(ElideMiddle("abcdef", 0) == "");
+  CHECK(ElideMiddle("abcdef", 2, true) == "..");
+  CHECK(ElideMiddle("abcdef", 4) == "ab…f");
+}

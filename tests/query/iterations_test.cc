@@ -307,11 +307,13 @@ TEST_CASE("iterations: cct-query reports see the iteration's values") {
 
 TEST_CASE("iterations: cct-query iterations lists them (golden text, JSON, CSV)") {
   IterDb s;
-  for (const auto& [golden, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"iterations.txt", {"iterations", "train"}},
            {"iterations.json", {"iterations", "train", "--format", "json"}},
            {"iterations.csv", {"iterations", "train", "--format", "csv", "-m", "samples"}},
        }) {
+    const auto& golden = entry.first;
+    const auto& args = entry.second;
     CAPTURE(golden);
     auto r = s.Query(args);
     CHECK_MESSAGE(r.exit_code == 0, r.err);

@@ -275,7 +275,9 @@ TEST_CASE("iterations: bad input is refused and nothing is written") {
       {"node beyond the tree", with([&](RunIterations& i) { i.iterations[0].columns[0].nodes[0] = 100000; })},
       {"nodes and values", with([](RunIterations& i) { i.iterations[0].columns[0].values.pop_back(); })},
   };
-  for (const auto& [what, its] : cases) {
+  for (const auto& entry : cases) {
+    const auto& what = entry.first;
+    const auto& its = entry.second;
     CAPTURE(what);
     RunMeta m = Meta(what);
     const Status s = (*db)->CreateRun(m, &t, &its);

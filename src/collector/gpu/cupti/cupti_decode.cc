@@ -45,11 +45,7 @@ size_t RecordSize(CUpti_ActivityKind kind) {
 }
 
 namespace {
-CUpti_ActivityKind KindAt(const uint8_t* buffer, size_t offset) {
-  CUpti_ActivityKind kind;
-  std::memcpy(&kind, buffer + offset + offsetof(CUpti_Activity, kind), sizeof kind);
-  return kind;
-}
+CUpti_ActivityKind KindAt(const uint8_t* buffer, size_t offset) { return RecordKindAt(buffer + offset); }
 size_t Aligned8(size_t n) { return (n + 7) & ~size_t{7}; }
 }  // namespace
 

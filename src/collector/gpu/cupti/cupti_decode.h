@@ -74,6 +74,15 @@ struct DecodeStats {
 // The size of a record of `kind` in the CUPTI headers this is compiled
 // with; 0 for kinds without a known struct.
 size_t RecordSize(CUpti_ActivityKind kind);
+// The kind of the record at `record`; CUPTI_ACTIVITY_KIND_INVALID (size 0)
+// for a value outside the enum, as a damaged dump holds: loading such bytes
+// as the enum would be undefined behaviour.
+inline CUpti_ActivityKind RecordKindAt(const uint8_t* record) {
+  static_assert(sizeof(CUpti_ActivityKind) == sizeof(uint32_t));
+  uint32_t raw;
+  std::memcpy(&raw, record + offsetof(CUpti_Activity, kind), sizeof raw);
+  return raw < CUPTI_ACTIVITY_KIND_COUNT ? static_cast<CUpti_ActivityKind>(raw) : CUPTI_ACTIVITY_KIND_INVALID;
+}
 
 // Walks a buffer laid out as CUPTI lays it out (records back to back, each
 // its kind's struct size rounded up to 8 bytes), calling fn(offset, kind)
@@ -87,8 +96,7 @@ template <class Fn>
 RecordWalk WalkRecords(const uint8_t* buffer, size_t bytes, Fn&& fn) {
   RecordWalk w;
   while (w.end + sizeof(CUpti_Activity) <= bytes) {
-    CUpti_ActivityKind kind;
-    std::memcpy(&kind, buffer + w.end + offsetof(CUpti_Activity, kind), sizeof kind);
+    const CUpti_ActivityKind kind = RecordKindAt(buffer + w.end);
     const size_t size = RecordSize(kind);
     if (size == 0) {
       w.unknown_kind = true;

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing stages of the test command (scripts/test.sh runs
+# this after the main suite). One clang build, build-san, serves both:
+# -Dfuzz=true builds every library with libFuzzer's coverage and ASan+UBSan.
+#   1. san-tests  the doctest binary under ASan+UBSan, without the tests
+#                 that preload the collector into other programs
+#                 (cctdb-san-tests, tests/meson.build) and five collector
+#                 tests that examine this build's own binaries (SAN_EXCLUDE)
+#   2. fuzz       every libFuzzer target for CCT_FUZZ_SECONDS (default 6)
+#                 from its corpus, two at a time (meson test --suite fuzz)
+#   3. tsan       tests/tsan/tsan_test.cc under ThreadSanitizer
+# Only the targets those need are built. Prints one line per stage,
+# "sanitizers: STAGE: P passed, F failed (S s)", and last a line
+# "sanitizers: P passed, F failed" that scripts/test.sh adds to its count.
+# Exit status 1 when anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=${CCT_JOBS:-2}
+# 6 s per target keeps CI under 20 minutes on 2 cores (docs: tests/fuzz/README.md).
+export CCT_FUZZ_SECONDS=${CCT_FUZZ_SECONDS:-6}
+stages=${CCT_SAN_STAGES:-san-tests fuzz tsan}
+total_passed=0
+total_failed=0
+record() {  # STAGE PASSED FAILED START
+  local now
+  now=$(date +%s)
+  echo "sanitizers: $1: $2 passed, $3 failed ($((now - $4)) s)"
+  total_passed=$((total_passed + $2))
+  total_failed=$((total_failed + $3))
+}
+
+start=$(date +%s)
+buildlog=$(mktemp)
+trap 'rm -f "$buildlog"' EXIT
+if [ ! -f build-san/build.ninja ]; then
+  # -O0 (half the compile time of -O1 under the sanitizers) and line
+  # tables only: ASan reports keep their file:line, the build stays short;
+  # asserts stay on (b_ndebug=false).
+  CC=clang CXX=clang++ meson setup build-san -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+    -Db_ndebug=false --buildtype=plain -Doptimization=0 -Ddebug=false -Dcpp_args=-gline-tables-only \
+    >"$buildlog" 2>&1 || { cat "$buildlog" >&2; record build 0 1 "$start"; echo "sanitizers: $total_passed passed, $total_failed failed"; exit 1; }
+fi
+targets=(tests/cctdb-san-tests tools/cct-query tools/cct-import tools/cct-diff)
+for f in tests/fuzz/*_fuzz.cc; do targets+=("tests/fuzz/$(basename "$f" .cc)"); done
+if ! ninja -C build-san -j"$jobs" "${targets[@]}" >"$buildlog" 2>&1; then
+  tail -n 60 "$buildlog" >&2
+  record build 0 1 "$start"
+  echo "sanitizers: $total_passed passed, $total_failed failed"
+  exit 1
+fi
+echo "sanitizers: build: ok ($(($(date +%s) - start)) s)"
+
+# halt_on_error: UBSan's reports are failures, not warnings.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+
+for stage in $stages; do
+  start=$(date +%s)
+  case $stage in
+    san-tests)
+      # Tests of the collector that examine this build's own binaries,
+      # which the sanitizers change: the exports of libcct-collector.so (it
+      # does not link under ASan: -Wl,--no-undefined, a static libstdc++);
+      # dlsym("qsort") in libc (ASan interposes it); the test binary's own
+      # DWARF lines and unwind tables, and nm's names for every function of
+      # cct-record (not built here), as the symbolizer and unwinder read
+      # them.
+      SAN_EXCLUDE="*exactly the collector library's exported libc functions*"
+      SAN_EXCLUDE+=",symbol cache: libc named from the shared table*"
+      SAN_EXCLUDE+=",symbolizer: this binary's own function*"
+      SAN_EXCLUDE+=",symbolizer: the sorted symbol table names what nm names*"
+      SAN_EXCLUDE+=",unwinder: a new thread's first unwinds step*"
+      # Time: Chromium's rendering of a flame graph (16 s) checks nothing of ours
+      # the other flame tests do not.
+      SAN_EXCLUDE+=",flame: headless Chromium renders it*"
+      log=$(mktemp)
+      CCT_BUILD_DIR=$PWD/build-san CCT_SOURCE_DIR=$PWD build-san/tests/cctdb-san-tests --duration=false \
+        --test-case-exclude="$SAN_EXCLUDE" >"$log" 2>&1
+      status=$?
+      summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)
+      if [ "$status" -ne 0 ] || [ -z "$summary" ]; then tail -n 200 "$log"; fi
+      rm -f "$log"
+      if [ -z "$summary" ]; then
+        record san-tests 0 1 "$start"
+      else
+        p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$summary")
+        f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$summary")
+        [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && f=1  # a sanitizer report after the last test case
+        record san-tests "$p" "$f" "$start"
+      fi
+      ;;
+    fuzz)
+      log=$(mktemp)
+      meson test -C build-san --no-rebuild --suite fuzz --num-processes "$jobs" --print-errorlogs >"$log" 2>&1
+      # meson's summary: "Ok: N", then "Fail:", "Timeout:" ... counts.
+      p=$(sed -nE 's/^Ok: *([0-9]+).*/\1/p' "$log" | tail -n 1)
+      f=$(sed -nE 's/^(Fail|Unexpected Pass|Timeout): *([0-9]+).*/\2/p' "$log" | awk '{ n += $1 } END { print n + 0 }')
+      p=${p:-0}
+      if [ "$f" -ne 0 ] || [ "$p" -eq 0 ]; then tail -n 150 "$log"; [ "$p" -eq 0 ] && f=$((f + 1)); fi
+      rm -f "$log"
+      record fuzz "$p" "$f" "$start"
+      ;;
+    tsan)
+      # Its own small build: TSan cannot be combined with ASan.
+      mkdir -p build-san/tsan
+      srcs=(tests/tsan/tsan_test.cc src/collector/cpu/sample_trie.cc src/store/*.cc src/cct/*.cc)
+      ok=1
+      printf '%s\n' "${srcs[@]}" | xargs -P "$jobs" -I{} sh -c \
+        'clang++ -std=c++20 -fsanitize=thread -O1 -gline-tables-only -Isrc -I. -Ibuild-san -c {} -o build-san/tsan/$(echo {} | tr / _).o' \
+        >build-san/tsan/build.log 2>&1 || ok=0
+      if [ $ok -eq 1 ]; then
+        clang++ -fsanitize=thread build-san/tsan/*.o -o build-san/tsan/tsan_test -llmdb -lisal -lpthread \
+          >>build-san/tsan/build.log 2>&1 || ok=0
+      fi
+      if [ $ok -eq 1 ] && TSAN_OPTIONS=halt_on_error=0 build-san/tsan/tsan_test; then
+        record tsan 1 0 "$start"
+      else
+        [ $ok -eq 1 ] || tail -n 40 build-san/tsan/build.log
+        record tsan 0 1 "$start"
+      fi
+      ;;
+  esac
+done
+echo "sanitizers: $total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]

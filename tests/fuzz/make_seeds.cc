@@ -1,0 +1,162 @@
+// Writes the seeds of the targets whose inputs are binary and made by our
+// own writers (tree sections, iterations, run files, raw GPU dumps, a
+// database) from the small trees of seed_trees.h: run it once when a format
+// changes, then commit what it wrote (tests/fuzz/README.md):
+//   build-san/tests/fuzz/make_seeds tests/fuzz/corpus
+// The seeds of the text formats are test fixtures, copied (README.md).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "collector/gpu/gpu_raw_dump.h"
+#include "store/database.h"
+#include "store/iteration_codec.h"
+#include "store/run_file.h"
+#include "tests/fuzz/section_input.h"
+#include "tests/fuzz/seed_trees.h"
+
+namespace {
+
+std::string out_dir;
+
+void Write(const std::string& target, const std::string& name, std::string_view bytes) {
+  std::filesystem::create_directories(out_dir + "/" + target);
+  std::ofstream(out_dir + "/" + target + "/" + name, std::ios::binary).write(bytes.data(), bytes.size());
+}
+
+// Every frame kind, inlined frames, lines and modules, two metric kinds.
+cct::Tree RichTree() {
+  cct::Tree t = fuzz::IterationTree();
+  const cct::MetricId ns = *t.metrics().Register({"cputime", cct::Unit::kNanoseconds, cct::MetricKind::kAdditive, "", ""});
+  cct::NodeId n = t.InternChild(cct::kRootNode, t.InternFrame(cct::FrameKind::kThread, "worker 1"));
+  n = t.InternChild(n, t.InternFrame(cct::FrameKind::kFunction, "main", "/bin/app", "app.cc", 10));
+  const cct::NodeId inl = t.InternChild(n, t.InternFrame(cct::FrameKind::kFunction, "inl", "/bin/app", "a.h", 3,
+                                                          cct::kFrameInlined));
+  t.AddValue(t.InternChild(inl, t.InternFrame(cct::FrameKind::kLine, "a.h:4", "", "a.h", 4)), ns, 1e6);
+  const cct::NodeId range = t.InternChild(n, t.InternFrame(cct::FrameKind::kNvtx, "dom::step"));
+  const cct::NodeId op = t.InternChild(range, t.InternFrame(cct::FrameKind::kGpuOp, "<gpu kernel>"));
+  t.AddValue(t.InternChild(op, t.InternFrame(cct::FrameKind::kKernel, "gemm<float>")), ns, 2.5e6);
+  t.AddValue(t.InternChild(n, t.InternFrame(cct::FrameKind::kUnknown, "<partial call path>")), ns, 7);
+  t.AddValue(t.InternChild(n, t.InternFrame(cct::FrameKind::kLoop, "loop at a.cc:9")), ns, 8);
+  return t;
+}
+
+store::RunIterations Iterations(const cct::Tree& t) {
+  store::RunIterations its;
+  its.range = "step";
+  for (uint32_t i = 0; i < 3; ++i) {
+    store::Iteration it;
+    it.index = i;
+    it.start_ns = 1000 + i;
+    it.duration_ns = 50;
+    it.columns.push_back({t.metrics().Find("samples"), {3, 5, 7}, {1, 2, 3.5}});
+    it.columns.push_back({t.metrics().Find("bytes"), {6}, {4096}});
+    its.iterations.push_back(it);
+  }
+  return its;
+}
+
+store::RunMeta Meta() {
+  store::RunMeta m;
+  m.name = "seed";
+  m.state = store::RunState::kComplete;
+  m.source = "cct-record";
+  m.start_time_ns = 1700000000000000000;
+  m.duration_ns = 1000000;
+  m.exit_code = 0;
+  m.command = {"./app", "--flag", "x y"};
+  m.cwd = "/home/u";
+  m.host = "node1";
+  m.tags = {{"commit", "abc"}, {"n", "4"}};
+  m.env = {{"OMP_NUM_THREADS", "4"}};
+  m.sampling = {{"clock", "cpu"}, {"freq_hz", 999}};
+  m.diagnostics = {{"dropped", 1}};
+  m.pid = 42;
+  m.parent_run = 1;
+  m.root_run = 1;
+  m.compiler = {"GCC: 12"};
+  m.modules = {store::ModuleInfo{"/bin/app", "abcd"}};
+  m.launcher = store::LauncherRank{3, 8, 1, "PMIX_RANK"};
+  m.iteration_regex = "step";
+  m.extra = {{"k", {1, 2}}};
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: make_seeds CORPUS_DIR\n";
+    return 2;
+  }
+  out_dir = argv[1];
+  const cct::Tree small = fuzz::IterationTree(), rich = RichTree();
+
+  std::vector<cct::NodeId> ids;
+  Write("tree_codec", "small", fuzz::SectionInput(store::EncodeTree(small)));
+  Write("tree_codec", "rich", fuzz::SectionInput(store::EncodeTree(rich, &ids)));
+
+  std::vector<cct::NodeId> identity(small.size());
+  for (cct::NodeId n = 0; n < identity.size(); ++n) identity[n] = n;
+  Write("iteration_codec", "three", store::EncodeIterations(Iterations(small), small, identity)->payload);
+  Write("iteration_codec", "none", store::EncodeIterations({}, small, identity)->payload);
+
+  store::RunMeta meta = Meta();
+  Write("run_meta", "full.json", meta.ToJson().dump(1));
+  Write("run_meta", "minimal.json", store::RunMeta{}.ToJson().dump());
+
+  store::RunFile rf;
+  rf.meta = meta;
+  rf.key = "k1";
+  rf.parent_key = "k0";
+  rf.root_key = "k0";
+  const store::RunIterations its = Iterations(small);
+  rf.sections = *store::EncodeRun(rf.meta, &small, &its);
+  Write("run_file", "small.run", store::EncodeRunFile(rf));
+
+  // A database of two runs (one with iterations), as cct-record leaves it.
+  const std::string scratch = out_dir + "/.seed.db";
+  std::filesystem::remove(scratch);
+  {
+    auto db = store::Database::Open(scratch, store::Database::Mode::kWrite);
+    store::RunMeta a = meta, b = meta;
+    if (!db.ok() || !(*db)->CreateRun(a, &small, &its).ok() || !(*db)->CreateRun(b, &rich).ok()) {
+      std::cerr << "make_seeds: cannot write the database seed\n";
+      return 1;
+    }
+  }
+  std::ifstream in(scratch, std::ios::binary);
+  Write("database", "two-runs.mdb", std::string(std::istreambuf_iterator<char>(in), {}));
+  std::filesystem::remove(scratch);
+  std::filesystem::remove(scratch + "-lock");
+
+  // A raw GPU dump: every record type.
+  const std::string raw = out_dir + "/.seed.cctraw";
+  {
+    auto w = collector::RawDumpWriter::Create(raw, 42, meta.ToJson().dump());
+    if (!w.ok()) return 1;
+    const collector::RawCorrelation corr[] = {{7, 1, 0, 0}, {8, 2, 1, collector::kNoIteration}};
+    (*w)->Correlations(corr);
+    collector::GpuActivity api;
+    api.kind = collector::GpuActivityKind::kMemoryApi;
+    api.correlation_id = 8;
+    api.start_ns = 10;
+    api.end_ns = 20;
+    (*w)->Batch(nullptr, 0, std::span<const collector::GpuActivity>(&api, 1), 3);
+    collector::GpuPcSample pc;
+    pc.correlation_id = 7;
+    pc.function_name = "gemm<float>";
+    pc.file = "gemm.cu";
+    pc.line = 12;
+    pc.samples = 5;
+    pc.stall[0] = 5;
+    (*w)->PcSamples(std::span<const collector::GpuPcSample>(&pc, 1));
+    const collector::RawSiteNode sites[] = {{1, 3}, {2, 5}};
+    (*w)->Snapshot(small, meta.ToJson().dump(), sites, &its);
+    if (!(*w)->status().ok()) return 1;
+  }
+  std::ifstream rin(raw, std::ios::binary);
+  Write("cupti_raw", "all-records.cctraw", std::string(std::istreambuf_iterator<char>(rin), {}));
+  std::filesystem::remove(raw);
+  return 0;
+}
