@@ -78,22 +78,33 @@ std::string Unframed(std::string m, const std::string& path, RunId id) {
   return m;
 }
 
-// Child: the run table. "L id name" per run, then "D"; or "F message" when
-// the walk fails, then "N next_run_id" when the counter can be read.
-[[noreturn]] void ListWorker(const std::string& path, int fd) {
+// Child: opens the database, "O" once open; "X code message" and exit when
+// it cannot. The open has the tools' deadline (fault_guard.h OpenDeadline):
+// SIGALRM's default action ends the child, which the parent reports.
+std::unique_ptr<Database> OpenInChild(const std::string& path, int fd) {
+  ::alarm(kOpenDeadlineSeconds);
   auto db = Database::Open(path, Database::Mode::kRead);
+  ::alarm(0);
   if (!db.ok()) {
     Emit(fd, "X\t" + std::to_string(static_cast<int>(db.status().code())) + "\t" + OneLine(db.status().message()));
     ::_exit(0);
   }
-  auto runs = (*db)->ListRuns();
+  Emit(fd, "O");
+  return std::move(*db);
+}
+
+// Child: the run table. "L id name" per run, then "D"; or "F message" when
+// the walk fails, then "N next_run_id" when the counter can be read.
+[[noreturn]] void ListWorker(const std::string& path, int fd) {
+  auto db = OpenInChild(path, fd);
+  auto runs = db->ListRuns();
   if (runs.ok()) {
     for (const RunMeta& r : *runs) Emit(fd, "L\t" + std::to_string(r.id) + "\t" + OneLine(r.name, 200));
     Emit(fd, "D");
     ::_exit(0);
   }
   Emit(fd, "F\t" + OneLine(runs.status().message()));
-  auto next = (*db)->NextRunId();
+  auto next = db->NextRunId();
   if (next.ok()) Emit(fd, "N\t" + std::to_string(*next));
   ::_exit(0);
 }
@@ -101,27 +112,23 @@ std::string Unframed(std::string m, const std::string& path, RunId id) {
 // Child: the runs ids[from..], each as "B id" before reading it and
 // "E id problem name" after ("-" as the problem of an id that has no run).
 [[noreturn]] void RunWorker(const std::string& path, const std::vector<RunId>& ids, size_t from, int fd) {
-  auto db = Database::Open(path, Database::Mode::kRead);
-  if (!db.ok()) {
-    Emit(fd, "X\t" + std::to_string(static_cast<int>(db.status().code())) + "\t" + OneLine(db.status().message()));
-    ::_exit(0);
-  }
+  auto db = OpenInChild(path, fd);
   for (size_t i = from; i < ids.size(); ++i) {
     const RunId id = ids[i];
     Emit(fd, "B\t" + std::to_string(id));
     std::string problem, name;
-    auto meta = (*db)->GetRun(id);
+    auto meta = db->GetRun(id);
     if (!meta.ok()) {
       problem = meta.status().code() == cct::ErrorCode::kNotFound ? "-" : meta.status().message();
     } else {
       name = meta->name;
-      auto tree = (*db)->ReadTree(id);
+      auto tree = db->ReadTree(id);
       if (!tree.ok()) {
         problem = tree.status().message();
       } else {
         problem = TreeProblem(*tree, *meta);
         if (problem.empty()) {
-          auto its = (*db)->ReadIterations(id);
+          auto its = db->ReadIterations(id);
           if (!its.ok()) problem = its.status().message();
         }
       }
@@ -204,6 +211,9 @@ cct::Result<ChildResult> InChild(Work work, double timeout_s) {
   }
   if (timed_out)
     result.death = "reading it did not finish in " + std::to_string(static_cast<int>(timeout_s)) + " s";
+  else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+    result.death = "opening it did not finish in " + std::to_string(kOpenDeadlineSeconds) +
+                   " s: LMDB is looping on a damaged page";
   else if (WIFSIGNALED(status)) {
     const char* abbrev = sigabbrev_np(WTERMSIG(status));
     result.death = "LMDB stopped reading it (" +
@@ -229,9 +239,10 @@ cct::Result<DatabaseCheck> CheckDatabase(const std::string& path, double timeout
   std::vector<std::string> names;
   {
     CCT_ASSIGN_OR_RETURN(ChildResult listed, InChild([&](int fd) { ListWorker(path, fd); }, timeout_s));
-    bool done = false;
+    bool done = false, opened = false;
     std::optional<RunId> next;
     for (const auto& r : listed.records) {
+      opened |= r[0] == "O";
       if (r[0] == "X") return OpenError(r);
       if (r[0] == "L" && r.size() >= 3) {
         ids.push_back(static_cast<RunId>(std::stoul(r[1])));
@@ -241,14 +252,16 @@ cct::Result<DatabaseCheck> CheckDatabase(const std::string& path, double timeout
       if (r[0] == "F" && r.size() >= 2) check.listing_problem = Unframed(r[1], path, 0);
       if (r[0] == "N" && r.size() >= 2) next = static_cast<RunId>(std::stoul(r[1]));
     }
+    if (!opened)
+      return cct::Corrupt(path + " is damaged (" + (listed.death.empty() ? "it could not be opened" : listed.death) +
+                          ")");
     if (!done) {
       if (check.listing_problem.empty()) check.listing_problem = "walking the run table: " + listed.death;
       if (!next) {
         // The walk died before the counter was read: read it alone.
         CCT_ASSIGN_OR_RETURN(ChildResult counter, InChild([&](int fd) {
-                               auto db = Database::Open(path, Database::Mode::kRead);
-                               if (db.ok())
-                                 if (auto n = (*db)->NextRunId(); n.ok()) Emit(fd, "N\t" + std::to_string(*n));
+                               if (auto n = OpenInChild(path, fd)->NextRunId(); n.ok())
+                                 Emit(fd, "N\t" + std::to_string(*n));
                                ::_exit(0);
                              }, timeout_s));
         for (const auto& r : counter.records)

@@ -1,5 +1,6 @@
 #include "store/database.h"
 
+#include "store/fault_guard.h"
 #include "store/iteration_codec.h"
 #include "store/run_file.h"
 
@@ -63,6 +64,7 @@ std::string DefaultDatabasePath(const std::string& explicit_path) {
 }
 
 Result<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode, unsigned file_mode) {
+  const OpenDeadline deadline;
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbEnv> env,
                        LmdbEnv::Open(path, mode == Mode::kWrite ? LmdbEnv::Mode::kReadWrite : LmdbEnv::Mode::kReadOnly,
                                      file_mode));

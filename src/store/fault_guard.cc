@@ -14,6 +14,8 @@ namespace {
 std::atomic<int> g_depth{0};
 char g_message[1024];
 size_t g_message_len = 0;
+char g_open_message[1024];
+size_t g_open_message_len = 0;
 std::string* g_tool = nullptr;  // the outermost guard's, for ReportLmdbAssert
 std::string* g_path = nullptr;
 
@@ -27,6 +29,13 @@ void OnFault(int sig) {
   // Not ours: restore the default action; returning re-executes the faulting
   // instruction, which now kills the process as it would have.
   ::signal(sig, SIG_DFL);
+}
+
+// Async-signal-safe: the preformatted message, write(2), _exit.
+void OnOpenDeadline(int) {
+  ssize_t ignored = ::write(STDERR_FILENO, g_open_message, g_open_message_len);
+  (void)ignored;
+  ::_exit(2);
 }
 
 void Install() {
@@ -48,6 +57,14 @@ FaultGuard::FaultGuard(const std::string& tool, const std::string& db_path) {
     const std::string msg = tool + ": " + db_path + " is damaged (memory fault while reading it)\n";
     g_message_len = std::min(msg.size(), sizeof g_message);
     std::memcpy(g_message, msg.data(), g_message_len);
+    std::string open_msg = tool;  // (appended, not operator+: GCC 12 warns falsely on the chain)
+    open_msg += ": ";
+    open_msg += db_path;
+    open_msg += " is damaged (opening it did not finish in ";
+    open_msg += std::to_string(kOpenDeadlineSeconds);
+    open_msg += " s: LMDB is looping on a damaged page)\n";
+    g_open_message_len = std::min(open_msg.size(), sizeof g_open_message);
+    std::memcpy(g_open_message, open_msg.data(), g_open_message_len);
     delete g_tool;
     delete g_path;
     g_tool = new std::string(tool);
@@ -66,8 +83,25 @@ std::string LmdbAssertionText(std::string_view message) {
   return d;
 }
 
+OpenDeadline::OpenDeadline() {
+  if (g_depth.load() == 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = OnOpenDeadline;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, nullptr);
+  ::alarm(kOpenDeadlineSeconds);
+  armed_ = true;
+}
+
+OpenDeadline::~OpenDeadline() {
+  if (!armed_) return;
+  ::alarm(0);
+  ::signal(SIGALRM, SIG_DFL);
+}
+
 void ReleaseFaultGuards() {
   g_depth.store(0);
+  ::alarm(0);
   ::signal(SIGSEGV, SIG_DFL);
   ::signal(SIGBUS, SIG_DFL);
 }

@@ -32,6 +32,24 @@ class FaultGuard {
   FaultGuard& operator=(const FaultGuard&) = delete;
 };
 
+// Inside a guard, bounds the opening of a database: a damaged B-tree page
+// can make LMDB loop forever (a page that points back up its own path), and
+// opening reads a handful of pages, so one that takes kOpenDeadlineSeconds
+// is damage: "<tool>: <path> is damaged (opening it did not finish in 10 s)"
+// and exit 2 (SIGALRM; the tools use no other alarm). Outside a guard,
+// nothing. Database::Open holds one.
+inline constexpr unsigned kOpenDeadlineSeconds = 10;
+class OpenDeadline {
+ public:
+  OpenDeadline();
+  ~OpenDeadline();
+  OpenDeadline(const OpenDeadline&) = delete;
+  OpenDeadline& operator=(const OpenDeadline&) = delete;
+
+ private:
+  bool armed_ = false;
+};
+
 // In a forked child that must die of what it meets, so that its parent can
 // tell (CheckDatabase's readers): no guard is active in it any more.
 void ReleaseFaultGuards();

@@ -222,3 +222,25 @@ TEST_CASE("run records: every field is stored within its size limit") {
   auto show = Query(dir / "l.db", {"runs"});
   CHECK(show.exit_code == 0);
 }
+
+TEST_CASE("a database LMDB loops forever on while opening: one line and exit 2 within the open deadline") {
+  // Found by tests/fuzz/database_fuzz (tests/fuzz/README.md, open findings):
+  // a damaged page makes mdb_get loop. The tools bound the opening.
+  const std::string file = testutil::SourceDir() + "/tests/fuzz/open-findings/lmdb-hang-in-mdb_get.mdb";
+  testutil::TempDir dir;
+  const std::string copy = dir / "hang.db";
+  testutil::WriteFileOrDie(copy, testutil::ReadFileOrDie(file));
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"runs"}, {"top", "1"}}) {
+    auto r = Query(copy, args);
+    CAPTURE(args[0]);
+    CHECK(!r.timed_out);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("is damaged (opening it did not finish in") != std::string::npos);
+  }
+  // check reads in children with their own deadline: it reports, never hangs.
+  auto c = Query(copy, {"check"});
+  CHECK(!c.timed_out);
+  CHECK(c.exit_code != 0);
+  CHECK(testutil::LineCount(c.err) == 1);
+}
