@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
-# Installs what cctdb needs to build, test and benchmark (Debian 12).
-# Idempotent: packages already present are left alone.
+# Installs what cctdb needs to build and run (Debian 12); with --tests also
+# what only the test suite needs (Go's pprof, Chromium, TeX, clang for the
+# sanitizer and fuzzing builds). Idempotent: packages already present are
+# left alone.
 set -euo pipefail
+with_tests=0
+case "${1:-}" in
+  --tests) with_tests=1 ;;
+  "") ;;
+  *) echo "usage: install-deps.sh [--tests]" >&2; exit 2 ;;
+esac
 packages=(
   g++ meson ninja-build pkg-config python3
   liblmdb-dev libboost-program-options-dev doctest-dev nlohmann-json3-dev zlib1g-dev libisal-dev
@@ -10,12 +18,15 @@ packages=(
   patchelf
   # pprof export (protobuf) and HPCToolkit import (expat)
   protobuf-compiler libprotobuf-dev libexpat1-dev
-  # tests only: go tool pprof reads our pprof files, headless Chromium renders
-  # flame graphs, pdflatex (booktabs) compiles LaTeX tables
+)
+test_packages=(
+  # go tool pprof reads our pprof files, headless Chromium renders flame
+  # graphs, pdflatex (booktabs) compiles LaTeX tables
   golang-go chromium texlive-latex-base texlive-latex-recommended
-  # tests only: the sanitizer build and the libFuzzer targets (scripts/test-sanitizers.sh)
+  # the sanitizer build and the libFuzzer targets (scripts/test-sanitizers.sh)
   clang libclang-rt-14-dev
 )
+[ "$with_tests" = 1 ] && packages+=("${test_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
