@@ -37,8 +37,6 @@ std::string ElideMiddle(std::string_view s, size_t width, bool ascii) {
   return out;
 }
 
-bool NeedsCut(std::string_view s, size_t max_bytes) { return s.size() > max_bytes; }
-
 std::string CutToBytes(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return std::string(s);
   // The marker's length depends on the count it prints; 32 bytes hold any.

@@ -20,7 +20,6 @@ std::string ElideMiddle(std::string_view s, size_t width, bool ascii = false);
 // "head…[12345 bytes cut]…tail", never splitting a UTF-8 sequence;
 // unchanged when it fits. `max_bytes` must be at least 64.
 std::string CutToBytes(std::string_view s, size_t max_bytes);
-bool NeedsCut(std::string_view s, size_t max_bytes);
 
 // Frame names, modules and source files are stored at most this long
 // (Tree::InternFrame cuts them). 64 KiB: a 30,000-character C++ template

@@ -106,7 +106,7 @@ FrameId Tree::InternFrame(FrameKind kind, std::string_view name, std::string_vie
   // Over-long names are stored cut (text.h kMaxNameBytes); interning the cut
   // form merges what only differed in the cut part, as a reader would.
   auto intern = [&](std::string_view s) {
-    return NeedsCut(s, kMaxNameBytes) ? strings_.Intern(CutToBytes(s, kMaxNameBytes)) : strings_.Intern(s);
+    return s.size() > kMaxNameBytes ? strings_.Intern(CutToBytes(s, kMaxNameBytes)) : strings_.Intern(s);
   };
   f.name = intern(name);
   f.module = module.empty() ? 0 : intern(module);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <unordered_set>
 
@@ -69,7 +70,9 @@ std::string TreeProblem(const cct::Tree& tree, const RunMeta& meta) {
 // repeat them ("P is damaged: run N: X", "P is damaged (X); cct-query check
 // P lists what can still be read", "P: X"): X is what is left.
 std::string Unframed(std::string m, const std::string& path, RunId id) {
-  const std::string damaged = path + " is damaged (", advice = "); cct-query check " + path + " lists what can still be read";
+  // DamageMessage around an empty detail splits into what comes before and after it.
+  const std::string frame = DamageMessage(path, ""), damaged = frame.substr(0, frame.find("()", path.size()) + 1),
+                    advice = frame.substr(frame.find("()", path.size()) + 1);
   if (m.compare(0, damaged.size(), damaged) == 0 && m.size() >= damaged.size() + advice.size() &&
       m.compare(m.size() - advice.size(), advice.size(), advice) == 0)
     return m.substr(damaged.size(), m.size() - damaged.size() - advice.size());
@@ -174,8 +177,8 @@ cct::Result<ChildResult> InChild(Work work, double timeout_s) {
     // LMDB's assert must abort here (the parent reports it), not exit as a
     // tool's FaultGuard would make it; what LMDB prints on the way comes
     // through the pipe as a line of its own.
-    ReleaseFaultGuards();
-    for (int sig : {SIGABRT, SIGFPE, SIGILL, SIGSEGV, SIGBUS}) ::signal(sig, SIG_DFL);  // not a host's crash reporter
+    ReleaseFaultGuards();  // (SIGSEGV and SIGBUS back to their default)
+    for (int sig : {SIGABRT, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);  // not a host's crash reporter
     ::dup2(fds[1], STDERR_FILENO);
     work(fds[1]);
   }
@@ -236,7 +239,7 @@ cct::Result<DatabaseCheck> CheckDatabase(const std::string& path, double timeout
   DatabaseCheck check;
   check.path = path;
   std::vector<RunId> ids;
-  std::vector<std::string> names;
+  std::map<RunId, std::string> names;  // from the run table, as far as it could be walked
   {
     CCT_ASSIGN_OR_RETURN(ChildResult listed, InChild([&](int fd) { ListWorker(path, fd); }, timeout_s));
     bool done = false, opened = false;
@@ -246,7 +249,7 @@ cct::Result<DatabaseCheck> CheckDatabase(const std::string& path, double timeout
       if (r[0] == "X") return OpenError(r);
       if (r[0] == "L" && r.size() >= 3) {
         ids.push_back(static_cast<RunId>(std::stoul(r[1])));
-        names.push_back(r[2]);
+        names[ids.back()] = r[2];
       }
       if (r[0] == "D") done = true;
       if (r[0] == "F" && r.size() >= 2) check.listing_problem = Unframed(r[1], path, 0);
@@ -278,6 +281,7 @@ cct::Result<DatabaseCheck> CheckDatabase(const std::string& path, double timeout
   const bool probing = !check.listing_problem.empty();
   size_t from = 0;
   while (from < ids.size()) {
+    const size_t started = from;
     CCT_ASSIGN_OR_RETURN(ChildResult read, InChild([&](int fd) { RunWorker(path, ids, from, fd); }, timeout_s));
     RunId open = 0;  // begun, not ended (run ids start at 1)
     bool done = false;
@@ -299,14 +303,13 @@ cct::Result<DatabaseCheck> CheckDatabase(const std::string& path, double timeout
     }
     if (done) break;
     if (open != 0) {
-      std::string name;
-      for (size_t i = 0; i < ids.size(); ++i)
-        if (ids[i] == open && i < names.size()) name = names[i];
-      check.runs.push_back({open, name, read.death.empty() ? "reading it stopped the checking process" : read.death});
+      const auto name = names.find(open);
+      check.runs.push_back({open, name == names.end() ? "" : name->second,
+                            read.death.empty() ? "reading it stopped the checking process" : read.death});
       ++from;
-    } else if (!done) {
-      // Died between runs: nothing to blame; try the rest once more.
-      if (read.records.empty()) return cct::IoError("checking " + path + ": " + read.death);
+    } else if (from == started) {
+      // Died before its first run: another try would do the same.
+      return cct::IoError("checking " + path + ": " + (read.death.empty() ? "the checking process ended early" : read.death));
     }
   }
   return check;

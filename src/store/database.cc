@@ -138,7 +138,11 @@ Result<RunMeta> Database::GetRun(RunId id) {
 
 Result<RunId> Database::NextRunId() {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
-  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn->Get(meta_, "next_run_id"));
+  return ReadRunCounter(*txn);
+}
+
+Result<RunId> Database::ReadRunCounter(LmdbTxn& txn) {
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn.Get(meta_, "next_run_id"));
   if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
   uint32_t id = 0;
   std::memcpy(&id, next->data(), 4);
@@ -183,10 +187,7 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
   std::vector<bool> create(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) create[i] = runs[i].meta.id == 0;
   return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
-    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> next, txn.Get(meta_, "next_run_id"));
-    if (!next || next->size() != 4) return Corrupt(path() + " is damaged: the run counter is unreadable");
-    uint32_t next_id = 0;
-    std::memcpy(&next_id, next->data(), 4);
+    CCT_ASSIGN_OR_RETURN(uint32_t next_id, ReadRunCounter(txn));
     const uint32_t first_id = next_id;
     for (size_t i = 0; i < runs.size(); ++i) {
       RunFile& run = runs[i];

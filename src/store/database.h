@@ -88,6 +88,7 @@ class Database {
  private:
   explicit Database(std::unique_ptr<LmdbEnv> env) : env_(std::move(env)) {}
   cct::Status Init(Mode mode);
+  cct::Result<RunId> ReadRunCounter(LmdbTxn& txn);  // meta "next_run_id"
   cct::Status PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections);
   // Every section of the run (iterations only when asked).
   cct::Result<std::vector<Section>> GetSections(LmdbTxn& txn, RunId id, bool with_iterations);

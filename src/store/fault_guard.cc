@@ -76,6 +76,10 @@ FaultGuard::FaultGuard(const std::string& tool, const std::string& db_path) {
 
 FaultGuard::~FaultGuard() { g_depth.fetch_sub(1); }
 
+std::string DamageMessage(const std::string& path, std::string_view detail) {
+  return path + " is damaged (" + std::string(detail) + "); cct-query check " + path + " lists what can still be read";
+}
+
 std::string LmdbAssertionText(std::string_view message) {
   std::string d(message);
   if (const size_t at = d.find(": Assertion "); at != std::string::npos) d = d.substr(at + 2);
@@ -108,9 +112,8 @@ void ReleaseFaultGuards() {
 
 void ReportLmdbAssert(const char* detail) {
   if (g_depth.load() == 0 || !g_tool) return;
-  const std::string line = *g_tool + ": " + *g_path + " is damaged (LMDB: " +
-                           LmdbAssertionText(detail ? detail : "assertion failed") + "); cct-query check " + *g_path +
-                           " lists what can still be read\n";
+  const std::string line =
+      *g_tool + ": " + DamageMessage(*g_path, "LMDB: " + LmdbAssertionText(detail ? detail : "assertion failed")) + "\n";
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;
   ::_exit(2);

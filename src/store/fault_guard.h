@@ -54,6 +54,11 @@ class OpenDeadline {
 // tell (CheckDatabase's readers): no guard is active in it any more.
 void ReleaseFaultGuards();
 
+// "P is damaged (DETAIL); cct-query check P lists what can still be read":
+// how the store reports a damaged page, whoever finds it (LMDB's return
+// codes, its assertions). CheckDatabase reads DETAIL back out of it.
+std::string DamageMessage(const std::string& path, std::string_view detail);
+
 // LMDB's assertion message ("mdb.c:5921: Assertion 'IS_LEAF(mp)' failed in
 // mdb_cursor_next()") without the source position, which means nothing to
 // a user, and without a trailing newline or period.

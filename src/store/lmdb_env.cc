@@ -176,8 +176,7 @@ LmdbTxn::~LmdbTxn() { Abort(); }
 Status LmdbTxn::Error(int rc, const char* what) const {
   const std::string msg = env_->path() + ": " + what + ": " + mdb_strerror(rc);
   if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE || rc == MDB_BAD_VALSIZE)
-    return Corrupt(env_->path() + " is damaged (" + what + ": " + mdb_strerror(rc) + "); cct-query check " +
-                   env_->path() + " lists what can still be read");
+    return Corrupt(DamageMessage(env_->path(), std::string(what) + ": " + mdb_strerror(rc)));
   if (rc == MDB_MAP_FULL) return Status(ErrorCode::kUnavailable, msg);  // WithWriteTxn grows and retries
   return IoError(msg);
 }

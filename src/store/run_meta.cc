@@ -193,17 +193,22 @@ RunState EffectiveState(const RunMeta& meta) {
 size_t CutToLimits(RunMeta& m) {
   size_t cut = 0;
   auto limit = [&](std::string& s, size_t max_bytes) {
-    if (!cct::NeedsCut(s, max_bytes)) return;
+    if (s.size() <= max_bytes) return;
     s = cct::CutToBytes(s, max_bytes);
     ++cut;
   };
   auto limit_map = [&](std::map<std::string, std::string>& map, size_t key_bytes, size_t value_bytes) {
+    bool long_key = false;
+    for (auto& [k, v] : map) {
+      limit(v, value_bytes);
+      long_key |= k.size() > key_bytes;
+    }
+    if (!long_key) return;  // keys are const in the map: rebuild it only when one must change
     std::map<std::string, std::string> out;
     for (auto& [k, v] : map) {
-      std::string key = k, value = std::move(v);
+      std::string key = k;
       limit(key, key_bytes);
-      limit(value, value_bytes);
-      out[std::move(key)] = std::move(value);
+      out[std::move(key)] = std::move(v);
     }
     map = std::move(out);
   };
