@@ -16,7 +16,6 @@ cct-record --gpu on, (recorded - bare) / launches in µs, and the ratio, and
 the whole-process wall time and peak RSS (bench_util.run_rss). Target (GPU
 issue): <= 3 µs per launch. SKIP (exit 0) without a GPU or nvcc.
 """
-import argparse
 import json
 import os
 import statistics
@@ -26,29 +25,23 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "gpu"))
 from bench_util import run_rss  # noqa: E402
-from gpu_util import gpu_or_skip, nvcc_argv, nvcc_or_skip, scratch_dir, tool_path  # noqa: E402
+from gpu_util import bench_args, gpu_and_nvcc, nvcc_argv, scratch_dir, tool_path  # noqa: E402
 
 TARGET_US = 3.0
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build",
-                    help="meson build directory, or device bundle (scripts/device-bundle.sh), with "
-                         "tools/cct-record (default build)")
+    ap = bench_args(__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--launches", type=int, default=100000)
     ap.add_argument("--depth", type=int, default=32, help="CPU stack depth of the launch loop")
     ap.add_argument("--sync-every", type=int, default=0,
                     help="cudaDeviceSynchronize every N launches (0: only at the end)")
-    ap.add_argument("--nvcc")
     a = ap.parse_args()
-    why = gpu_or_skip(detail=False)
-    if why is None:
+    found = gpu_and_nvcc(a.nvcc)
+    if not found:
         return 0
-    nvcc = nvcc_or_skip(a.nvcc)
-    if not nvcc:
-        return 0
+    why, nvcc = found
     rec = tool_path(a.build, "cct-record")
     if not os.access(rec, os.X_OK):
         sys.exit(f"bench: {rec} not found (build first, or pass --build DIR)")

@@ -23,9 +23,10 @@
 #                                                 collector (where it looks)
 #   OUTDIR/lib/libcct-pattern.so                  --iteration's matcher (RE2),
 #                                                 beside the collector too
-#   OUTDIR/lib/*.so.*        what the collector and its modules need (libdw,
-#                            libelf, liblmdb, libisal, the libunwind it
-#                            dlopens, libre2, libcupti as a fallback)
+#   OUTDIR/lib/*.so.*        what the collector and its modules need (the
+#                            libunwind and libdw it dlopens, libelf, liblmdb,
+#                            libisal, libre2, libcupti as a fallback; the
+#                            lists: scripts/bundle-policy.sh)
 #   OUTDIR/tools/lib/*.so.*  what only the tools need (boost, protobuf, expat)
 #   OUTDIR/MANIFEST.txt      commit, versions, sizes, build ids, ldd of each
 #
@@ -147,28 +148,8 @@ for t in "${targets[@]}"; do
   ours+=("$dest")
 done
 
-# Libraries the collector dlopens by name (ldd cannot see them).
-collector_dlopens=(libunwind.so.8)
-
-# never_bundle SONAME: true for what the device has and must provide itself.
-never_bundle() {
-  case "$1" in
-    linux-vdso.so.* | ld-linux-x86-64.so.* | libc.so.* | libm.so.* | libmvec.so.* | libpthread.so.* | libdl.so.* | \
-      librt.so.* | libutil.so.* | libresolv.so.* | libanl.so.* | libnsl.so.* | libcrypt.so.*) return 0 ;;  # glibc
-    libstdc++.so.* | libgcc_s.so.*) return 0 ;;                         # GCC's runtime: the device's is newer
-    libz.so.* | liblzma.so.* | libbz2.so.* | libzstd.so.*) return 0 ;;  # in every Ubuntu 24.04
-    libcuda.so.* | libnvidia-*) return 0 ;;                             # the driver
-  esac
-  return 1
-}
-# What we expect to bundle; anything else is bundled too, with a note to review.
-known_bundled() {
-  case "$1" in
-    libdw.so.1 | libelf.so.1 | liblmdb.so.0 | libisal.so.2 | libunwind.so.8 | libcupti.so.13 | \
-      libboost_program_options.so.* | libprotobuf.so.* | libexpat.so.1 | libre2.so.*) return 0 ;;
-  esac
-  return 1
-}
+# collector_dlopens, never_bundle, known_bundled
+source "$root/scripts/bundle-policy.sh"
 
 # deps FILE: "SONAME PATH" for every library FILE needs, transitively, as
 # ld.so resolves them on this machine. Dies on a library not found.

@@ -57,6 +57,9 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$build" ] || [ -z "$bundle" ] || usage "--build DIR or BUNDLE, not both"
 
+# never_bundle
+source scripts/bundle-policy.sh
+
 tmp=$(mktemp -d /tmp/cct-bundle-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -153,6 +156,10 @@ checks() {
   step "cct-record -- workload" "$b/tools/cct-record" -o "$w/x.db" --name workload -- "$tmp/workload" 0.3
   step "cct-record -- sh -c workload (a child)" "$b/tools/cct-record" -o "$w/x.db" --name shell -- \
     /bin/sh -c "$tmp/workload 0.2"
+  # Symbolized: a stack is complete only when its outermost frame is named
+  # as a thread start (_start, clone), which needs libdw.
+  step "cct-query show: under 10% of the workload's stacks partial" \
+    sh -c "'$b/tools/cct-query' -d '$w/x.db' show workload --format json | python3 -c 'import json, sys; d = json.load(sys.stdin)[\"runs\"][0][\"diagnostics\"]; sys.exit(0 if d[\"samples\"] > 0 and d[\"partial_samples\"] < 0.1 * d[\"samples\"] else 1)'"
   step "cct-query top: compress_block in the workload" \
     sh -c "'$b/tools/cct-query' -d '$w/x.db' top workload -n 20 | grep -q compress_block"
   step "cct-query top shell/all: the child was recorded" \
@@ -200,6 +207,25 @@ checks() {
       echo "  ok   $so from the bundle"
     fi
   done
+  # Nothing else from outside the bundle: a library that is neither bundled
+  # nor the device's own (scripts/bundle-policy.sh) would be missing there,
+  # as libdw was before it was bundled (the collector dlopens it: ldd cannot
+  # see it, and without it every frame is a bare offset).
+  # Only processes that ran our code (loaded something from the bundle):
+  # the test's own helpers (python3, grep) are not what the device runs.
+  local path outside=0 ours
+  ours=$(for f in "$w"/ld.*; do
+    grep -q "calling init: $b/" "$f" && sed -n 's/^ *[0-9]*:[[:space:]]*calling init: //p' "$f"
+  done | sort -u)
+  while read -r path; do
+    [ -n "$path" ] && [ "${path#"$b"/}" = "$path" ] || continue
+    so=$(basename "$path")
+    never_bundle "$so" && continue
+    case "$so" in libcupti.so.*) continue ;; esac  # the toolkit's, checked above
+    echo "  FAIL $so loaded from $path: neither bundled nor left to the device (scripts/bundle-policy.sh)"
+    outside=1
+  done <<<"$ours"
+  if [ "$outside" = 0 ]; then echo "  ok   nothing else loaded from outside the bundle"; else fail=1; fi
   return $fail
 }
 
@@ -211,7 +237,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   : >"$tmp/empty-file"
   mkdir -p "$tmp/empty-dir"
   # One shell in its own mount namespace: the covers vanish with it.
-  export -f checks
+  export -f checks never_bundle
   export b tmp bundled have_adapter toolkit_cupti
   unshare -m bash -c '
     set -euo pipefail

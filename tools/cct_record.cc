@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
        "tracing cannot start); off: never touch CUDA")
       ("gpu-pc-sampling", "also sample kernels' program counters with stall reasons (gins, gins:stl_*); "
                           "kernels run one at a time while sampling")
+      ("gpu-pc-period", po::value<int>(),
+       "with --gpu-pc-sampling: one sample every 2^N GPU cycles per SM, N from 5 to 31 (default 15; "
+       "smaller N: more samples, more slowdown)")
       ("gpu-raw", po::value<std::string>(), "also dump the raw GPU records each process received into DIR "
                                             "(replay: cct-import --from cupti-raw FILE)");
   // Which options take a value, as the command line spells them.
@@ -174,6 +177,14 @@ int main(int argc, char** argv) {
   config.gpu_pc_sampling = vm.count("gpu-pc-sampling") > 0;
   if (config.gpu_pc_sampling && config.gpu == collector::GpuTracing::kOff)
     cli::Fail(kTool, "--gpu-pc-sampling needs GPU tracing (not --gpu off)", kExitOwnError);
+  if (vm.count("gpu-pc-period")) {
+    const int n = vm["gpu-pc-period"].as<int>();
+    if (!config.gpu_pc_sampling) cli::Fail(kTool, "--gpu-pc-period needs --gpu-pc-sampling", kExitOwnError);
+    if (n < static_cast<int>(collector::CollectorConfig::kMinPcPeriod) ||
+        n > static_cast<int>(collector::CollectorConfig::kMaxPcPeriod))
+      cli::Fail(kTool, "--gpu-pc-period must be 5 to 31 (2^N cycles), not " + std::to_string(n), kExitOwnError);
+    config.gpu_pc_period = static_cast<uint32_t>(n);
+  }
   if (vm.count("gpu-raw")) {
     config.gpu_raw_dir = record::AbsolutePath(vm["gpu-raw"].as<std::string>());
     if (config.gpu == collector::GpuTracing::kOff) cli::Fail(kTool, "--gpu-raw needs GPU tracing (not --gpu off)", kExitOwnError);

@@ -207,6 +207,34 @@ TEST_CASE("profile builder: functions, inlined frames, lines, partial paths, hid
         cct::kNoNode);
 }
 
+TEST_CASE("profile builder: a stack ending at the learned thread root is complete though libc has no names") {
+  // A stripped libc (Ubuntu's): clone3's frame is only "libc.so.6+0x129ecb".
+  std::map<uint64_t, SymbolFrames> syms;
+  syms[0x201] = {{"libc.so.6+0x129ecb", "/lib/libc.so.6", "", 0, "", 0, false}};
+  syms[0x202] = {{"libc.so.6+0x9cb83", "/lib/libc.so.6", "", 0, "", 0, false}};
+  syms[0x203] = {{"work", "/bin/prog", "", 0, "", 0, false}};
+  syms[0x204] = {{"libc.so.6+0x1000", "/lib/libc.so.6", "", 0, "", 0, false}};
+  SymbolLookup lookup = [&](uint64_t key, bool) -> const SymbolFrames& { return syms.at(KeyAddress(key)); };
+  SampleTrie trie;
+  const uint64_t from_root[] = {0x201, 0x202, 0x203};
+  const uint64_t elsewhere[] = {0x204, 0x203};
+  REQUIRE(trie.AddSample(from_root, 3, 100));
+  REQUIRE(trie.AddSample(elsewhere, 2, 10));
+  for (const bool learned : {false, true}) {
+    CAPTURE(learned);
+    cct::Tree tree;
+    ProfileBuilder b(tree, "cputime", "/lib/libcct-collector.so");
+    if (learned) b.SetThreadRoot([](uint64_t key) { return KeyAddress(key) == 0x201; });
+    b.AddThread("thread 1", trie, lookup);
+    // Without the root every stack is partial; with it only the one that
+    // does not end there.
+    CHECK(b.stats().partial_samples == (learned ? 1 : 2));
+    CHECK((FindPath(tree, {"thread 1", "libc.so.6+0x129ecb", "libc.so.6+0x9cb83", "work"}) != cct::kNoNode) ==
+          learned);
+    CHECK(FindPath(tree, {"thread 1", "<partial call path>", "libc.so.6+0x1000", "work"}) != cct::kNoNode);
+  }
+}
+
 TEST_CASE("profile builder: an interposed call is the program's call; the collector's work below it stays visible") {
   const std::string own = "/lib/libcct-collector.so";
   std::map<uint64_t, SymbolFrames> syms;
@@ -324,12 +352,30 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
                                                                      {"CCT_RECORD_MAX_DEPTH", "0"},
                                                                      {"CCT_RECORD_MAX_DEPTH", "7"},
                                                                      {"CCT_RECORD_MAX_DEPTH", "65537"},
-                                                                     {"CCT_RECORD_MAX_DEPTH", "64k"}}) {
+                                                                     {"CCT_RECORD_MAX_DEPTH", "64k"},
+                                                                     {"CCT_RECORD_GPU_PC_PERIOD", "4"},
+                                                                     {"CCT_RECORD_GPU_PC_PERIOD", "32"},
+                                                                     {"CCT_RECORD_GPU_PC_PERIOD", "015"},
+                                                                     {"CCT_RECORD_GPU_PC_PERIOD", ""},
+                                                                     {"CCT_RECORD_GPU_PC_PERIOD", "x"}}) {
     env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {k, v}};
     auto bad = ParseConfig(lookup);
     CHECK_FALSE(bad.ok());
     if (!bad.ok()) CHECK(bad.status().message().find(k) != std::string::npos);
   }
+
+  // The PC-sampling period: 2^15 unless given, carried to children only
+  // with PC sampling on.
+  env = {{"CCT_RECORD_DB", "/tmp/x.db"}};
+  auto plain = ParseConfig(lookup);
+  REQUIRE(plain.ok());
+  CHECK((*plain)->gpu_pc_period == 15);
+  CHECK(ConfigEnvironment(**plain).count("CCT_RECORD_GPU_PC_PERIOD") == 0);
+  env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_GPU_PC_SAMPLING", "1"}, {"CCT_RECORD_GPU_PC_PERIOD", "31"}};
+  auto pcs = ParseConfig(lookup);
+  REQUIRE(pcs.ok());
+  CHECK((*pcs)->gpu_pc_period == 31);
+  CHECK(ConfigEnvironment(**pcs).at("CCT_RECORD_GPU_PC_PERIOD") == "31");
 }
 
 TEST_CASE("symbolizer: the distribution's binaries are told from the user's") {

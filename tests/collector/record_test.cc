@@ -1160,6 +1160,21 @@ TEST_CASE("cct-record: exit codes of its own errors and of programs that cannot 
     CHECK(testutil::LineCount(d.err) == 1);
     CHECK(d.err.find("--max-depth") != std::string::npos);
   }
+  for (const std::vector<std::string>& pc : std::vector<std::vector<std::string>>{
+           {"--gpu-pc-sampling", "--gpu-pc-period", "4"},
+           {"--gpu-pc-sampling", "--gpu-pc-period", "32"},
+           {"--gpu-pc-sampling", "--gpu-pc-period", "-1"},
+           {"--gpu-pc-sampling", "--gpu-pc-period", "x"},
+           {"--gpu-pc-period", "15"}}) {  // without --gpu-pc-sampling
+    std::vector<std::string> argv{Tool("cct-record"), "-o", db};
+    argv.insert(argv.end(), pc.begin(), pc.end());
+    argv.insert(argv.end(), {"--", "/bin/true"});
+    auto p = Run(argv);
+    CAPTURE(p.err);
+    CHECK(p.exit_code == 125);
+    CHECK(testutil::LineCount(p.err) == 1);
+    CHECK(p.err.find("--gpu-pc-period") != std::string::npos);
+  }
   auto unwritable = Run({Tool("cct-record"), "-o", "/proc/cct.db", "--", "/bin/true"});
   CHECK(unwritable.exit_code == 125);
   CHECK(testutil::LineCount(unwritable.err) == 1);

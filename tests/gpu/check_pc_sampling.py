@@ -12,11 +12,14 @@ Builds tests/gpu/gpu_e2e.cu (as check_gpu_e2e.py does) and runs it
      --log-file F` (METRIC: --ncu-metric, default smsp__inst_executed.sum,
      the warp-level instructions executed that nvprof called inst_executed),
      summed over the kernel's launches.
+In the same ncu run it reads launch__registers_per_thread,
+launch__block_size and launch__grid_size.
 Prints, per kernel, gins, the ratio gins / executed instructions, and the
 stall-reason shares. PC sampling is statistical (one sample per warp
 scheduler every 2^N cycles), so the ratio is reported, not asserted; the
-check fails (exit 1) only when scale_kernel has no sample (gins == 0) or the
-run did not complete. Without ncu (or when ncu cannot read the counters,
+check fails (exit 1) when scale_kernel has no sample (gins == 0), the run
+did not complete, or cctdb's gker:thr_reg, gker:blk_thr or gker:blks of a
+kernel differs from ncu's launch metric (exact: both read the launch). Without ncu (or when ncu cannot read the counters,
 e.g. ERR_NVGPUCTRPERM) the ratio is skipped with a message. SKIP (exit 0)
 without a GPU; exit 2 on a setup error.
 """
@@ -36,36 +39,43 @@ from gpu_util import (base_name, build_cuda, find_ncu, gpu_or_skip, nvcc_or_skip
 KERNELS = ("scale_kernel", "add_kernel")
 
 
-def ncu_counts(ncu, exe, metric, kernel, tmp):
-    """(sum of metric over the kernel's launches, launches, message)."""
+# ncu's launch metrics and the cctdb metric (per-launch average on the
+# kernel node) each must equal.
+LAUNCH_METRICS = {"launch__registers_per_thread": "gker:thr_reg", "launch__block_size": "gker:blk_thr",
+                  "launch__grid_size": "gker:blks"}
+
+
+def ncu_values(ncu, exe, metrics, kernel, tmp):
+    """({metric: [value per launch]}, message) for one ncu run over the
+    kernel's launches; None instead of the dict when ncu failed."""
     log = os.path.join(tmp, f"ncu-{kernel}.csv")
-    argv = [ncu, "--csv", "--page", "raw", "--metrics", metric, "--kernel-name", f"regex:^{kernel}$",
+    argv = [ncu, "--csv", "--page", "raw", "--metrics", ",".join(metrics), "--kernel-name", f"regex:^{kernel}$",
             "--log-file", log, exe]
     r = run(argv, check=False, timeout=600)
     text = open(log).read() if os.path.exists(log) else ""
     if r.returncode != 0 or "ERR_NVGPUCTRPERM" in text + r.stdout + r.stderr:
         tail = (text + r.stdout + r.stderr).strip().splitlines()[-3:]
-        return None, 0, f"ncu failed ({r.returncode}): {' | '.join(tail)}"
+        return None, f"ncu failed ({r.returncode}): {' | '.join(tail)}"
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
     if not rows:
-        return None, 0, "ncu printed no CSV rows: " + " | ".join(text.strip().splitlines()[-3:])
+        return None, "ncu printed no CSV rows: " + " | ".join(text.strip().splitlines()[-3:])
     header = rows[0]
-    if metric not in header:
-        return None, 0, f"ncu's CSV has no column {metric}: {header[:20]}"
-    col = header.index(metric)
+    missing = [m for m in metrics if m not in header]
+    if missing:
+        return None, f"ncu's CSV has no column {missing}: {header[:20]}"
     name_col = header.index("Kernel Name") if "Kernel Name" in header else None
-    total, launches = 0.0, 0
+    out = {m: [] for m in metrics}
     for row in rows[1:]:
-        if len(row) <= col or (row[0] == "" and (name_col is None or row[name_col] == "")):
+        if row[0] == "" and (name_col is None or row[name_col] == ""):
             continue  # the units row
-        v = row[col].replace(",", "").strip()
-        try:
-            total += float(v)
-        except ValueError:
-            continue
-        launches += 1
-    return total, launches, ""
+        for m in metrics:
+            col = header.index(m)
+            try:
+                out[m].append(float(row[col].replace(",", "").strip()))
+            except (ValueError, IndexError):
+                pass
+    return out, ""
 
 
 def main():
@@ -103,7 +113,7 @@ def main():
         if "gins" not in names:
             print("FAIL: the run has no gins metric")
             return 1
-        tree = run_tree(t["cct-query"], db, "pcs", gins_metrics)
+        tree = run_tree(t["cct-query"], db, "pcs", gins_metrics + list(LAUNCH_METRICS.values()))
         total = val(tree, "gins", "inclusive")
         print(f"run total gins {total}")
         ncu = find_ncu(a.ncu)
@@ -127,16 +137,25 @@ def main():
                 print("  FAIL: no PC samples on scale_kernel")
                 failed = True
             if ncu:
-                inst, launches, msg = ncu_counts(ncu, exe, a.ncu_metric, key, tmp)
-                if inst is None:
+                vals, msg = ncu_values(ncu, exe, [a.ncu_metric] + list(LAUNCH_METRICS), key, tmp)
+                if vals is None:
                     print(f"  ncu: {msg}")
-                else:
-                    print(f"  ncu {a.ncu_metric}: {inst:.0f} over {launches} launches "
-                          f"(program: {prog['kernels'][key]['launches']})")
-                    if inst > 0:
-                        print(f"  ratio gins / {a.ncu_metric} = {gins / inst:.3e} "
-                              f"(one sample per {inst / gins:.0f} warp instructions)" if gins else
-                              f"  ratio gins / {a.ncu_metric} = 0")
+                    continue
+                inst, launches = sum(vals[a.ncu_metric]), len(vals[a.ncu_metric])
+                print(f"  ncu {a.ncu_metric}: {inst:.0f} over {launches} launches "
+                      f"(program: {prog['kernels'][key]['launches']})")
+                if inst > 0:
+                    print(f"  ratio gins / {a.ncu_metric} = {gins / inst:.3e} "
+                          f"(one sample per {inst / gins:.0f} warp instructions)" if gins else
+                          f"  ratio gins / {a.ncu_metric} = 0")
+                # The launch configuration as CUPTI gave it to cctdb, against
+                # ncu's reading of the same launches: exact.
+                for ncu_metric, ours in LAUNCH_METRICS.items():
+                    theirs = sorted(set(vals[ncu_metric]))
+                    mine = sorted({(n.get("exclusive") or {}).get(ours) for n in nodes} - {None})
+                    ok = len(theirs) == 1 and mine == theirs
+                    print(f"  {'PASS' if ok else 'FAIL'} {ours}: cctdb {mine}, ncu {ncu_metric} {theirs}")
+                    failed = failed or not ok
         print()
         return result(failed)
 

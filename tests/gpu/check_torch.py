@@ -19,7 +19,15 @@ torch's kernel time differs by more than --tolerance (10%), when such a
 kernel is missing from cctdb, or when the two totals differ by more than
 --tolerance. Launch-count differences are warnings (--strict: failures).
 Also prints gker per NVTX range (step, forward, backward) from
-`cct-query top --by nvtx`. SKIP (exit 0) without a GPU or without torch with
+`cct-query top --by nvtx`, and checks the tree's shape: the forward pass's
+kernels must sit under step -> forward -> a named launching CPU function
+(fail otherwise), 90% of the kernel time must have a named launching
+function (fail), stacks should be complete (warn); kernels outside the
+ranges (PyTorch runs backward on its autograd thread) are shown by thread.
+A third run, under `cct-record --iteration '^step$'`, must have one
+iteration per step, the same launches in each after the first, and 95% of the
+kernel time inside them: iterations are process-wide, so the autograd
+thread's kernels count toward the step that was open (fail otherwise). SKIP (exit 0) without a GPU or without torch with
 CUDA; exit 2 on a setup error.
 """
 import argparse
@@ -31,9 +39,117 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpu_util import base_name, gpu_or_skip, result, run, run_recorded, scratch_dir, tools  # noqa: E402
+from gpu_util import (base_name, gpu_or_skip, result, run, run_recorded, run_tree, scratch_dir, tools,  # noqa: E402
+                      val, walk)
 
 PROGRAM = os.path.join(HERE, "torch_nvtx.py")
+
+
+# A frame the symbolizer could not name: a bare address or "module+0xOFFSET".
+UNNAMED = re.compile(r"^0x[0-9a-f]+$|\+0x[0-9a-f]+$")
+# The CUDA machinery between a launching call and the placeholder (the
+# collector trims it; profile_builder.cc's IsGpuRuntimeFunction).
+RUNTIME = re.compile(r"^(cuda[A-Z_]|cu[A-Z]|__cuda|__device_stub__|cudart::|libcuda|libcudart|libcupti)")
+
+
+def kernel_paths(tree):
+    """Per kernel node: (gker, thread name, [NVTX ranges root first], the
+    nearest named launching function or None, whether the path is partial)."""
+    out = []
+    for n, anc in walk(tree):
+        if n.get("kind") != "kernel":
+            continue
+        thread = next((x.get("name", "") for x in anc if x.get("kind") == "thread"), "")
+        ranges = [x.get("name", "") for x in anc if x.get("kind") == "nvtx"]
+        # The nearest frame with a name: libraries without symbols
+        # (cuBLAS's internals) give only "module+0xOFFSET" frames.
+        launcher = None
+        for x in reversed(anc):
+            name = x.get("name", "")
+            if x.get("kind") == "function" and not RUNTIME.match(name) and not UNNAMED.search(name):
+                launcher = name
+                break
+        partial = any(x.get("name") == "<partial call path>" for x in anc)
+        out.append((val(n, "gker"), thread, ranges, launcher, partial))
+    return out
+
+
+def check_structure(tree, fails, warns):
+    """The tree's shape around the kernels: step -> forward -> the launching
+    CPU frames -> kernels on the main thread; where the backward pass's
+    kernels went; how many launches have a named launching function."""
+    paths = kernel_paths(tree)
+    total = sum(p[0] for p in paths)
+    if not total:
+        print("  FAIL: no kernel time in the tree")
+        fails.append("tree")
+        return
+
+    def share(sel):
+        return sum(p[0] for p in paths if sel(p)) / total
+
+    named = share(lambda p: p[3] is not None)
+    complete = share(lambda p: not p[4])
+    fwd = [p for p in paths if p[2][-2:] == ["step", "forward"]]
+    fwd_named = all(p[3] is not None for p in fwd)
+    print("tree structure (share of gker):")
+    print(f"  {named:.1%} launched by a named CPU function; {complete:.1%} on complete stacks (not partial)")
+    by_place = {}
+    for g, thread, ranges, launcher, _ in paths:
+        key = (thread, " -> ".join(ranges) or "(no range)")
+        by_place.setdefault(key, [0.0, {}])
+        by_place[key][0] += g
+        by_place[key][1][launcher] = by_place[key][1].get(launcher, 0.0) + g
+    for (thread, where), (g, launchers) in sorted(by_place.items(), key=lambda kv: -kv[1][0]):
+        top = max(launchers.items(), key=lambda kv: kv[1])[0]
+        print(f"  {g / total:6.1%}  thread {thread!r}, {where}; top launcher {str(top)[:100]!r}")
+    ok = bool(fwd) and fwd_named
+    print(f"  {'PASS' if ok else 'FAIL'} step -> forward -> named launching frames -> kernels: {len(fwd)} kernel node(s)")
+    if not ok:
+        fails.append("step/forward structure")
+    if named < 0.9:
+        print(f"  FAIL: only {named:.1%} of the kernel time has a named launching function (90% wanted)")
+        fails.append("named launchers")
+    if complete < 0.9:
+        print(f"  WARN: only {complete:.1%} of the kernel time is on complete stacks")
+        warns.append("partial stacks")
+    bwd = share(lambda p: p[2][-2:] == ["step", "backward"])
+    if bwd < 0.5 * share(lambda p: not p[2]):
+        # PyTorch runs backward on its autograd engine's device thread, where
+        # the main thread's NVTX ranges are not open (NVTX ranges are per
+        # thread, as in Nsight Systems).
+        print(f"  WARN: {bwd:.1%} of the kernel time under step -> backward; "
+              f"{share(lambda p: not p[2]):.1%} outside any range (the autograd thread)")
+        warns.append("backward outside its range")
+
+
+def check_iterations(t, tmp, python, args, steps, fails, warns):
+    """A second recording with --iteration '^step$': the iterations are
+    process-wide, so the kernels the autograd thread launches while the main
+    thread is inside "step" count toward that step. Fails unless there are
+    `steps` iterations with the same launches each (after the first) and 95% of the
+    run's kernel time inside them (only set-up launches are outside)."""
+    db = os.path.join(tmp, "iter.db")
+    run_recorded([t["cct-record"], "--gpu", "on", "--iteration", "^step$", "-o", db, "--name", "torch_iter", "--",
+                  python, PROGRAM, *args])
+    got = {}
+    for m in ("gker", "gker:count"):
+        q = run([t["cct-query"], "-d", db, "iterations", "torch_iter", "-m", m, "--format", "json"], quiet=True)
+        got[m] = json.loads(q.stdout)
+    iters = got["gker"]["iterations"]
+    counts = [int(i["value"]) for i in got["gker:count"]["iterations"]]
+    inside = sum(i["value"] for i in iters)
+    total = got["gker"]["run_total"]
+    print(f"iterations (--iteration '^step$'): {len(iters)} (steps: {steps}); launches per iteration "
+          f"{sorted(set(counts))}; gker {inside:.6f} s of {total:.6f} s inside ({inside / total:.1%})"
+          if total else f"iterations: {len(iters)}, no kernel time")
+    # The first step may also launch lazy set-up work (library handles).
+    ok = len(iters) == steps and len(set(counts[1:])) <= 1 and total and inside >= 0.95 * total
+    print(f"  {'PASS' if ok else 'FAIL'} per-iteration GPU values: {steps} iterations, equal launches after the "
+          f"first ({counts[:1]}), "
+          f">= 95% of gker inside (the autograd thread's too)")
+    if not ok:
+        fails.append("iterations")
 
 
 def squash(name):
@@ -157,6 +273,8 @@ def main():
                 if not any(n == rng or n.endswith("::" + rng) for n in names):
                     print(f"  WARN: no GPU time under NVTX range '{rng}'")
                     warns.append(f"nvtx {rng}")
+        check_structure(run_tree(t["cct-query"], db, "torch_nvtx", ["gker", "gker:count"]), fails, warns)
+        check_iterations(t, tmp, a.python, args, a.steps, fails, warns)
         show = json.loads(run([t["cct-query"], "-d", db, "show", "torch_nvtx", "--format", "json"], quiet=True).stdout)
         print("diagnostics: " + json.dumps((show.get("runs") or [{}])[0].get("diagnostics") or {}, sort_keys=True))
 

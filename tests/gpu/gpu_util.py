@@ -5,6 +5,7 @@ running commands, reading `cct-query ... --format json`, walking its trees,
 and the scratch directory and RESULT line that end every check. Standard
 library only.
 """
+import argparse
 import contextlib
 import glob
 import json
@@ -79,6 +80,27 @@ def nvcc_or_skip(explicit=None):
     if not nvcc:
         print("SKIP: no nvcc (install the CUDA toolkit, or pass --nvcc / set $NVCC)")
     return nvcc
+
+
+def bench_args(doc):
+    """An ArgumentParser for a GPU benchmark with the options they share:
+    --build (a meson build or a device bundle) and --nvcc."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build",
+                    help="meson build directory, or device bundle (scripts/device-bundle.sh), with "
+                         "tools/cct-record (default build)")
+    ap.add_argument("--nvcc")
+    return ap
+
+
+def gpu_and_nvcc(nvcc=None):
+    """(the GPU's description, nvcc), or None after printing why not (SKIP:
+    the caller then exits 0)."""
+    why = gpu_or_skip(detail=False)
+    if why is None:
+        return None
+    found = nvcc_or_skip(nvcc)
+    return (why, found) if found else None
 
 
 def die(msg, code=2):

@@ -16,9 +16,10 @@
 #                every file (missing libraries named), a CPU-only smoke
 #                recording
 #   gpu_e2e      tests/gpu/check_gpu_e2e.py --save-fixtures
+#   gpu_e2e_shared  the same with -cudart=shared (its log joins gpu_e2e.log)
 #   torch        tests/gpu/check_torch.py
 #   pc_sampling  tests/gpu/check_pc_sampling.py
-#   launch_bench bench/gpu_launch_bench.py
+#   bench        bench/gpu_launch_bench.py and bench/gpu_slowdown_bench.py
 # The checks build their CUDA programs with nvcc themselves.
 #
 # Writes into $OUT (a new temporary folder when OUT is unset, so this runs
@@ -26,7 +27,7 @@
 # device's limit on what comes back:
 #   summary.txt          PASS/FAIL/SKIP/ERROR/TIMEOUT per check, its numbers
 #   env.log              the machine and the bundle
-#   gpu_e2e.log, torch.log, pc_sampling.log, launch_bench.log
+#   gpu_e2e.log, torch.log, pc_sampling.log, bench.log
 #   gpu_fixtures.tar.gz  tests/data/gpu/ as check_gpu_e2e.py --save-fixtures
 #                        wrote it (unpack at the repository root)
 #   debug.tar.gz         the checks' kept scratch folders (databases, raw
@@ -226,17 +227,30 @@ for m in run.get("modules") or []:
 ' 2>&1 | tee -a "$summary"
 fi
 
+# The same with the CUDA runtime as a shared library (nvcc links it
+# statically by default): its frames are trimmed by module, and the run's
+# cuda_version comes from it. Its log joins gpu_e2e.log below.
+run_check gpu_e2e_shared 90 \
+  '^(SKIP:|ERROR:|RESULT:|gpu_e2e: |  (FAIL|WARN) \[)' \
+  python3 tests/gpu/check_gpu_e2e.py --build "$bundle" --nvcc-flag=-cudart=shared
+
 run_check torch 150 \
-  '^(SKIP:|ERROR:|RESULT:|torch [0-9].*kernels|cctdb: |total kernel time|check_torch: )|(FAIL|FAIL\(missing\))$|^  WARN: no GPU time' \
+  '^(SKIP:|ERROR:|RESULT:|torch [0-9].*kernels|cctdb: |total kernel time|check_torch: |tree structure)|(FAIL|FAIL\(missing\))$|^  (WARN|FAIL|PASS)|^ +[0-9.]+%  thread|launched by a named|^iterations|^  (PASS|FAIL) per-iteration' \
   python3 tests/gpu/check_torch.py --build "$bundle" --keep
 run_check pc_sampling 120 \
-  '^(SKIP:|ERROR:|RESULT:|FAIL|state |run total gins|[a-z_]+_kernel: |  stall shares|  ncu|  ratio|  FAIL)' \
+  '^(SKIP:|ERROR:|RESULT:|FAIL|state |run total gins|[a-z_]+_kernel: |  stall shares|  ncu|  ratio|  FAIL|  PASS)' \
   python3 tests/gpu/check_pc_sampling.py --build "$bundle" --keep
-run_check launch_bench 100 \
-  '^(SKIP:|ERROR:|bench:|workload:|median|variant|bare |cct gpu|target:)' \
-  python3 bench/gpu_launch_bench.py --build "$bundle"
+# Both benchmarks in one log (the device returns 8 files at most).
+run_check bench 220 \
+  '^(SKIP:|ERROR:|bench:|workload:|median|variant|bare |cct gpu|gpu on |pcs |target:|=== )' \
+  bash -c 'python3 bench/gpu_launch_bench.py --build "$1"; a=$?; echo "=== bench/gpu_slowdown_bench.py";
+           python3 bench/gpu_slowdown_bench.py --build "$1"; b=$?; exit $((a > b ? a : b))' bench "$bundle"
 
 # --- what comes back -----------------------------------------------------------------
+if [ -f "$out/gpu_e2e_shared.log" ]; then
+  cat "$out/gpu_e2e_shared.log" >>"$out/gpu_e2e.log"
+  rm -f "$out/gpu_e2e_shared.log"
+fi
 readonly max_file=$((15 * 1024 * 1024))  # under the device's 16 MiB per file
 say ""
 if [ -n "$(ls -A "$fixtures" 2>/dev/null)" ]; then

@@ -123,6 +123,8 @@ void WriteRun(store::RunState state) noexcept {
     cct::Tree tree;
     ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
                            RangeDisplayName);
+    if (const uintptr_t root = rt->thread_root_pc.load(std::memory_order_acquire))
+      builder.SetThreadRoot([root](uint64_t key) { return KeyAddress(key) == root; });
     SymbolLookup lookup = LookupSymbols;
     uint64_t lost = 0, throttled = 0;
     const size_t n = rt->thread_count.load(std::memory_order_acquire);
@@ -158,6 +160,14 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
+    if (const std::string& why = Symbolizer::LibDwProblem(); !why.empty()) {
+      // The run says why its frames are bare offsets; the user hears it once.
+      m.sampling["symbolizer_problem"] = why;
+      if (!rt->warned_symbols) {
+        rt->warned_symbols = true;
+        Warn(why + "; frames are named module+0xOFFSET");
+      }
+    }
     // NVTX adds its start/end ranges, problems and iterations; the GPU its
     // launch tries, metrics and facts (onto those iterations).
     RunContext run{tree, builder, lookup, n, names, value_nodes, m, iterations};
@@ -193,6 +203,13 @@ void WriteRun(store::RunState state) noexcept {
 
 void* FlusherMain(void*) {
   rt->flusher_tid.store(Tid());
+  {
+    // Started by libc's pthread_create like the program's threads: where
+    // this stack ends, theirs end (rt->thread_root_pc).
+    uintptr_t stack[128];
+    const int n = UnwindHere(stack, 128);
+    if (n > 1 && n < 128) rt->thread_root_pc.store(stack[n - 1], std::memory_order_release);
+  }
   const int timeout_ms =
       rt->config.checkpoint_s > 0 ? static_cast<int>(rt->config.checkpoint_s * 1000 + 0.5) : -1;
   int64_t next = Now(CLOCK_MONOTONIC) + int64_t{timeout_ms} * 1000000;

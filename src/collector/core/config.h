@@ -54,7 +54,13 @@ struct CollectorConfig {
   int max_depth = kDefaultMaxDepth;    // CCT_RECORD_MAX_DEPTH: frames kept per sampled stack
   NvtxPlacement nvtx_placement = NvtxPlacement::kInterleaved;  // CCT_RECORD_NVTX_MODE
   GpuTracing gpu = GpuTracing::kAuto;  // CCT_RECORD_GPU: auto | on | off
+  static constexpr uint32_t kMinPcPeriod = 5, kMaxPcPeriod = 31, kDefaultPcPeriod = 15;  // CUPTI's range
   bool gpu_pc_sampling = false;        // CCT_RECORD_GPU_PC_SAMPLING: 1 = PC sampling (gins)
+  // CCT_RECORD_GPU_PC_PERIOD: one PC sample every 2^N cycles per SM
+  // (kMinPcPeriod..kMaxPcPeriod). 2^15 by default: CUPTI's own (2^11 on an
+  // H200) made a kernel-bound program 5.5x slower, 2^15 1.2x with over a
+  // million samples in 0.16 s of kernels (docs/performance.md).
+  uint32_t gpu_pc_period = kDefaultPcPeriod;
   std::string gpu_raw_dir;             // CCT_RECORD_GPU_RAW: directory for raw GPU dumps
   std::string gpu_adapter;             // CCT_RECORD_GPU_ADAPTER: adapter module (default: libcct-cupti.so beside us)
   // CCT_RECORD_ACCOUNT_SHORT_THREADS=1: a thread's time after its last

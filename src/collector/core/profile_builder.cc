@@ -180,7 +180,8 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
       frames = &lookup(key, has_child[i] || role != Role::kSamples);
       if (!has_address[p]) {
         // The outermost frame: a complete stack starts in thread-start code.
-        const bool complete = !frames->empty() && Symbolizer::IsThreadStart(frames->front().function);
+        const bool complete = (!frames->empty() && Symbolizer::IsThreadStart(frames->front().function)) ||
+                              (is_thread_root_ && is_thread_root_(key));
         if (!complete) node = partial_node(node);
         partial_path[i] = !complete;
       }

@@ -91,6 +91,9 @@ class ProfileBuilder {
   // Adds no values; `nodes` receives the tree node of every trie node.
   void AddLaunches(std::string_view thread_name, const SampleTrie& launches, const SymbolLookup& lookup,
                    std::vector<cct::NodeId>* nodes);
+  // Whether an outermost key is where threads start, for stacks whose
+  // thread-start code has no name (stripped libc): such a stack is complete.
+  void SetThreadRoot(std::function<bool(uint64_t key)> is_root) { is_thread_root_ = std::move(is_root); }
   // Names of kernel keys (the runtime's kernel-name ids).
   void SetKernelNames(RangeNames kernel_names) { kernel_names_ = std::move(kernel_names); }
   // A start/end range (not nested): its own node under the thread.
@@ -113,6 +116,7 @@ class ProfileBuilder {
   RangeNames range_names_;
   RangeNames kernel_names_;
   std::string own_module_;
+  std::function<bool(uint64_t key)> is_thread_root_;
   BuildStats stats_;
   // One frame per (function, module): where a function is declared comes
   // from the first lookup that knew it, so a frame resolved from DWARF and

@@ -234,6 +234,7 @@ struct Runtime {
   UnloadedModules unloaded{kEpochMask};
   std::string own_module;
   bool warned_write = false;
+  bool warned_symbols = false;  // libdw missing (Symbolizer::LibDwProblem), said once
 
   int request_pipe[2] = {-1, -1};  // fatal handler → checkpoint thread
   int ack_pipe[2] = {-1, -1};      // checkpoint thread → fatal handler
@@ -282,6 +283,11 @@ struct Runtime {
   std::atomic<bool> fatal_once{false};
   pthread_t flusher{};
   std::atomic<pid_t> flusher_tid{0};
+  // The outermost return address of a thread that pthread_create started
+  // (inside clone3), learned by the checkpoint thread unwinding itself: a
+  // stack that ends there is complete even where libc has no symbols to
+  // name it (Ubuntu's stripped libc.so.6). 0 until learned.
+  std::atomic<uintptr_t> thread_root_pc{0};
   bool flusher_running = false;
 };
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -68,19 +69,31 @@ struct LibDw {
 };
 LibDw dw;
 
+// Why libdw is not usable ("" when it is). Written once, by LibDwLoaded's
+// initializer, before libdw_tried publishes it.
+std::string libdw_problem;
+std::atomic<bool> libdw_tried{false};
+
 // Whether libdw is usable (opened once; thread-safe). Symbolizers without
 // it name addresses "module+0xOFFSET", like modules without symbols.
 bool LibDwLoaded() {
   static const bool loaded = [] {
     void* lib = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return false;
-    bool ok = true;
+    if (!lib) {
+      const char* why = dlerror();
+      libdw_problem = std::string("cannot load libdw.so.1 (elfutils): ") + (why ? why : "not found");
+      libdw_tried.store(true, std::memory_order_release);
+      return false;
+    }
+    std::string missing;
 #define CCT_LIBDW_RESOLVE(f) \
     dw.f = reinterpret_cast<decltype(dw.f)>(dlsym(lib, #f)); \
-    ok = ok && dw.f != nullptr;
+    if (!dw.f && missing.empty()) missing = #f;
     CCT_LIBDW_FUNCTIONS(CCT_LIBDW_RESOLVE)
 #undef CCT_LIBDW_RESOLVE
-    return ok;
+    if (!missing.empty()) libdw_problem = "libdw.so.1 (elfutils) lacks " + missing;
+    libdw_tried.store(true, std::memory_order_release);
+    return missing.empty();
   }();
   return loaded;
 }
@@ -395,7 +408,7 @@ const SymbolFrames& Symbolizer::Lookup(uintptr_t address, bool return_address) {
   return cache_.emplace(a, Resolve(a)).first->second;
 }
 
-bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
+const ModuleImage* Symbolizer::LoadedImageOf(uintptr_t address) {
   State& s = *state_;
   auto covering = [&]() -> const ModuleImage* {
     const ModuleImage* found = nullptr;
@@ -414,6 +427,12 @@ bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
       image = covering();
     }
   }
+  return image;
+}
+
+bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
+  State& s = *state_;
+  const ModuleImage* image = LoadedImageOf(address);
   if (!image || image->build_id.empty()) return false;
   auto [cit, fresh_path] = s.canonical.try_emplace(image->path);
   if (fresh_path) {
@@ -470,7 +489,22 @@ SymbolFrames Symbolizer::Resolve(uintptr_t address) {
     Report();
     mod = dw.dwfl_addrmodule(state_->dwfl, address);
   }
+  if (!state_->dwfl && pid_ == getpid()) {
+    // No libdw (LibDwProblem says why): still name the module, as
+    // "module+0xOFFSET", from the loader's own list.
+    if (const ModuleImage* image = LoadedImageOf(address)) {
+      SymbolFrames frames(1);
+      frames[0].module = image->path;
+      frames[0].function = NameWithoutDwarf("", image->path, address, image->lo & ~uintptr_t{4095}, /*self=*/true);
+      return frames;
+    }
+  }
   return state_->ResolveIn(mod, address, pid_ == getpid());
+}
+
+const std::string& Symbolizer::LibDwProblem() {
+  static const std::string none;
+  return libdw_tried.load(std::memory_order_acquire) ? libdw_problem : none;
 }
 
 const SymbolFrames& Symbolizer::LookupImage(const ModuleImage& image, uintptr_t address, bool return_address) {

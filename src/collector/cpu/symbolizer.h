@@ -73,6 +73,10 @@ class Symbolizer {
   // ...), not to the user (/usr/local, /opt, /home, Spack, Nix, a build
   // tree).
   static bool IsSystemPath(std::string_view path);
+  // Why libdw (elfutils) could not be used, "" when it could or was not
+  // needed yet (nothing here loads it). Without it frames are named
+  // "module+0xOFFSET". Thread-safe.
+  static const std::string& LibDwProblem();
   ~Symbolizer();
 
   // `return_address`: the address follows a call instruction (every frame
@@ -102,6 +106,9 @@ class Symbolizer {
   explicit Symbolizer(pid_t pid);
   SymbolFrames Resolve(uintptr_t address);
   bool ResolveCached(uintptr_t address, SymbolFrames& out);
+  // The loaded module covering an address (the loader's list, read again
+  // when it changed), or null.
+  const ModuleImage* LoadedImageOf(uintptr_t address);
   void EnsureDwfl();
   void Report();
   uint64_t LoaderGeneration() const;

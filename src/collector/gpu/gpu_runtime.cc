@@ -329,6 +329,7 @@ std::string Attach() {
   GpuAdapterOptions options;
   options.mode = g->config.gpu == GpuTracing::kOn ? 1 : 0;
   options.pc_sampling = g->config.gpu_pc_sampling;
+  options.pc_sampling_period = g->config.gpu_pc_period;
   char error[512] = {};
   g->module = module;
   g->adapter = adapter;
@@ -539,6 +540,7 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
       }
     }
     if (g->config.gpu_pc_sampling) gpu["pc_sampling"] = true;
+    if (g->config.gpu_pc_sampling) gpu["pc_sampling_period"] = g->config.gpu_pc_period;
     if (!g->raw_path.empty()) gpu["raw_dump"] = g->raw_path;
     meta.extra["gpu"] = gpu;
     if (g->adapter) {
