@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
       ("nvtx", po::value<std::string>()->default_value("on"), "on: NVTX ranges in the tree (NVTX3 injection); off")
       ("nvtx-mode", po::value<std::string>()->default_value("interleaved"),
        "interleaved: a range sits at the CPU frame that pushed it; prefix: the thread's ranges first")
+      ("nvtx-inherit", po::value<std::string>()->default_value("off"),
+       "main: GPU work launched by a thread with no open NVTX range goes under the ranges open on the main "
+       "thread at that moment (PyTorch's backward pass runs on its autograd thread); off")
       ("iteration", po::value<std::string>(), "NVTX range name pattern (RE2 regular expression) whose instances "
                                               "are iterations (cct-query iterations, RUN@iter=K)")
       ("gpu", po::value<std::string>()->default_value("auto"),
@@ -163,6 +166,10 @@ int main(int argc, char** argv) {
   if (mode != "interleaved" && mode != "prefix")
     cli::Fail(kTool, "--nvtx-mode must be interleaved or prefix, not '" + mode + "'", kExitOwnError);
   config.nvtx_placement = mode == "prefix" ? collector::NvtxPlacement::kPrefix : collector::NvtxPlacement::kInterleaved;
+  const std::string inherit = vm["nvtx-inherit"].as<std::string>();
+  if (inherit != "main" && inherit != "off")
+    cli::Fail(kTool, "--nvtx-inherit must be main or off, not '" + inherit + "'", kExitOwnError);
+  config.nvtx_inherit_main = inherit == "main";
   if (vm.count("iteration")) {
     config.iteration_regex = vm["iteration"].as<std::string>();
     if (auto pattern = cct::Pattern::Compile(config.iteration_regex, "--iteration pattern"); !pattern.ok())

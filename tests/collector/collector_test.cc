@@ -357,7 +357,8 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
                                                                      {"CCT_RECORD_GPU_PC_PERIOD", "32"},
                                                                      {"CCT_RECORD_GPU_PC_PERIOD", "015"},
                                                                      {"CCT_RECORD_GPU_PC_PERIOD", ""},
-                                                                     {"CCT_RECORD_GPU_PC_PERIOD", "x"}}) {
+                                                                     {"CCT_RECORD_GPU_PC_PERIOD", "x"},
+                                                                     {"CCT_RECORD_NVTX_INHERIT", "all"}}) {
     env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {k, v}};
     auto bad = ParseConfig(lookup);
     CHECK_FALSE(bad.ok());
@@ -376,6 +377,12 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   REQUIRE(pcs.ok());
   CHECK((*pcs)->gpu_pc_period == 31);
   CHECK(ConfigEnvironment(**pcs).at("CCT_RECORD_GPU_PC_PERIOD") == "31");
+  CHECK_FALSE((*pcs)->nvtx_inherit_main);
+  env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_NVTX_INHERIT", "main"}};
+  auto inherit = ParseConfig(lookup);
+  REQUIRE(inherit.ok());
+  CHECK((*inherit)->nvtx_inherit_main);
+  CHECK(ConfigEnvironment(**inherit).at("CCT_RECORD_NVTX_INHERIT") == "main");
 }
 
 TEST_CASE("symbolizer: the distribution's binaries are told from the user's") {

@@ -399,6 +399,45 @@ TEST_CASE("gpu record: forked children trace their own GPU work only where CUDA 
   }
 }
 
+TEST_CASE("gpu record: --nvtx-inherit main puts a range-less thread's launches under the main thread's open ranges") {
+  if (!Available()) return;
+  // gpu_fake_app.cc, Iterations: in step 1 a second thread launches
+  // add_kernel once while the main thread waits for it inside "step"; the
+  // main thread launches add_kernel twice more outside every range.
+  for (const bool inherit : {false, true}) {
+    CAPTURE(inherit);
+    TempDir dir;
+    const std::string db = dir / "inherit.db";
+    std::vector<std::string> argv{Tool("cct-record"), "-o", db};
+    if (inherit) argv.insert(argv.end(), {"--nvtx-inherit", "main"});
+    argv.insert(argv.end(), {"--", App(), "iterations"});
+    auto r = Run(argv, {{"CCT_GPU_ADAPTER", FakeAdapter()}});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const Recorded run = Load(db);
+    const cct::Tree& t = run.tree;
+    double in_step = 0, worker = 0, worker_in_step = 0;
+    for (cct::NodeId n : Find(t, {"gpu-op:<gpu kernel>", kAdd})) {
+      const auto path = PathOf(t, n);
+      const bool under_step = std::find(path.begin(), path.end(), "nvtx:step") != path.end();
+      const bool on_main = path.front() == "thread:main thread";
+      const double count = Value(t, n, "gker:count");
+      if (under_step) in_step += count;
+      if (!on_main) worker += count;
+      if (!on_main && under_step) worker_in_step += count;
+      // The main thread's own launches outside "step" stay outside.
+      if (on_main) CHECK_FALSE(under_step);
+    }
+    CHECK(worker == 1);
+    CHECK(worker_in_step == (inherit ? 1 : 0));
+    CHECK(in_step == (inherit ? 1 : 0));
+    CHECK(Total(t, "gker:count") == 9);  // nothing lost or doubled
+  }
+  auto bad = Run({Tool("cct-record"), "--nvtx-inherit", "all", "--", "/bin/true"});
+  CHECK(bad.exit_code == 125);
+  CHECK(testutil::LineCount(bad.err) == 1);
+}
+
 TEST_CASE("gpu record: GPU work launched inside an --iteration range counts toward that iteration") {
   if (!Available()) return;
   TempDir dir;

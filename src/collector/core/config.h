@@ -53,6 +53,13 @@ struct CollectorConfig {
   std::string iteration_regex;         // CCT_RECORD_ITERATION
   int max_depth = kDefaultMaxDepth;    // CCT_RECORD_MAX_DEPTH: frames kept per sampled stack
   NvtxPlacement nvtx_placement = NvtxPlacement::kInterleaved;  // CCT_RECORD_NVTX_MODE
+  // CCT_RECORD_NVTX_INHERIT=main: GPU work launched by a thread with no open
+  // NVTX range of its own goes under the ranges open on the main thread at
+  // that moment (PyTorch's autograd thread runs the backward pass while the
+  // main thread waits inside its "backward" range). Off by default: a
+  // thread that works on its own schedule (a data loader's) would be placed
+  // under whatever the main thread had open.
+  bool nvtx_inherit_main = false;
   GpuTracing gpu = GpuTracing::kAuto;  // CCT_RECORD_GPU: auto | on | off
   static constexpr uint32_t kMinPcPeriod = 5, kMaxPcPeriod = 31, kDefaultPcPeriod = 15;  // CUPTI's range
   bool gpu_pc_sampling = false;        // CCT_RECORD_GPU_PC_SAMPLING: 1 = PC sampling (gins)

@@ -288,6 +288,15 @@ struct Runtime {
   // stack that ends there is complete even where libc has no symbols to
   // name it (Ubuntu's stripped libc.so.6). 0 until learned.
   std::atomic<uintptr_t> thread_root_pc{0};
+  // --nvtx-inherit main: the main thread's open NVTX range keys, outermost
+  // first, republished by it at each push and pop (nvtx_ranges.cc) and
+  // read by other threads' GPU launches (MainThreadRanges). A seqlock: seq
+  // is odd while the main thread rewrites the keys.
+  struct SharedRanges {
+    std::atomic<uint32_t> seq{0};
+    std::atomic<int> count{0};
+    std::atomic<uint64_t> keys[kMaxRanges];
+  } main_ranges;
   bool flusher_running = false;
 };
 

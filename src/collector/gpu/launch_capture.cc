@@ -12,6 +12,7 @@
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
 #include "collector/gpu/gpu_runtime.h"
+#include "collector/nvtx/nvtx_ranges.h"
 
 namespace collector {
 namespace internal {
@@ -83,8 +84,11 @@ bool CaptureLaunch(uint64_t op_key, uint64_t kernel_key, uint32_t* thread_index,
   uintptr_t frames[kMaxDepth];
   for (int i = 0; i < depth; ++i) frames[i] = buf[n - 1 - i];
   uint64_t keys[kMaxDepth + kMaxRanges + 4];
-  int k = PathKeys(t, frames, depth, false, t->range_count.load(std::memory_order_relaxed),
-                   rt->epoch.load(std::memory_order_relaxed), keys);
+  const int open = t->range_count.load(std::memory_order_relaxed);
+  // --nvtx-inherit main: a thread without ranges of its own works for the
+  // main thread's open ones; they come first, like prefix placement.
+  int k = open == 0 && t->index != 0 && rt->config.nvtx_inherit_main ? MainThreadRanges(keys) : 0;
+  k += PathKeys(t, frames, depth, false, open, rt->epoch.load(std::memory_order_relaxed), keys + k);
   keys[k++] = op_key;
   if (kernel_key) keys[k++] = kernel_key;
   const SampleTrie::NodeIndex leaf = t->launch_trie.AddSampleAt(keys, k, 0);

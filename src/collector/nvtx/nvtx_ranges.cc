@@ -232,6 +232,42 @@ uint32_t NvtxName(uint32_t domain, std::string_view message) {
   return id;
 }
 
+namespace {
+
+// The main thread's open ranges for --nvtx-inherit main (Runtime::main_ranges),
+// after each change on the main thread.
+void PublishMainRanges(const ThreadState* t) {
+  if (t->index != 0 || !rt->config.nvtx_inherit_main) return;
+  auto& s = rt->main_ranges;
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const int n = t->range_count.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) s.keys[i].store(t->ranges[i].key, std::memory_order_relaxed);
+  s.count.store(n, std::memory_order_relaxed);
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+}  // namespace
+
+namespace internal {
+
+int MainThreadRanges(uint64_t* keys) {
+  const auto& s = rt->main_ranges;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const uint32_t before = s.seq.load(std::memory_order_acquire);
+    if (before & 1) continue;
+    int n = s.count.load(std::memory_order_relaxed);
+    n = n < 0 ? 0 : n > kMaxRanges ? kMaxRanges : n;
+    for (int i = 0; i < n; ++i) keys[i] = s.keys[i].load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.seq.load(std::memory_order_relaxed) == before) return n;
+  }
+  return 0;
+}
+
+}  // namespace internal
+
 void NvtxPush(uint32_t domain, uint32_t name) {
   if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
   ThreadState* t = t_state;
@@ -258,6 +294,7 @@ void NvtxPush(uint32_t domain, uint32_t name) {
   e.start_ns = Now(CLOCK_MONOTONIC);
   std::atomic_signal_fence(std::memory_order_release);
   t->range_count.store(c + 1, std::memory_order_relaxed);
+  PublishMainRanges(t);
   if (iteration) IterationBegin(e.start_ns);
 }
 
@@ -287,6 +324,7 @@ void NvtxPop(uint32_t domain) {
   for (int i = idx; i + 1 < c; ++i) t->ranges[i] = t->ranges[i + 1];
   std::atomic_signal_fence(std::memory_order_release);
   t->range_count.store(c - 1, std::memory_order_relaxed);
+  PublishMainRanges(t);
   if (e.iteration) IterationEnd(now);
 }
 

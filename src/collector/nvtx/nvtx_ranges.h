@@ -26,6 +26,10 @@ void NvtxCountProblem(const char* what);
 namespace internal {
 // A range name's display name, for the profile builder. Takes nvtx_mutex.
 std::string RangeDisplayName(uint32_t id);
+// --nvtx-inherit main: copies the main thread's open range keys (outermost
+// first, at most kMaxRanges) into `keys` and returns their count; 0 when it
+// has none or kept rewriting them while we read. Any thread; lock-free.
+int MainThreadRanges(uint64_t* keys);
 }  // namespace internal
 
 }  // namespace collector
