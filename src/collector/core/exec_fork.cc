@@ -22,6 +22,7 @@ namespace internal {
 
 void ForkPrepare() {
   if (!rt) return;
+  rt->trim_mutex.lock();
   rt->flush_mutex.lock();
   rt->modules_mutex.lock();
   registry_mutex.lock();
@@ -33,6 +34,7 @@ void ForkParent() {
   registry_mutex.unlock();
   rt->modules_mutex.unlock();
   rt->flush_mutex.unlock();
+  rt->trim_mutex.unlock();
 }
 namespace {
 // Set by ForkForVfork around its fork, for ForkChild in the child.
@@ -45,6 +47,7 @@ void ForkChild() {
   // the portable way to get an unlocked one in the child.
   new (&registry_mutex) std::mutex;
   new (&rt->flush_mutex) std::mutex;
+  new (&rt->trim_mutex) std::mutex;
   // The unloaded modules stay: the child inherits the address space they
   // describe (and the key epoch they go with).
   new (&rt->modules_mutex) std::mutex;
@@ -78,6 +81,10 @@ void ForkChild() {
   rt->thread_count.store(0);
   rt->threads_unsampled.store(0);
   rt->symbolizer.release();  // inherited descriptors and the parent's pid: leak, never reuse
+  rt->trim_symbolizer.release();
+  // The main thread's published ranges were the parent's (--nvtx-inherit).
+  rt->main_ranges.seq.store(0, std::memory_order_relaxed);
+  rt->main_ranges.count.store(0, std::memory_order_relaxed);
   rt->run_created = false;
   rt->finished = false;
   rt->warned_write = false;

@@ -1,7 +1,7 @@
 // The collector's own code and the outermost frame at an address: NVTX
 // (nvtx/nvtx_ranges.cc) and launch capture (gpu/launch_capture.cc) trim
 // these from the leaf end of the stacks they record. own_text_lo/hi are set
-// once in Start; OutermostFrame takes flush_mutex (the symbolizer's guard).
+// once in Start; OutermostFrame takes trim_mutex (its symbolizer's guard).
 #include <link.h>
 
 #include <mutex>
@@ -30,12 +30,23 @@ int OwnTextRange(dl_phdr_info* info, size_t, void*) {
 
 // The outermost (not inlined) frame at a return address, resolved outside
 // a signal handler for the NVTX and launch-site stack trimming; empty when
-// unknown. Takes flush_mutex (the symbolizer's guard).
+// unknown. Named from symbol tables only (the outermost function is what
+// decides), by a symbolizer of its own: the first launch from a new site
+// used to wait for DWARF (1-3 ms on an H100, the GPU idle meanwhile) and
+// for any checkpoint in progress. Takes trim_mutex.
 SymbolFrame OutermostFrame(uintptr_t address) {
-  std::lock_guard<std::mutex> lock(rt->flush_mutex);
+  std::lock_guard<std::mutex> lock(rt->trim_mutex);
   try {
-    if (!rt->symbolizer) rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info);
-    const SymbolFrames& frames = rt->symbolizer->Lookup(address, true);
+    if (!rt->trim_symbolizer) {
+      rt->trim_symbolizer = Symbolizer::Create(0, false, rt->config.symbol_cache_dir);
+      rt->trim_symbolizer->UseSymbolTablesOnly();
+      rt->trim_synced_epoch = rt->epoch.load(std::memory_order_relaxed) & kEpochMask;
+    }
+    if (const uint32_t now = rt->epoch.load(std::memory_order_relaxed) & kEpochMask; now != rt->trim_synced_epoch) {
+      rt->trim_symbolizer->Sync();  // modules were unloaded since
+      rt->trim_synced_epoch = now;
+    }
+    const SymbolFrames& frames = rt->trim_symbolizer->Lookup(address, true);
     if (!frames.empty()) return frames.front();
   } catch (...) {
   }

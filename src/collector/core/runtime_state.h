@@ -21,10 +21,13 @@
 //    LookupSymbols under flush_mutex).
 //  - nvtx_mutex guards the NVTX names, start/end ranges, problems and the
 //    iteration records.
+//  - trim_mutex guards trim_symbolizer (OutermostFrame, at launches and
+//    NVTX pushes); nothing else is taken under it but what the symbolizer
+//    itself needs (the loader's lock).
 //  - atomics (active, epoch, use_perf, current_iteration, fatal_*): any
 //    thread, any context.
-// Lock order (ForkPrepare takes all four): flush_mutex, modules_mutex,
-// registry_mutex, nvtx_mutex.
+// Lock order (ForkPrepare takes all five): trim_mutex, flush_mutex,
+// modules_mutex, registry_mutex, nvtx_mutex.
 //
 // SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch,
 // rt->loader_generation, rt->config (nvtx_placement),
@@ -227,6 +230,12 @@ struct Runtime {
   std::unordered_map<uint64_t, SymbolFrames> frozen;
   // The epoch the live symbolizer last caught up with the loaded modules in.
   uint32_t synced_epoch = 0;
+  // The symbolizer that trims launch and NVTX-push stacks (OutermostFrame):
+  // symbol tables only, behind its own mutex, so a new launch site is named
+  // without reading DWARF and without waiting for a checkpoint.
+  std::mutex trim_mutex;
+  std::unique_ptr<Symbolizer> trim_symbolizer;
+  uint32_t trim_synced_epoch = 0;
   // The modules dlclose unloaded (cpu/loader_events.cc). Guarded by
   // modules_mutex, which dlclose takes without flush_mutex (a checkpoint in
   // progress must not stall the program's dlclose).
@@ -343,7 +352,7 @@ int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool trun
 // address, for trimming NVTX and launch stacks.
 extern uintptr_t own_text_lo, own_text_hi;
 int OwnTextRange(dl_phdr_info* info, size_t, void*);
-SymbolFrame OutermostFrame(uintptr_t address);  // takes flush_mutex
+SymbolFrame OutermostFrame(uintptr_t address);  // takes trim_mutex
 
 // --- checkpoint.cc: writing the run and the checkpoint thread
 uint64_t LookupKey(uint64_t key, bool return_address);

@@ -180,6 +180,7 @@ struct OfflineImage {
 
 struct Symbolizer::State {
   bool system_debug_info = false;  // see Symbolizer::Create
+  bool tables_only = false;        // UseSymbolTablesOnly
   char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
   Dwfl_Callbacks offline_callbacks{};
@@ -305,6 +306,8 @@ std::unique_ptr<Symbolizer> Symbolizer::Create(pid_t pid, bool system_debug_info
   else s->EnsureDwfl();
   return s;
 }
+
+void Symbolizer::UseSymbolTablesOnly() { state_->tables_only = true; }
 
 void Symbolizer::AddSymbolTableOnly(const std::string& path) {
   char real[PATH_MAX];
@@ -440,8 +443,8 @@ bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
     cit->second = realpath(image->path.c_str(), real) ? real : image->path;
   }
   const std::string& path = cit->second;
-  const bool table_only = std::find(s.symbol_table_only.begin(), s.symbol_table_only.end(), path) !=
-                          s.symbol_table_only.end();
+  const bool table_only = s.tables_only || std::find(s.symbol_table_only.begin(), s.symbol_table_only.end(),
+                                                     path) != s.symbol_table_only.end();
   if (!table_only && (s.system_debug_info || !IsSystemPath(path))) return false;  // its DWARF is read: libdw
   auto [tit, fresh] = s.tables.try_emplace(image->build_id);
   if (fresh) {
@@ -571,7 +574,7 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
     return frames;
   }
 
-  const bool dwarf = system_debug_info || !Symbolizer::IsSystemPath(base.module);
+  const bool dwarf = !tables_only && (system_debug_info || !Symbolizer::IsSystemPath(base.module));
   // Source line of the address itself (innermost frame).
   std::string leaf_file;
   uint32_t leaf_line = 0;

@@ -68,6 +68,11 @@ class Symbolizer {
   // (the collector's own library: its frames are hidden or named by
   // function, and its DWARF is large).
   void AddSymbolTableOnly(const std::string& path);
+  // Every module named from its symbol table alone: no DWARF (no source
+  // lines, no inlined frames), the cache used for every module with a
+  // build id. For trimming stacks at a launch or an NVTX push, where only
+  // the outermost function's name matters and the program is waiting.
+  void UseSymbolTablesOnly();
 
   // Whether a path belongs to the distribution (/usr/lib, /lib, /usr/bin,
   // ...), not to the user (/usr/local, /opt, /home, Spack, Nix, a build
