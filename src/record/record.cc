@@ -189,7 +189,7 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   return result;
 }
 
-void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status,
+void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,
                std::set<store::RunId>& reported, std::ostream& out) {
   auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
   if (!db.ok()) {
@@ -201,9 +201,11 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
     out << kTool << ": cannot read back the runs: " << runs.status().message() << '\n';
     return;
   }
+  bool child_seen = false;
   for (store::RunMeta m : *runs) {
     auto it = m.extra.find("session");
     if (it == m.extra.end() || !it->is_string() || it->get<std::string>() != session) continue;
+    if (m.pid == child) child_seen = true;
     if (reported.count(m.id)) continue;
     reported.insert(m.id);
     bool changed = false;
@@ -263,6 +265,33 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
           << " of its threads' time fell after their last sample (threads shorter than the sampling period are not in "
              "the tree); --account-short-threads adds it to their start routines, a higher --freq samples them\n";
     }
+  }
+  // Only a program a signal ended: one that ended by itself without a run
+  // had its collector decline to write and say why (--gpu on could not
+  // start, a full disk); a second line and an empty run would add nothing.
+  if (child > 0 && !child_seen && WIFSIGNALED(status)) {
+    store::RunMeta m;
+    m.name = what.name;
+    m.source = "cct-record";
+    m.tags = what.tags;
+    m.command = what.command;
+    m.start_time_ns = what.start_time_ns;
+    m.duration_ns = what.duration_ns;
+    m.pid = child;
+    m.extra["session"] = session;
+    m.diagnostics["no_profile"] = 1;
+    m.term_signal = WTERMSIG(status);
+    m.state = store::RunState::kCrashed;
+    const std::string how = "was killed by signal " + std::to_string(*m.term_signal);
+    cct::Tree empty;
+    if (auto st = (*db)->CreateRun(m, &empty); !st.ok()) {
+      out << kTool << ": the program " << how << " without a profile, and storing its run failed: " << st.message()
+          << '\n';
+      return;
+    }
+    reported.insert(m.id);
+    out << kTool << ": run " << m.id << " '" << m.name << "': the program " << how
+        << " before its collector wrote a profile; stored without one -> " << db_path << '\n';
   }
 }
 

@@ -11,7 +11,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -69,11 +71,25 @@ struct ChildResult {
 cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env,
                                     const std::function<void()>& tick = nullptr, double tick_s = 0);
 
+// What cct-record knows of the program it started, for a run it stores
+// itself when the program left none.
+struct ChildRun {
+  std::string name;
+  std::map<std::string, std::string> tags;
+  std::vector<std::string> command;  // secrets already masked (unless --keep-args)
+  int64_t start_time_ns = 0;         // Unix epoch, at the fork
+  int64_t duration_ns = 0;           // fork to wait
+};
+
 // The recording's runs (those of `session` not yet in `reported`), fixed up
 // where a process could not write its own end (killed with SIGKILL; `child`
 // and its waitpid `status` give the direct child's), one summary line each
-// on `out`, prefixed "cct-record: ". Adds the runs to `reported`.
-void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status,
+// on `out`, prefixed "cct-record: ". Adds the runs to `reported`. When a
+// signal ended the direct child before its collector wrote anything, stores
+// a run from `what`, `crashed` with the signal and no profile (diagnostic
+// no_profile), so every program killed is in the database. (One that ended
+// by itself without a run had its collector decline and say why.)
+void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,
                std::set<store::RunId>& reported, std::ostream& out);
 
 }  // namespace record

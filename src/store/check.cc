@@ -125,11 +125,14 @@ std::unique_ptr<Database> OpenInChild(const std::string& path, int fd) {
       problem = meta.status().code() == cct::ErrorCode::kNotFound ? "-" : meta.status().message();
     } else {
       name = meta->name;
-      auto tree = db->ReadTree(id);
+      // The record read with the tree: a recorder may rewrite the run
+      // between GetRun and ReadTree.
+      RunMeta record;
+      auto tree = db->ReadTree(id, &record);
       if (!tree.ok()) {
         problem = tree.status().message();
       } else {
-        problem = TreeProblem(*tree, *meta);
+        problem = TreeProblem(*tree, record);
         if (problem.empty()) {
           auto its = db->ReadIterations(id);
           if (!its.ok()) problem = its.status().message();

@@ -48,6 +48,11 @@ std::string LeU32(uint32_t v) {
   return s;
 }
 
+// The meta table's index from a run file's key to its run id: a run is
+// stored once however many recorders gather its file at the same time
+// (format.md, "run_key:KEY").
+std::string RunKeyIndex(const std::string& key) { return "run_key:" + key; }
+
 Status ParseRun(std::string_view value, RunMeta& out) {
   nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Corrupt("a run record is not valid JSON");
@@ -191,9 +196,26 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
     const uint32_t first_id = next_id;
     for (size_t i = 0; i < runs.size(); ++i) {
       RunFile& run = runs[i];
-      if (create[i]) run.meta.id = next_id++;
+      bool fresh = create[i];
+      if (fresh && !run.key.empty()) {
+        // Another recorder may have stored this run file since our caller
+        // looked: inside the write transaction, its key says so.
+        CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn.Get(meta_, RunKeyIndex(run.key)));
+        uint32_t id = 0;
+        if (known && known->size() == 4) std::memcpy(&id, known->data(), 4);
+        // An entry whose run is gone (deleted by a writer before the index)
+        // does not count.
+        CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> record,
+                             id ? txn.Get(runs_, U32BE(id)) : Result<std::optional<std::string_view>>(std::nullopt));
+        if (record) {
+          run.meta.id = id;
+          fresh = false;
+        }
+      }
+      if (!run.key.empty()) run.meta.extra["run_key"] = run.key;
+      if (fresh) run.meta.id = next_id++;
       if (link) link(run);
-      if (!create[i]) {
+      if (!fresh) {
         CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> existing, txn.Get(runs_, U32BE(run.meta.id)));
         if (!existing) return cct::NotFound("no run " + std::to_string(run.meta.id) + " in " + path());
         if (!run.sections.empty()) {
@@ -209,6 +231,7 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
       CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(run.meta.id),
                                   run.meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
       CCT_RETURN_IF_ERROR(PutSections(txn, run.meta.id, run.sections));
+      if (!run.key.empty()) CCT_RETURN_IF_ERROR(txn.Put(meta_, RunKeyIndex(run.key), LeU32(run.meta.id)));
     }
     if (next_id != first_id) CCT_RETURN_IF_ERROR(txn.Put(meta_, "next_run_id", LeU32(next_id)));
     return Status::Ok();
@@ -217,6 +240,15 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
 
 Status Database::DeleteRun(RunId id) {
   return WithWriteTxn(*env_, [&](LmdbTxn& txn) -> Status {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> record, txn.Get(runs_, U32BE(id)));
+    if (record) {
+      RunMeta meta;
+      if (ParseRun(*record, meta).ok()) {
+        auto key = meta.extra.find("run_key");
+        if (key != meta.extra.end() && key->is_string())
+          CCT_RETURN_IF_ERROR(txn.Delete(meta_, RunKeyIndex(key->get<std::string>())));
+      }
+    }
     CCT_RETURN_IF_ERROR(txn.Delete(runs_, U32BE(id)));
     return txn.DeletePrefix(blobs_, U32BE(id));
   });
@@ -288,10 +320,14 @@ Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id, bool 
   return out;
 }
 
-Result<cct::Tree> Database::ReadTree(RunId id) {
+Result<cct::Tree> Database::ReadTree(RunId id, RunMeta* record) {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
   CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> meta, txn->Get(runs_, U32BE(id)));
   if (!meta) return cct::NotFound("no run " + std::to_string(id) + " in " + path());
+  if (record) {
+    if (Status st = ParseRun(*meta, *record); !st.ok())
+      return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + st.message());
+  }
   CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetSections(*txn, id, /*with_iterations=*/false));
   txn->Abort();
   if (sections.empty()) return cct::NotFound("run " + std::to_string(id) + " has no profile data yet");

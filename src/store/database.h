@@ -73,7 +73,10 @@ class Database {
 
   // The run's tree (without iterations: a damaged iteration section does not
   // make the tree unreadable, only ReadIterations fails on it).
-  cct::Result<cct::Tree> ReadTree(RunId id);
+  // `record`, when given, receives the run record read in the same
+  // transaction: another process may replace the run between two reads,
+  // and a tree compared with a record read apart from it may not match.
+  cct::Result<cct::Tree> ReadTree(RunId id, RunMeta* record = nullptr);
   // The run's iterations, nullopt when it has none stored. Node ids are those
   // of the tree ReadTree returns. kCorrupt when the section is damaged or
   // does not fit the stored tree.

@@ -90,13 +90,19 @@ Status CheckFile(const std::string& path, bool allow_empty) {
     ::close(fd);
     return Corrupt(path + " is damaged: the file is truncated (" + std::to_string(size) + " bytes)");
   }
+  // The size again, after the meta pages: a writer that committed since the
+  // first fstat grew the file before writing the meta page we may have just
+  // read (LMDB writes a transaction's pages, then its meta page), so only a
+  // size taken after the read can be compared with it.
+  struct stat after {};
+  const uint64_t final_size = ::fstat(fd, &after) == 0 ? static_cast<uint64_t>(after.st_size) : size;
   ::close(fd);
   if (Load<uint32_t>(second + kMetaMagic) == kLmdbMagic && Load<uint64_t>(second + kMetaTxnId) > txnid) {
     last_page = Load<uint64_t>(second + kMetaLastPage);
     txnid = Load<uint64_t>(second + kMetaTxnId);
   }
-  if (last_page > (uint64_t{1} << 40) || (last_page + 1) * psize > size)
-    return Corrupt(path + " is damaged: the file is truncated (" + std::to_string(size) + " bytes, its header expects " +
+  if (last_page > (uint64_t{1} << 40) || (last_page + 1) * psize > final_size)
+    return Corrupt(path + " is damaged: the file is truncated (" + std::to_string(final_size) + " bytes, its header expects " +
                    std::to_string((last_page + 1) * psize) + ")");
   return Status::Ok();
 }

@@ -133,7 +133,7 @@ TEST_CASE("record: Summarize marks a run killed by SIGKILL as crashed and prints
   std::set<store::RunId> reported;
   std::ostringstream out;
   // waitpid status of a process killed by SIGKILL.
-  record::Summarize(db_path, "s1", 4242, SIGKILL, reported, out);
+  record::Summarize(db_path, "s1", 4242, SIGKILL, record::ChildRun{}, reported, out);
   CHECK(reported.size() == 1);
   CHECK(out.str().rfind("cct-record: run ", 0) == 0);
   CHECK(out.str().find("'victim'") != std::string::npos);
@@ -150,8 +150,50 @@ TEST_CASE("record: Summarize marks a run killed by SIGKILL as crashed and prints
 
   // Reported once: a second call prints nothing.
   std::ostringstream again;
-  record::Summarize(db_path, "s1", 4242, SIGKILL, reported, again);
+  record::Summarize(db_path, "s1", 4242, SIGKILL, record::ChildRun{}, reported, again);
   CHECK(again.str().empty());
+}
+
+TEST_CASE("record: a program that left no run (killed before its collector wrote) gets one without a profile") {
+  testutil::TempDir dir;
+  const std::string db_path = dir / "n.db";
+  record::ChildRun what;
+  what.name = "early";
+  what.tags = {{"case", "kill"}};
+  what.command = {"prog", "--token=***"};
+  what.start_time_ns = 1'700'000'000'000'000'000;
+  what.duration_ns = 25'000'000;
+  std::set<store::RunId> reported;
+  std::ostringstream out;
+  record::Summarize(db_path, "s2", 5151, SIGKILL, what, reported, out);  // waitpid status: killed by SIGKILL
+  CHECK(out.str().find("run 1 'early': the program was killed by signal 9 before its collector wrote a profile") !=
+        std::string::npos);
+  // One that ended by itself without writing: its collector declined and
+  // said why (--gpu on could not start, a full disk); nothing is added.
+  std::ostringstream declined;
+  record::Summarize(db_path, "s3", 5152, 3 << 8, what, reported, declined);  // exit status 3
+  CHECK(declined.str().empty());  // exit status 3
+  auto db = store::Database::Open(db_path, store::Database::Mode::kRead);
+  REQUIRE(db.ok());
+  auto runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  const store::RunMeta& killed = (*runs)[0];
+  CHECK(killed.name == "early");
+  CHECK(killed.state == store::RunState::kCrashed);
+  CHECK(killed.term_signal == SIGKILL);
+  CHECK(killed.pid == 5151);
+  CHECK(killed.tags == what.tags);
+  CHECK(killed.command == what.command);
+  CHECK(killed.duration_ns == what.duration_ns);
+  CHECK(killed.diagnostics.at("no_profile") == 1);
+  CHECK((*db)->ReadTree(killed.id).ok());  // a tree of its root alone: every report works on it
+  // Its run is the child's now: a second pass adds nothing.
+  std::ostringstream none;
+  record::Summarize(db_path, "s2", 5151, SIGKILL, what, reported, none);
+  CHECK(none.str().empty());
+  REQUIRE((*db)->ListRuns().ok());
+  CHECK((*db)->ListRuns()->size() == 1);
 }
 
 // --- the spool (record/spool.h) ---------------------------------------------
@@ -321,4 +363,28 @@ TEST_CASE("spool: directories of recorders that are gone are gathered by the nex
   std::ostringstream quiet;
   REQUIRE(record::GatherAbandoned(**db, db_path, quiet).ok());
   CHECK(quiet.str().empty());
+}
+
+TEST_CASE("spool: recorders gathering the same abandoned run file at once store it once") {
+  testutil::TempDir dir;
+  const std::string db_path = dir / "twice.db";
+  const pid_t gone = GonePid();
+  // Two gatherers that listed the stored runs before either stored this
+  // one (the race the soak test found): both believe it is new.
+  store::RunFile a = SpoolRun("00000000000000d1", "", "", gone, store::RunState::kCrashed, 1);
+  store::RunFile b = a;
+  auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  std::vector<store::RunFile> first{a}, second{b};
+  REQUIRE((*db)->PutRuns(first).ok());
+  REQUIRE((*db)->PutRuns(second).ok());
+  CHECK(second[0].meta.id == first[0].meta.id);  // found by its key inside the transaction
+  auto runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  CHECK(runs->size() == 1);
+  // Deleting the run frees its key: the file stored again is a new run.
+  REQUIRE((*db)->DeleteRun(first[0].meta.id).ok());
+  std::vector<store::RunFile> third{a};
+  REQUIRE((*db)->PutRuns(third).ok());
+  CHECK(third[0].meta.id != first[0].meta.id);
 }
