@@ -8,6 +8,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,7 +23,7 @@ namespace importers {
 using cct::Result;
 using cct::Status;
 
-Result<std::string> ReadFile(const std::string& path) {
+Result<std::string> ReadFile(const std::string& path, size_t max_line_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
@@ -35,22 +36,30 @@ Result<std::string> ReadFile(const std::string& path) {
     return cct::IoError(path + ": not a regular file");
   }
   std::string data;
-  data.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < data.size()) {
-    const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  data.resize(got);
+  // The announced size up front, but only up to a line's limit when there
+  // is one: the file may be one endless line.
+  const size_t announced = static_cast<size_t>(st.st_size);
+  data.reserve(max_line_bytes ? std::min(announced, max_line_bytes) : announced);
+  size_t line_start = 0, lines = 1;
   // Files that grow or report no size (pipes, /proc) are read to the end.
-  char buf[65536];
+  std::string buf(size_t{1} << 20, '\0');
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
+    const size_t from = data.size();
+    data.append(buf.data(), static_cast<size_t>(n));
+    if (!max_line_bytes) continue;
+    const char* begin = data.data() + from;
+    const size_t len = data.size() - from;
+    lines += static_cast<size_t>(std::count(begin, begin + len, '\n'));
+    if (const void* last = memrchr(begin, '\n', len))
+      line_start = static_cast<size_t>(static_cast<const char*>(last) - data.data()) + 1;
+    if (data.size() - line_start > max_line_bytes) {
+      ::close(fd);
+      return cct::BadInput(path + ": line " + std::to_string(lines) + " is longer than " +
+                           std::to_string(max_line_bytes >> 20) + " MiB (the limit for one line)");
+    }
   }
   ::close(fd);
   return data;

@@ -66,8 +66,15 @@ cct::Result<NcuAttachResult> AttachNcuMetrics(const std::string& csv_path, cct::
 cct::Status ResolveImportUnit(const std::string& metric, const std::optional<std::string>& unit, cct::Unit& out,
                               double& scale);
 
-// Reads a whole file (kIo / kNotFound on failure).
-cct::Result<std::string> ReadFile(const std::string& path);
+// Reads a whole file (kIo / kNotFound on failure). With `max_line_bytes`
+// (line-oriented formats: folded stacks, CSV), a line longer than that is
+// kInvalidArgument, found while reading: a 1 GB line costs at most the
+// bytes read before it plus the limit, never the whole line.
+cct::Result<std::string> ReadFile(const std::string& path, size_t max_line_bytes = 0);
+
+// The longest line a line-oriented importer takes (a folded stack of
+// 4096 frames of 4 KiB names is 16 MiB).
+inline constexpr size_t kMaxLineBytes = size_t{16} << 20;
 
 // What a front end asks of an import flow (importers/registry.h): the
 // command line's values, already parsed.

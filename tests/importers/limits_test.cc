@@ -1,0 +1,103 @@
+// Importers on hostile sizes: a 1 GiB line and deep nesting end in one line
+// and exit 2 with bounded memory, never a crash (issue "Hardening").
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "test_util.h"
+
+namespace {
+
+// cct-import under an address-space limit (KiB) below the input's size: a
+// reader that took the whole line would fail to allocate it.
+testutil::RunResult ImportCapped(const std::string& db, const std::string& from, const std::string& file,
+                                 const std::string& extra = "", long cap_kib = 786432) {
+  const std::string cmd = "ulimit -v " + std::to_string(cap_kib) + "; exec '" + testutil::Tool("cct-import") +
+                          "' -d '" + db + "' --from " + from + " " + extra + " '" + file + "'";
+  return testutil::Run({"/bin/sh", "-c", cmd});
+}
+
+// A sparse file of `bytes` NUL bytes after `head`: no newline after it.
+void SparseFile(const std::string& path, const std::string& head, off_t bytes) {
+  testutil::WriteFileOrDie(path, head);
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, static_cast<off_t>(head.size()) + bytes) == 0);
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("importers: a line of 1 GiB or more is one line and exit 2, read no further than the limit") {
+  testutil::TempDir dir;
+  const std::string db = dir / "l.db";
+  SUBCASE("folded, the first line") {
+    const std::string file = dir / "one.folded";
+    SparseFile(file, "", off_t{1} << 30);
+    auto r = ImportCapped(db, "folded", file);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("line 1 is longer than 16 MiB") != std::string::npos);
+  }
+  SUBCASE("folded, after three good lines") {
+    const std::string file = dir / "four.folded";
+    SparseFile(file, "main;a 1\nmain;b 2\nmain;c 3\n", off_t{1} << 30);
+    auto r = ImportCapped(db, "folded", file);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("line 4 is longer than 16 MiB") != std::string::npos);
+  }
+  SUBCASE("ncu CSV") {
+    // The run whose kernels it would annotate.
+    testutil::WriteFileOrDie(dir / "k.folded", "main;kernel 1\n");
+    REQUIRE(testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "folded", "--name", "k", dir / "k.folded"})
+                .exit_code == 0);
+    // Opening the database reserves 4 GiB of address space (its map), so
+    // the cap is 6 GiB and the line 8 GiB.
+    const std::string file = dir / "big.csv";
+    SparseFile(file, "\"ID\",\"Kernel Name\"\n", off_t{8} << 30);
+    auto r = ImportCapped(db, "ncu-csv", file, "--run k", 6L << 20);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("line 2 is longer than 16 MiB") != std::string::npos);
+  }
+  // Nothing was stored by the refused imports.
+  auto runs = testutil::Run({testutil::Tool("cct-query"), "-d", db, "runs"});
+  CHECK(runs.out.find("one") == std::string::npos);
+  CHECK(runs.out.find("four") == std::string::npos);
+}
+
+TEST_CASE("importers: 100,000-deep nesting is imported or refused in one line, never a crash") {
+  testutil::TempDir dir;
+  constexpr int kDepth = 100000;
+  SUBCASE("folded: a 100,000-frame stack") {
+    std::string line = "f0";
+    for (int i = 1; i < kDepth; ++i) line += ";f" + std::to_string(i);
+    const std::string file = dir / "deep.folded";
+    testutil::WriteFileOrDie(file, line + " 7\n");
+    auto r = testutil::Run({testutil::Tool("cct-import"), "-d", dir / "d.db", "--from", "folded", file});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    // Every frame is a node: the root, the thread-less path of 100,000.
+    auto q = testutil::Run({testutil::Tool("cct-query"), "-d", dir / "d.db", "show", "latest"});
+    CHECK(q.exit_code == 0);
+  }
+  SUBCASE("hatchet JSON: children 100,000 levels deep") {
+    std::string json;
+    for (int i = 0; i < kDepth; ++i)
+      json += "{\"frame\":{\"name\":\"f" + std::to_string(i) + "\",\"type\":\"function\"},\"metrics\":{\"time\":1},"
+              "\"children\":[";
+    for (int i = 0; i < kDepth; ++i) json += "]}";
+    json = "[" + json + "]";
+    const std::string file = dir / "deep.json";
+    testutil::WriteFileOrDie(file, json);
+    auto r = testutil::Run({testutil::Tool("cct-import"), "-d", dir / "h.db", "--from", "hatchet", file});
+    INFO(r.err);
+    CHECK((r.exit_code == 0 || (r.exit_code == 2 && testutil::LineCount(r.err) == 1)));
+  }
+}
