@@ -12,9 +12,12 @@ Each round starts --recorders `cct-record -o DB --name soak-R-I --checkpoint
 0.2 -- cct-example SECONDS` at once (examples/workload.cc, 0.2-0.6 s of CPU
 work in two threads). A share of them (--kill-share) is killed with SIGKILL
 after 0.05-0.3 s: half the program (its run must end `crashed` with signal
-9), half the recorder (the program then gets SIGTERM from its parent's
-death and its run file waits in the spool: `crashed` with signal 15, or
-`complete` when it finished first). Meanwhile --queries loops run
+9: stored by the collector's last checkpoint, or by cct-record itself when
+the kill came before the collector's first write), half the recorder, once
+the program has written its first run file (the program then gets SIGTERM
+from its parent's death and its run file waits in the spool: `crashed`
+with signal 15, or without one when the signal came before the collector's
+handlers, or `complete` when it finished first). Meanwhile --queries loops run
 `cct-query runs`, `top latest`, `show latest` and `check` on the same file:
 each must exit 0 (or, before the file exists, 2 with one line); a signal,
 a check that finds damage (1) or several error lines fail the soak.
