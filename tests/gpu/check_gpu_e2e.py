@@ -61,8 +61,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SOURCE = os.path.join(HERE, "gpu_e2e.cu")
 sys.path.insert(0, HERE)
-from gpu_util import (base_name, build_cuda, gpu_or_skip, nvcc_argv, nvcc_or_skip, program_json,  # noqa: E402
-                      result, run, run_metrics, run_recorded, run_show, run_tree, scratch_dir, tools, val, walk)
+from gpu_util import (base_name, build_cuda, gpu_or_skip, launcher, nvcc_argv, nvcc_or_skip,  # noqa: E402
+                      program_json, result, run, run_metrics, run_recorded, run_show, run_tree, scratch_dir, tools,
+                      val, walk)
 
 
 # ------------------------------------------------------------------ setup
@@ -101,29 +102,6 @@ def outermost(root, pred):
 
 # Diagnostics that count what happened (docs/metrics.md), not what went wrong.
 COUNT_DIAGNOSTICS = {"gpu_launches", "gpu_buffers", "gpu_records", "gpu_pc_samples"}
-RUNTIME_FRAME = re.compile(r"^(cuda[A-Z_]|cu[A-Z]|__cuda|__device_stub__|cudart::|libcuda|libcudart|libcupti)")
-
-
-def launcher(ancestors, kernel_bases=()):
-    """The CPU function that made the call: the nearest function ancestor,
-    skipping NVTX ranges, CUDA runtime/driver frames, nvcc's __device_stub__
-    frames and the host wrapper nvcc generates with the kernel's own name.
-    Returns (function node or None, [names of the skipped frames])."""
-    skipped = []
-    for a in reversed(ancestors):
-        k = a.get("kind")
-        name = a.get("name", "")
-        if k == "nvtx":
-            continue
-        if k == "function":
-            if RUNTIME_FRAME.match(name) or base_name(name) in kernel_bases:
-                skipped.append(name)
-                continue
-            return a, skipped
-        skipped.append(f"[{k}] {name}")
-    return None, skipped
-
-
 def between(ancestors, nvtx_node):
     """Names of the frames strictly between nvtx_node and the end of ancestors."""
     names, seen = [], False

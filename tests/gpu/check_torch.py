@@ -41,17 +41,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpu_util import (base_name, gpu_or_skip, result, run, run_recorded, run_tree, scratch_dir, tools,  # noqa: E402
-                      val, walk)
+from gpu_util import (base_name, gpu_or_skip, launcher, result, run, run_recorded, run_tree, scratch_dir,  # noqa: E402
+                      tools, val, walk)
 
 PROGRAM = os.path.join(HERE, "torch_nvtx.py")
 
-
-# A frame the symbolizer could not name: a bare address or "module+0xOFFSET".
-UNNAMED = re.compile(r"^0x[0-9a-f]+$|\+0x[0-9a-f]+$")
-# The CUDA machinery between a launching call and the placeholder (the
-# collector trims it; profile_builder.cc's IsGpuRuntimeFunction).
-RUNTIME = re.compile(r"^(cuda[A-Z_]|cu[A-Z]|__cuda|__device_stub__|cudart::|libcuda|libcudart|libcupti)")
 
 
 def kernel_paths(tree):
@@ -63,16 +57,9 @@ def kernel_paths(tree):
             continue
         thread = next((x.get("name", "") for x in anc if x.get("kind") == "thread"), "")
         ranges = [x.get("name", "") for x in anc if x.get("kind") == "nvtx"]
-        # The nearest frame with a name: libraries without symbols
-        # (cuBLAS's internals) give only "module+0xOFFSET" frames.
-        launcher = None
-        for x in reversed(anc):
-            name = x.get("name", "")
-            if x.get("kind") == "function" and not RUNTIME.match(name) and not UNNAMED.search(name):
-                launcher = name
-                break
+        f, _ = launcher(anc, skip_unnamed=True)
         partial = any(x.get("name") == "<partial call path>" for x in anc)
-        out.append((val(n, "gker"), thread, ranges, launcher, partial))
+        out.append((val(n, "gker"), thread, ranges, f.get("name", "") if f else None, partial))
     return out
 
 
@@ -97,11 +84,11 @@ def check_structure(tree, fails, warns):
     print("tree structure (share of gker):")
     print(f"  {named:.1%} launched by a named CPU function; {complete:.1%} on complete stacks (not partial)")
     by_place = {}
-    for g, thread, ranges, launcher, _ in paths:
+    for g, thread, ranges, who, _ in paths:
         key = (thread, " -> ".join(ranges) or "(no range)")
         by_place.setdefault(key, [0.0, {}])
         by_place[key][0] += g
-        by_place[key][1][launcher] = by_place[key][1].get(launcher, 0.0) + g
+        by_place[key][1][who] = by_place[key][1].get(who, 0.0) + g
     for (thread, where), (g, launchers) in sorted(by_place.items(), key=lambda kv: -kv[1][0]):
         top = max(launchers.items(), key=lambda kv: kv[1])[0]
         print(f"  {g / total:6.1%}  thread {thread!r}, {where}; top launcher {str(top)[:100]!r}")

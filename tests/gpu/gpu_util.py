@@ -268,3 +268,34 @@ def base_name(name):
     s = s[:cut]
     s = re.sub(r"<.*>$", "", s)
     return s.strip()
+
+
+# The CUDA machinery between a launching call and its GPU placeholder (the
+# collector trims it; profile_builder.cc's IsGpuRuntimeFunction and
+# IsGpuRuntimeModule).
+RUNTIME_FRAME = re.compile(r"^(cuda[A-Z_]|cu[A-Z]|__cuda|__device_stub__|cudart::|libcuda|libcudart|libcupti)")
+# A frame the symbolizer could not name: a bare address or "module+0xOFFSET".
+UNNAMED_FRAME = re.compile(r"^0x[0-9a-f]+$|\+0x[0-9a-f]+$")
+
+
+def launcher(ancestors, kernel_bases=(), skip_unnamed=False):
+    """The CPU function that made the call: the nearest function ancestor,
+    skipping NVTX ranges, CUDA runtime/driver frames, nvcc's __device_stub__
+    frames, the host wrapper nvcc generates with the kernel's own name (its
+    base name in kernel_bases) and, with skip_unnamed, frames without a name
+    (libraries without symbols, such as cuBLAS's internals).
+    Returns (function node or None, [names of the skipped frames])."""
+    skipped = []
+    for a in reversed(ancestors):
+        k = a.get("kind")
+        name = a.get("name", "")
+        if k == "nvtx":
+            continue
+        if k == "function":
+            if (RUNTIME_FRAME.match(name) or base_name(name) in kernel_bases
+                    or (skip_unnamed and UNNAMED_FRAME.search(name))):
+                skipped.append(name)
+                continue
+            return a, skipped
+        skipped.append(f"[{k}] {name}")
+    return None, skipped
