@@ -8,17 +8,14 @@
 
 #include <boost/program_options.hpp>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <set>
 
 #include "cct/pattern.h"
-#include "cct/tree_ops.h"
 #include "cctdb_config.h"
 #include "collector/core/config.h"
-#include "collector/core/run_info.h"
 #include "collector/cpu/symbol_cache.h"
 #include "collector/gpu/gpu_probe.h"
 #include "record/record.h"
@@ -253,17 +250,7 @@ int main(int argc, char** argv) {
       }
       return *pass;
     };
-    record::ChildRun what;
-    what.name = config.name.empty() ? std::string(cct::BaseName(program[0])) : config.name;
-    what.tags = config.tags;
-    what.command = program;
-    if (!config.keep_args) collector::MaskSecretArguments(what.command);
-    what.start_time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count();
-    const auto started = std::chrono::steady_clock::now();
     auto ran = record::RunProgram(program, env, [&] { gather(); }, config.checkpoint_s);
-    what.duration_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
     if (!ran.ok()) cli::Fail(kTool, ran.status().message(), kExitOwnError);
     const record::ChildResult& res = *ran;
     const record::Spool::Pass last = gather();
@@ -278,7 +265,8 @@ int main(int argc, char** argv) {
       cli::Fail(kTool, program[0] + ": " + (not_found ? "command not found" : std::strerror(res.exec_errno)),
                 not_found ? kExitNotFound : kExitCannotExecute);
     }
-    record::Summarize(config.db_path, config.session, res.pid, res.status, what, reported, std::cerr);
+    record::Summarize(config.db_path, config.session, res.pid, res.status,
+                      record::DescribeChild(config, program, res), reported, std::cerr);
     if (WIFEXITED(res.status)) exit_status = WEXITSTATUS(res.status);
     else if (WIFSIGNALED(res.status)) exit_status = 128 + WTERMSIG(res.status);
     if (exit_status != 0) break;

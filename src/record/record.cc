@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "collector/core/run_info.h"
 #include "output/format.h"
 #include "store/database.h"
 
@@ -24,6 +26,12 @@ namespace {
 
 constexpr const char* kTool = "cct-record";
 constexpr int kExitNotFound = 127;  // the child's exit when exec fails (the parent reads exec_errno)
+
+int64_t Clock(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
 
 // The program RunProgram runs now, for Forward (0: none).
 volatile sig_atomic_t child_pid = 0;
@@ -133,6 +141,8 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
+  const int64_t start_time_ns = Clock(CLOCK_REALTIME);
+  const int64_t started = Clock(CLOCK_MONOTONIC);
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
@@ -158,6 +168,7 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   close(err_pipe[1]);
   ChildResult result;
   result.pid = pid;
+  result.start_time_ns = start_time_ns;
   int e = 0;
   ssize_t r;
   do r = read(err_pipe[0], &e, sizeof e);
@@ -186,7 +197,20 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
     }
   }
   child_pid = 0;
+  result.duration_ns = Clock(CLOCK_MONOTONIC) - started;
   return result;
+}
+
+ChildRun DescribeChild(const collector::CollectorConfig& config, const std::vector<std::string>& program,
+                       const ChildResult& result) {
+  ChildRun what;
+  what.command = program;
+  if (!config.keep_args) collector::MaskSecretArguments(what.command);
+  what.name = collector::RunName(config.name, what.command);
+  what.tags = config.tags;
+  what.start_time_ns = result.start_time_ns;
+  what.duration_ns = result.duration_ns;
+  return what;
 }
 
 void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,

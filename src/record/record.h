@@ -60,6 +60,8 @@ struct ChildResult {
   pid_t pid = 0;
   int status = 0;  // waitpid status
   int exec_errno = 0;  // nonzero: the program could not be executed
+  int64_t start_time_ns = 0;  // Unix epoch, at the fork
+  int64_t duration_ns = 0;    // fork to wait
 };
 
 // Runs `program` (argv, looked up in PATH) with environment `env` and waits
@@ -80,6 +82,11 @@ struct ChildRun {
   int64_t start_time_ns = 0;         // Unix epoch, at the fork
   int64_t duration_ns = 0;           // fork to wait
 };
+// The program as its collector would have named and described it: `config`'s
+// name (else the program's base name) and tags, its command line masked
+// unless keep_args, and the times RunProgram measured.
+ChildRun DescribeChild(const collector::CollectorConfig& config, const std::vector<std::string>& program,
+                       const ChildResult& result);
 
 // The recording's runs (those of `session` not yet in `reported`), fixed up
 // where a process could not write its own end (killed with SIGKILL; `child`

@@ -203,13 +203,14 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
         CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn.Get(meta_, RunKeyIndex(run.key)));
         uint32_t id = 0;
         if (known && known->size() == 4) std::memcpy(&id, known->data(), 4);
-        // An entry whose run is gone (deleted by a writer before the index)
-        // does not count.
-        CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> record,
-                             id ? txn.Get(runs_, U32BE(id)) : Result<std::optional<std::string_view>>(std::nullopt));
-        if (record) {
-          run.meta.id = id;
-          fresh = false;
+        if (id != 0) {
+          // An entry whose run is gone (deleted by a writer before the
+          // index) does not count.
+          CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> record, txn.Get(runs_, U32BE(id)));
+          if (record) {
+            run.meta.id = id;
+            fresh = false;
+          }
         }
       }
       if (!run.key.empty()) run.meta.extra["run_key"] = run.key;

@@ -103,6 +103,8 @@ TEST_CASE("record: RunProgram reports exit status, signals and exec failures") {
   CHECK(ok->exec_errno == 0);
   CHECK(WIFEXITED(ok->status));
   CHECK(WEXITSTATUS(ok->status) == 3);
+  CHECK(ok->start_time_ns > 1'600'000'000'000'000'000);  // a Unix time, after 2020
+  CHECK(ok->duration_ns > 0);
 
   auto killed = record::RunProgram({"sh", "-c", "kill -KILL $$"}, {"PATH=/usr/bin:/bin"});
   REQUIRE(killed.ok());
@@ -152,6 +154,27 @@ TEST_CASE("record: Summarize marks a run killed by SIGKILL as crashed and prints
   std::ostringstream again;
   record::Summarize(db_path, "s1", 4242, SIGKILL, record::ChildRun{}, reported, again);
   CHECK(again.str().empty());
+}
+
+TEST_CASE("record: DescribeChild names and masks the program as its collector would") {
+  collector::CollectorConfig config;
+  config.tags = {{"k", "v"}};
+  record::ChildResult res;
+  res.start_time_ns = 11;
+  res.duration_ns = 22;
+  const std::vector<std::string> program{"/opt/bin/train", "--password=hunter2", "--steps", "3"};
+  const record::ChildRun plain = record::DescribeChild(config, program, res);
+  CHECK(plain.name == "train");
+  CHECK(plain.command[1] != "--password=hunter2");
+  CHECK(plain.command[3] == "3");
+  CHECK(plain.tags == config.tags);
+  CHECK(plain.start_time_ns == 11);
+  CHECK(plain.duration_ns == 22);
+  config.name = "mine";
+  config.keep_args = true;
+  const record::ChildRun kept = record::DescribeChild(config, program, res);
+  CHECK(kept.name == "mine");
+  CHECK(kept.command == program);
 }
 
 TEST_CASE("record: a program that left no run (killed before its collector wrote) gets one without a profile") {

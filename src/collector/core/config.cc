@@ -113,10 +113,11 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
   if (const char* v = env("CCT_RECORD_GPU_PC_SAMPLING")) c.gpu_pc_sampling = std::string(v) == "1";
   if (const char* v = env("CCT_RECORD_GPU_PC_PERIOD")) {
     const std::string s = v;
-    if (s.empty() || s.size() > 2 || s.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(s) < CollectorConfig::kMinPcPeriod || std::stoul(s) > CollectorConfig::kMaxPcPeriod)
+    const bool digits = !s.empty() && s.size() <= 2 && s.find_first_not_of("0123456789") == std::string::npos;
+    const unsigned long n = digits ? std::stoul(s) : 0;
+    if (n < CollectorConfig::kMinPcPeriod || n > CollectorConfig::kMaxPcPeriod)
       return cct::BadInput("CCT_RECORD_GPU_PC_PERIOD must be 5 to 31 (2^N cycles), not '" + s + "'");
-    c.gpu_pc_period = static_cast<uint32_t>(std::stoul(s));
+    c.gpu_pc_period = static_cast<uint32_t>(n);
   }
   if (const char* v = env("CCT_RECORD_GPU_RAW")) c.gpu_raw_dir = v;
   if (const char* v = env("CCT_RECORD_GPU_ADAPTER")) c.gpu_adapter = v;
@@ -162,8 +163,10 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
   if (c.nvtx_inherit_main) e["CCT_RECORD_NVTX_INHERIT"] = "main";
   e["CCT_RECORD_GPU"] = c.gpu == GpuTracing::kOn ? "on" : c.gpu == GpuTracing::kOff ? "off" : "auto";
-  if (c.gpu_pc_sampling) e["CCT_RECORD_GPU_PC_SAMPLING"] = "1";
-  if (c.gpu_pc_sampling) e["CCT_RECORD_GPU_PC_PERIOD"] = std::to_string(c.gpu_pc_period);
+  if (c.gpu_pc_sampling) {
+    e["CCT_RECORD_GPU_PC_SAMPLING"] = "1";
+    e["CCT_RECORD_GPU_PC_PERIOD"] = std::to_string(c.gpu_pc_period);
+  }
   if (!c.gpu_raw_dir.empty()) e["CCT_RECORD_GPU_RAW"] = c.gpu_raw_dir;
   if (!c.gpu_adapter.empty()) e["CCT_RECORD_GPU_ADAPTER"] = c.gpu_adapter;
   if (c.account_short_threads) e["CCT_RECORD_ACCOUNT_SHORT_THREADS"] = "1";

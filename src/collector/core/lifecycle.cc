@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "cct/tree_ops.h"
 #include "cctdb_config.h"
 #include "collector/core/profile_builder.h"
 #include "collector/core/run_info.h"
@@ -83,15 +82,12 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
     fresh.glibc = GlibcVersion();
   }
   m = std::move(fresh);
-  m.name = rt->config.name;
   m.source = "cct-record";
   m.state = store::RunState::kRecording;
   m.start_time_ns = Now(CLOCK_REALTIME);
   m.command = ProcessCommandLine();
   if (!rt->config.keep_args) MaskSecretArguments(m.command);
-  if (m.name.empty() && !m.command.empty()) {
-    m.name = std::string(cct::BaseName(m.command.front()));
-  }
+  m.name = RunName(rt->config.name, m.command);
   m.collector_version = CCTDB_VERSION;
   m.tags = rt->config.tags;
   m.env = RecordedEnvironment(environ);

@@ -1,5 +1,6 @@
 #include "collector/core/run_info.h"
 
+#include "cct/tree_ops.h"
 #include "collector/cpu/modules.h"
 #include "store/run_file.h"
 
@@ -147,6 +148,11 @@ bool SecretName(std::string_view name) {
   for (size_t at = n.find("AUTH"); at != std::string::npos; at = n.find("AUTH", at + 1))
     if (n.compare(at, 6, "AUTHOR") != 0) return true;
   return n.size() >= 4 ? n.ends_with("_KEY") : n == "KEY";
+}
+
+std::string RunName(const std::string& configured, const std::vector<std::string>& command) {
+  if (!configured.empty() || command.empty()) return configured;
+  return std::string(cct::BaseName(command.front()));
 }
 
 size_t MaskSecretArguments(std::vector<std::string>& argv) {

@@ -43,6 +43,8 @@ inline constexpr std::string_view kMasked = "***";
 // random-looking value is kept: commit hashes and checksums on command
 // lines are what makes a run reproducible. Returns how many were masked.
 size_t MaskSecretArguments(std::vector<std::string>& argv);
+// A run's name: `configured` (--name), else the command's base name.
+std::string RunName(const std::string& configured, const std::vector<std::string>& command);
 // The allow-listed, non-secret subset of `environ`-style "NAME=VALUE" entries.
 std::map<std::string, std::string> RecordedEnvironment(const char* const* envp);
 

@@ -539,8 +539,10 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
         gpu["facts"] = facts;
       }
     }
-    if (g->config.gpu_pc_sampling) gpu["pc_sampling"] = true;
-    if (g->config.gpu_pc_sampling) gpu["pc_sampling_period"] = g->config.gpu_pc_period;
+    if (g->config.gpu_pc_sampling) {
+      gpu["pc_sampling"] = true;
+      gpu["pc_sampling_period"] = g->config.gpu_pc_period;
+    }
     if (!g->raw_path.empty()) gpu["raw_dump"] = g->raw_path;
     meta.extra["gpu"] = gpu;
     if (g->adapter) {
