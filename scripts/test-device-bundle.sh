@@ -184,7 +184,7 @@ checks() {
     case "$so" in
       libcupti.so.*)
         [ "$have_adapter" = 1 ] || continue
-        cupti_from=$(grep -E "/$so\$" <<<"$loads" | head -n 1)
+        cupti_from=$(grep -E "/$so\$" <<<"$loads" | head -n 1 || true)
         if [ "$pass" = hidden ] && [ "$mine" -eq 0 ]; then
           echo "  FAIL $so: not the bundled copy with the toolkit hidden (${cupti_from:-not loaded})"
           fail=1
@@ -214,8 +214,13 @@ checks() {
   # Only processes that ran our code (loaded something from the bundle):
   # the test's own helpers (python3, grep) are not what the device runs.
   local path outside=0 ours
+  # (An if, not `grep && sed`: a last file without our code would end the
+  # loop with grep's status 1, and under set -e -o pipefail the assignment
+  # would end the whole pass silently, depending on the order of the PIDs.)
   ours=$(for f in "$w"/ld.*; do
-    grep -q "calling init: $b/" "$f" && sed -n 's/^ *[0-9]*:[[:space:]]*calling init: //p' "$f"
+    if grep -q "calling init: $b/" "$f"; then
+      sed -n 's/^ *[0-9]*:[[:space:]]*calling init: //p' "$f"
+    fi
   done | sort -u)
   while read -r path; do
     [ -n "$path" ] && [ "${path#"$b"/}" = "$path" ] || continue

@@ -4,8 +4,8 @@
 # the fuzz suite under ASan+UBSan and the TSan program; the unit tests under
 # ASan+UBSan are a stage it runs on request, for time).
 # Ends with doctest's summary of the main run and a plain "N passed, N
-# failed" that also counts the sanitizer stages' results. CCT_SANITIZERS=0
-# skips those stages (a quick local run; CI runs them).
+# failed" that also counts the other meson tests and the sanitizer stages.
+# CCT_SANITIZERS=0 skips those stages (a quick local run; CI runs them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -18,7 +18,14 @@ meson test -C build --print-errorlogs 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 t3=$(date +%s)
 summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)
+# The other meson tests (device-bundle, soak) count one each; the doctest
+# binary's cases are counted from its summary, and the binary itself only
+# when it failed without saying so there (a crash after the summary).
+meson_results=$(sed -nE 's/^ *[0-9]+\/[0-9]+ +([^ ]+) +([A-Z]+) .*/\1 \2/p' "$log" | sort -u)  # failures are listed twice
 rm -f "$log"
+other_passed=$(awk '$1 != "cctdb-tests" && ($2 == "OK" || $2 == "EXPECTEDFAIL") { n++ } END { print n + 0 }' <<<"$meson_results")
+other_failed=$(awk '$1 != "cctdb-tests" && $2 != "OK" && $2 != "EXPECTEDFAIL" && $2 != "SKIP" { n++ } END { print n + 0 }' <<<"$meson_results")
+binary_failed=$(awk '$1 == "cctdb-tests" && $2 != "OK" { n++ } END { print n + 0 }' <<<"$meson_results")
 san_passed=0
 san_failed=0
 if [ "${CCT_SANITIZERS:-1}" != 0 ]; then
@@ -37,11 +44,12 @@ t4=$(date +%s)
 echo "test: times: deps $((t1 - t0)) s, build $((t2 - t1)) s, tests $((t3 - t2)) s, sanitizers+fuzz $((t4 - t3)) s, total $((t4 - t0)) s"
 if [ -z "$summary" ]; then
   echo "test: the test binary printed no summary" >&2
-  echo "$san_passed passed, $((san_failed + 1)) failed"
+  echo "$((other_passed + san_passed)) passed, $((other_failed + san_failed + 1)) failed"
   exit 1
 fi
 passed=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$summary")
 failed=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$summary")
+[ "$binary_failed" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo "$summary"
-echo "$((passed + san_passed)) passed, $((failed + san_failed)) failed"
+echo "$((passed + other_passed + san_passed)) passed, $((failed + other_failed + san_failed)) failed"
 if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$san_failed" -ne 0 ]; then exit 1; fi
