@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite (doctest, via
 # meson test), then the sanitizer and fuzzing stages (scripts/test-sanitizers.sh:
-# the fuzz suite under ASan+UBSan and the TSan program; the unit tests under
-# ASan+UBSan are a stage it runs on request, for time).
+# the unit tests and the fuzz suite under ASan+UBSan, the TSan program), whose
+# build runs beside the main suite.
 # Ends with doctest's summary of the main run and a plain "N passed, N
 # failed" that also counts the other meson tests and the sanitizer stages.
 # CCT_SANITIZERS=0 skips those stages (a quick local run; CI runs them).
@@ -13,6 +13,15 @@ t0=$(date +%s)
 t1=$(date +%s)
 ./scripts/build.sh || exit 1
 t2=$(date +%s)
+# The sanitizer build meanwhile, at the lowest priority: the main suite runs
+# its tests one after another and leaves most of the second core idle; at
+# nice 19 the build takes only what the tests do not use.
+san_build_log=$(mktemp)
+san_build_pid=
+if [ "${CCT_SANITIZERS:-1}" != 0 ]; then
+  nice -n 19 ./scripts/test-sanitizers.sh --build-only >"$san_build_log" 2>&1 &
+  san_build_pid=$!
+fi
 log=$(mktemp)
 meson test -C build --print-errorlogs 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
@@ -29,6 +38,10 @@ binary_failed=$(awk '$1 == "cctdb-tests" && $2 != "OK" { n++ } END { print n + 0
 san_passed=0
 san_failed=0
 if [ "${CCT_SANITIZERS:-1}" != 0 ]; then
+  # What the background build said when it failed; the stages build again
+  # (nothing, when it succeeded) and count a failure there.
+  wait "$san_build_pid" || cat "$san_build_log"
+  rm -f "$san_build_log"
   san_log=$(mktemp)
   ./scripts/test-sanitizers.sh 2>&1 | tee "$san_log"
   san_status=${PIPESTATUS[0]}

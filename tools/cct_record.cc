@@ -21,6 +21,7 @@
 #include "record/record.h"
 #include "record/spool.h"
 #include "store/database.h"
+#include "store/fault_guard.h"
 #include "tools/cli.h"
 
 namespace po = boost::program_options;
@@ -211,6 +212,10 @@ int main(int argc, char** argv) {
     if (!mode.ok()) cli::Fail(kTool, mode.status(), kExitOwnError);
     db_mode = *mode;
   }
+  // A damaged page LMDB asserts on, or faults on, while storing: one line
+  // and cct-record's own status, not an abort. A program still running gets
+  // its PDEATHSIG; its run files stay in the spool for the next cct-record.
+  store::FaultGuard guard(kTool, config.db_path, kExitOwnError);
   auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite, db_mode);
   if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
   // Runs of processes that outlived an earlier recording into this file.

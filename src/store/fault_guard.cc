@@ -18,13 +18,14 @@ char g_open_message[1024];
 size_t g_open_message_len = 0;
 std::string* g_tool = nullptr;  // the outermost guard's, for ReportLmdbAssert
 std::string* g_path = nullptr;
+int g_exit_status = 2;  // the outermost guard's
 
 // Async-signal-safe: reads preformatted bytes, write(2), _exit.
 void OnFault(int sig) {
   if (g_depth.load(std::memory_order_relaxed) > 0) {
     ssize_t ignored = ::write(STDERR_FILENO, g_message, g_message_len);
     (void)ignored;
-    ::_exit(2);
+    ::_exit(g_exit_status);
   }
   // Not ours: restore the default action; returning re-executes the faulting
   // instruction, which now kills the process as it would have.
@@ -35,7 +36,7 @@ void OnFault(int sig) {
 void OnOpenDeadline(int) {
   ssize_t ignored = ::write(STDERR_FILENO, g_open_message, g_open_message_len);
   (void)ignored;
-  ::_exit(2);
+  ::_exit(g_exit_status);
 }
 
 void Install() {
@@ -52,8 +53,9 @@ void Install() {
 
 }  // namespace
 
-FaultGuard::FaultGuard(const std::string& tool, const std::string& db_path) {
+FaultGuard::FaultGuard(const std::string& tool, const std::string& db_path, int exit_status) {
   if (g_depth.load() == 0) {
+    g_exit_status = exit_status;
     const std::string msg = tool + ": " + db_path + " is damaged (memory fault while reading it)\n";
     g_message_len = std::min(msg.size(), sizeof g_message);
     std::memcpy(g_message, msg.data(), g_message_len);
@@ -116,7 +118,7 @@ void ReportLmdbAssert(const char* detail) {
       *g_tool + ": " + DamageMessage(*g_path, "LMDB: " + LmdbAssertionText(detail ? detail : "assertion failed")) + "\n";
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;
-  ::_exit(2);
+  ::_exit(g_exit_status);
 }
 
 }  // namespace store

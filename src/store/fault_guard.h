@@ -1,5 +1,5 @@
 // FaultGuard: turns a memory fault while reading a database into one error
-// line and exit status 2.
+// line and the tool's error exit status (2; cct-record's is 125).
 //
 // LMDB trusts the pages it maps; we check the file header before mapping and
 // checksum our own sections, but a corrupted B-tree page inside an otherwise
@@ -12,7 +12,7 @@
 // mdb_cursor_next fail 'IS_LEAF(mp)' and abort). lmdb_env.cc installs
 // ReportLmdbAssert as every environment's assert callback: inside a guard
 // it prints "<tool>: <path> is damaged (LMDB: <assertion>); cct-query check
-// <path> lists what can still be read" and exits 2.
+// <path> lists what can still be read" and exits with the guard's status.
 //
 // The signal handler is async-signal-safe (write(2) and _exit only).
 // Not for the collector: it runs inside the host program. Guards nest;
@@ -26,7 +26,9 @@ namespace store {
 
 class FaultGuard {
  public:
-  FaultGuard(const std::string& tool, const std::string& db_path);
+  // exit_status: what the process ends with on damage; the outermost
+  // guard's counts.
+  FaultGuard(const std::string& tool, const std::string& db_path, int exit_status = 2);
   ~FaultGuard();
   FaultGuard(const FaultGuard&) = delete;
   FaultGuard& operator=(const FaultGuard&) = delete;
@@ -36,7 +38,7 @@ class FaultGuard {
 // can make LMDB loop forever (a page that points back up its own path), and
 // opening reads a handful of pages, so one that takes kOpenDeadlineSeconds
 // is damage: "<tool>: <path> is damaged (opening it did not finish in 10 s)"
-// and exit 2 (SIGALRM; the tools use no other alarm). Outside a guard,
+// and the guard's exit status (SIGALRM; the tools use no other alarm). Outside a guard,
 // nothing. Database::Open holds one.
 inline constexpr unsigned kOpenDeadlineSeconds = 10;
 class OpenDeadline {
@@ -64,7 +66,8 @@ std::string DamageMessage(const std::string& path, std::string_view detail);
 // a user, and without a trailing newline or period.
 std::string LmdbAssertionText(std::string_view message);
 
-// LMDB's assertion `detail` fired: inside a guard, one line and exit 2;
+// LMDB's assertion `detail` fired: inside a guard, one line and the guard's
+// exit status;
 // outside, returns (LMDB aborts as it would have). Normal context.
 void ReportLmdbAssert(const char* detail);
 

@@ -140,7 +140,10 @@ TEST_CASE("gpu fixtures: real CUPTI records replay to what the program did, unde
   }
   SUBCASE("kernels: names, launch counts, time against the bare run's CUDA events, launched by compute()") {
     double launches = 0;
-    for (const auto& [key, k] : prog.at("kernels").items()) {
+    for (const auto& item : prog.at("kernels").items()) {
+      // (Named copies: CAPTURE's lambda cannot refer to a structured binding in clang 14.)
+      const std::string key = item.key();
+      const json& k = item.value();
       CAPTURE(key);
       const std::string name = k.at("name");
       const Placed count = Sum(tree, "compute", name, "gker:count", /*kernel=*/true);
@@ -165,7 +168,9 @@ TEST_CASE("gpu fixtures: real CUPTI records replay to what the program did, unde
     const json stored = Query({"-d", recorded_db, "show", "gpu_e2e_raw"}).at("totals");
     const json replayed = Query({"-d", db, "show", "replay"}).at("totals");
     int compared = 0;
-    for (const auto& [metric, v] : stored.items()) {
+    for (const auto& item : stored.items()) {
+      const std::string metric = item.key();
+      const json& v = item.value();
       if (metric.rfind("g", 0) != 0) continue;  // GPU metrics; the CPU samples are not in the dump
       CAPTURE(metric);
       REQUIRE(replayed.contains(metric));

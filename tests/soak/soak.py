@@ -112,8 +112,9 @@ class Soak:
             if r.returncode == 0:
                 continue
             if r.returncode == 2 and len(errs) == 1 and any(
-                    why in errs[0] for why in ("holds no runs", "empty LMDB environment", "No such file",
-                                               "has no metrics", "no profile data yet")):
+                    why in errs[0].lower() for why in ("holds no runs", "empty lmdb environment", "no such file",
+                                                       "no such database file", "has no metrics",
+                                                       "no profile data yet")):
                 # No database yet, one being created, no run stored yet, or
                 # the latest run just started (nothing sampled): one line.
                 continue
