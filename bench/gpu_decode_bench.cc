@@ -37,6 +37,7 @@
 #include <cupti.h>
 
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "collector/gpu/cupti/cupti_decode.h"
 #include "collector/gpu/gpu_metrics.h"

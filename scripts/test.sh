@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite (doctest, via
 # meson test), then the sanitizer and fuzzing stages (scripts/test-sanitizers.sh:
-# the unit tests and the fuzz suite under ASan+UBSan, the TSan program), whose
-# build runs beside the main suite.
+# the unit tests and the fuzz suite under ASan+UBSan, the TSan program).
 # Ends with doctest's summary of the main run and a plain "N passed, N
 # failed" that also counts the other meson tests and the sanitizer stages.
 # CCT_SANITIZERS=0 skips those stages (a quick local run; CI runs them).
@@ -13,15 +12,6 @@ t0=$(date +%s)
 t1=$(date +%s)
 ./scripts/build.sh || exit 1
 t2=$(date +%s)
-# The sanitizer build meanwhile, at the lowest priority: the main suite runs
-# its tests one after another and leaves most of the second core idle; at
-# nice 19 the build takes only what the tests do not use.
-san_build_log=$(mktemp)
-san_build_pid=
-if [ "${CCT_SANITIZERS:-1}" != 0 ]; then
-  nice -n 19 ./scripts/test-sanitizers.sh --build-only >"$san_build_log" 2>&1 &
-  san_build_pid=$!
-fi
 log=$(mktemp)
 meson test -C build --print-errorlogs 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
@@ -30,7 +20,10 @@ summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)
 # The other meson tests (device-bundle, soak) count one each; the doctest
 # binary's cases are counted from its summary, and the binary itself only
 # when it failed without saying so there (a crash after the summary).
-meson_results=$(sed -nE 's/^ *[0-9]+\/[0-9]+ +([^ ]+) +([A-Z]+) .*/\1 \2/p' "$log" | sort -u)  # failures are listed twice
+# Each test's last verdict: a verbose test is listed RUNNING first, and a
+# failure again in the summary.
+meson_results=$(sed -nE 's/^ *[0-9]+\/[0-9]+ +([^ ]+) +([A-Z]+)( .*)?$/\1 \2/p' "$log" |
+  awk '$2 != "RUNNING" { last[$1] = $2 } END { for (t in last) print t, last[t] }')
 rm -f "$log"
 other_passed=$(awk '$1 != "cctdb-tests" && ($2 == "OK" || $2 == "EXPECTEDFAIL") { n++ } END { print n + 0 }' <<<"$meson_results")
 other_failed=$(awk '$1 != "cctdb-tests" && $2 != "OK" && $2 != "EXPECTEDFAIL" && $2 != "SKIP" { n++ } END { print n + 0 }' <<<"$meson_results")
@@ -38,10 +31,6 @@ binary_failed=$(awk '$1 == "cctdb-tests" && $2 != "OK" { n++ } END { print n + 0
 san_passed=0
 san_failed=0
 if [ "${CCT_SANITIZERS:-1}" != 0 ]; then
-  # What the background build said when it failed; the stages build again
-  # (nothing, when it succeeded) and count a failure there.
-  wait "$san_build_pid" || cat "$san_build_log"
-  rm -f "$san_build_log"
   san_log=$(mktemp)
   ./scripts/test-sanitizers.sh 2>&1 | tee "$san_log"
   san_status=${PIPESTATUS[0]}

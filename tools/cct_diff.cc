@@ -42,6 +42,7 @@ Options)";
 
 int main(int argc, char** argv) {
   cli::TuneAllocator(argc, argv);
+  cli::ExitOnOutOfMemory(kTool);
   std::ios::sync_with_stdio(false);
   po::options_description visible(kUsage);
   visible.add_options()

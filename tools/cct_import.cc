@@ -30,6 +30,7 @@ std::string Usage() {
 
 int main(int argc, char** argv) {
   cli::TuneAllocator(argc, argv);
+  cli::ExitOnOutOfMemory(kTool);
   po::options_description visible(Usage());
   visible.add_options()
       ("help,h", "show this help")

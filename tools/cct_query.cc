@@ -84,6 +84,7 @@ cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& re
 
 int main(int argc, char** argv) {
   cli::TuneAllocator(argc, argv);
+  cli::ExitOnOutOfMemory(kTool);
   std::ios::sync_with_stdio(false);
   po::options_description visible(Usage());
   visible.add_options()

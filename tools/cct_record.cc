@@ -46,6 +46,7 @@ Options)";
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::ExitOnOutOfMemory(kTool, kExitOwnError);
   po::options_description visible(kUsage);
   visible.add_options()
       ("help,h", "show this help")

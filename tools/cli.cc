@@ -3,11 +3,13 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <iostream>
+#include <new>
 
 namespace cli {
 
@@ -22,6 +24,30 @@ void Fail(const std::string& tool, const std::string& message, int code) {
 }
 
 void Fail(const std::string& tool, const cct::Status& status, int code) { Fail(tool, status.message(), code); }
+
+namespace {
+
+// Preformatted: the handler runs when memory has run out, so it allocates
+// nothing (write(2) and _exit).
+char g_oom_message[256];
+size_t g_oom_message_len = 0;
+int g_oom_code = kExitError;
+
+void OnOutOfMemory() {
+  ssize_t ignored = ::write(STDERR_FILENO, g_oom_message, g_oom_message_len);
+  (void)ignored;
+  ::_exit(g_oom_code);
+}
+
+}  // namespace
+
+void ExitOnOutOfMemory(const std::string& tool, int code) {
+  const std::string line = tool + ": out of memory (the input needs more than this process may allocate)\n";
+  g_oom_message_len = std::min(line.size(), sizeof g_oom_message);
+  std::memcpy(g_oom_message, line.data(), g_oom_message_len);
+  g_oom_code = code;
+  std::set_new_handler(OnOutOfMemory);
+}
 
 cct::Result<unsigned> ParseFileMode(const std::string& text) {
   unsigned mode = 0;

@@ -21,6 +21,13 @@ inline constexpr int kExitError = 2;
 // Same, for a Status.
 [[noreturn]] void Fail(const std::string& tool, const cct::Status& status, int code = kExitError);
 
+// From here on, an allocation that fails (an input bigger than the memory
+// or the address-space limit allows) prints "<tool>: out of memory (…)" and
+// exits with `code`, instead of std::bad_alloc ending the process in an
+// abort. What was committed to a database stays; an open write transaction
+// is simply not committed (LMDB).
+void ExitOnOutOfMemory(const std::string& tool, int code = kExitError);
+
 // Parses --db-mode: the permissions of a database the tool creates, in
 // octal (600, 0640, 0660). The owner must be able to read and write it.
 cct::Result<unsigned> ParseFileMode(const std::string& text);

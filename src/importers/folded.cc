@@ -17,7 +17,7 @@ using cct::Result;
 using cct::Status;
 
 Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options) {
-  CCT_ASSIGN_OR_RETURN(std::string data, ReadFile(path, kMaxLineBytes));
+  CCT_ASSIGN_OR_RETURN(std::string data, ReadFile(path, PieceLimit{PieceKind::kLines, kMaxLineBytes}));
   ImportResult result;
   cct::Tree& tree = result.tree;
   const std::string metric_name = options.metric.empty() ? "samples" : options.metric;

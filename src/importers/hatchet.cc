@@ -213,7 +213,7 @@ Result<ImportResult> ImportHatchet(const std::string& path, const ImportOptions&
 namespace {
 
 Result<ImportResult> ImportHatchetDocument(const std::string& path, const ImportOptions& options) {
-  CCT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  CCT_ASSIGN_OR_RETURN(std::string text, ReadFile(path, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes}));
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return cct::BadInput(path + ": not valid JSON");
   std::vector<HNode> nodes;

@@ -238,6 +238,9 @@ Status ParseExperiment(const std::string& path, ParseState& st) {
   XML_SetElementHandler(p, OnStart, OnEnd);
   char buf[1 << 16];
   Status result;
+  // expat holds a tag (with its attributes) or a text run whole until it
+  // ends: a 1 GB attribute would be 1 GB of buffer.
+  PieceChecker pieces(path, PieceLimit{PieceKind::kXmlMarkup, kMaxLineBytes});
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -245,6 +248,7 @@ Status ParseExperiment(const std::string& path, ParseState& st) {
       result = cct::IoError(path + ": " + std::strerror(errno));
       break;
     }
+    if (result = pieces.Feed(buf, static_cast<size_t>(n)); !result.ok()) break;
     if (XML_Parse(p, buf, static_cast<int>(n), n == 0) == XML_STATUS_ERROR) {
       result = st.error.ok() ? cct::BadInput(path + ":" + std::to_string(XML_GetCurrentLineNumber(p)) +
                                               ": not well-formed XML (" + XML_ErrorString(XML_GetErrorCode(p)) + ")")

@@ -23,7 +23,84 @@ namespace importers {
 using cct::Result;
 using cct::Status;
 
-Result<std::string> ReadFile(const std::string& path, size_t max_line_bytes) {
+namespace {
+
+std::string Mib(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+Status PieceChecker::Feed(const char* data, size_t len) {
+  if (limit_.max_bytes == 0 || len == 0) {
+    offset_ += len;
+    return Status::Ok();
+  }
+  const size_t max = limit_.max_bytes;
+  if (limit_.kind == PieceKind::kJsonTokens) {
+    // Byte by byte: strings (with their escapes) and the runs of number
+    // and literal characters between structure and white space.
+    for (size_t i = 0; i < len; ++i, ++offset_) {
+      const char c = data[i];
+      if (c == '\n') ++lines_;
+      bool closes = false;  // this byte is a string's closing quote: still part of it
+      if (in_string_) {
+        if (escaped_) escaped_ = false;
+        else if (c == '\\') escaped_ = true;
+        else if (c == '"') in_string_ = false, closes = true;
+      } else if (c == '"') {
+        in_string_ = in_piece_ = true;
+        piece_start_ = offset_;
+        piece_line_ = lines_;
+      } else if (c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':' || c == ' ' || c == '\n' ||
+                 c == '\t' || c == '\r') {
+        in_piece_ = false;
+      } else if (!in_piece_) {
+        in_piece_ = true;
+        piece_start_ = offset_;
+        piece_line_ = lines_;
+      }
+      if (in_piece_ && offset_ + 1 - piece_start_ > max)
+        return cct::BadInput(path_ + ": a JSON " + (in_string_ || closes ? "string" : "number or literal") +
+                             " at line " + std::to_string(piece_line_) + " is longer than " + Mib(max) +
+                             " (the limit for one value)");
+      if (closes) in_piece_ = false;
+    }
+    return Status::Ok();
+  }
+  // Lines and markup: each piece that ends in this chunk, then the one
+  // still open at its end.
+  const bool xml = limit_.kind == PieceKind::kXmlMarkup;
+  auto too_long = [&] {
+    if (xml)
+      return cct::BadInput(path_ + ": a tag or text at line " + std::to_string(piece_line_) + " is longer than " +
+                           Mib(max) + " (the limit for one piece of markup)");
+    return cct::BadInput(path_ + ": line " + std::to_string(piece_line_) + " is longer than " + Mib(max) +
+                         " (the limit for one line)");
+  };
+  const char* p = data;
+  const char* const end = data + len;
+  while (p < end) {
+    const char* d;
+    if (xml) {
+      d = std::find_if(p, end, [](char c) { return c == '<' || c == '>'; });
+      lines_ += static_cast<uint64_t>(std::count(p, d, '\n'));
+    } else {
+      d = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+      if (!d) d = end;
+    }
+    if (d == end) break;
+    const uint64_t at = offset_ + static_cast<uint64_t>(d - data);
+    if (at - piece_start_ > max) return too_long();
+    if (!xml) ++lines_;
+    piece_start_ = at + 1;
+    piece_line_ = lines_;
+    p = d + 1;
+  }
+  offset_ += len;
+  if (offset_ - piece_start_ > max) return too_long();
+  return Status::Ok();
+}
+
+Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> limit) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
@@ -36,30 +113,22 @@ Result<std::string> ReadFile(const std::string& path, size_t max_line_bytes) {
     return cct::IoError(path + ": not a regular file");
   }
   std::string data;
-  // The announced size up front, but only up to a line's limit when there
-  // is one: the file may be one endless line.
+  // The announced size up front, but only up to a piece's limit when there
+  // is one: the file may be one endless piece.
   const size_t announced = static_cast<size_t>(st.st_size);
-  data.reserve(max_line_bytes ? std::min(announced, max_line_bytes) : announced);
-  size_t line_start = 0, lines = 1;
+  data.reserve(limit ? std::min(announced, limit->max_bytes) : announced);
+  PieceChecker checker(path, limit.value_or(PieceLimit{}));
   // Files that grow or report no size (pipes, /proc) are read to the end.
   std::string buf(size_t{1} << 20, '\0');
   for (;;) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    const size_t from = data.size();
-    data.append(buf.data(), static_cast<size_t>(n));
-    if (!max_line_bytes) continue;
-    const char* begin = data.data() + from;
-    const size_t len = data.size() - from;
-    lines += static_cast<size_t>(std::count(begin, begin + len, '\n'));
-    if (const void* last = memrchr(begin, '\n', len))
-      line_start = static_cast<size_t>(static_cast<const char*>(last) - data.data()) + 1;
-    if (data.size() - line_start > max_line_bytes) {
+    if (Status st = checker.Feed(buf.data(), static_cast<size_t>(n)); !st.ok()) {
       ::close(fd);
-      return cct::BadInput(path + ": line " + std::to_string(lines) + " is longer than " +
-                           std::to_string(max_line_bytes >> 20) + " MiB (the limit for one line)");
+      return st;
     }
+    data.append(buf.data(), static_cast<size_t>(n));
   }
   ::close(fd);
   return data;

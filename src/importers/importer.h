@@ -66,15 +66,47 @@ cct::Result<NcuAttachResult> AttachNcuMetrics(const std::string& csv_path, cct::
 cct::Status ResolveImportUnit(const std::string& metric, const std::optional<std::string>& unit, cct::Unit& out,
                               double& scale);
 
-// Reads a whole file (kIo / kNotFound on failure). With `max_line_bytes`
-// (line-oriented formats: folded stacks, CSV), a line longer than that is
-// kInvalidArgument, found while reading: a 1 GB line costs at most the
-// bytes read before it plus the limit, never the whole line.
-cct::Result<std::string> ReadFile(const std::string& path, size_t max_line_bytes = 0);
+// What one piece of an input may not exceed, checked while it is read:
+//   kLines       a line (folded stacks, CSV)
+//   kJsonTokens  a JSON string or number (Hatchet): a document is often one
+//                line, so lines mean nothing there; a token is what the
+//                parser must hold whole
+//   kXmlMarkup   the bytes between two '<' or '>' (HPCToolkit's XML): a tag
+//                with its attributes, or a text run, which expat buffers whole
+// A longer piece is kBadInput naming it and where it starts, found before
+// it is read whole: a 1 GB piece costs at most the bytes before it plus the
+// limit.
+enum class PieceKind { kLines, kJsonTokens, kXmlMarkup };
+struct PieceLimit {
+  PieceKind kind = PieceKind::kLines;
+  size_t max_bytes = 0;
+};
 
-// The longest line a line-oriented importer takes (a folded stack of
-// 4096 frames of 4 KiB names is 16 MiB).
+// The longest piece an importer takes (a folded stack of 4096 frames of
+// 4 KiB names is 16 MiB; names are stored cut at 64 KiB anyway).
 inline constexpr size_t kMaxLineBytes = size_t{16} << 20;
+
+// Reads a whole file (kIo / kNotFound on failure), with `limit` when given.
+cct::Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> limit = std::nullopt);
+
+// Checks pieces of a stream fed to it chunk by chunk (ReadFile's check, for
+// importers that read as they parse). Not thread-safe; one per stream.
+class PieceChecker {
+ public:
+  PieceChecker(std::string path, PieceLimit limit) : path_(std::move(path)), limit_(limit) {}
+  // The next `len` bytes of the stream; an error once a piece is too long.
+  cct::Status Feed(const char* data, size_t len);
+
+ private:
+  std::string path_;
+  PieceLimit limit_;
+  uint64_t offset_ = 0;       // bytes fed so far
+  uint64_t lines_ = 1;        // the line `offset_` is on
+  uint64_t piece_start_ = 0;  // offset of the piece being read
+  uint64_t piece_line_ = 1;   // its line
+  bool in_piece_ = true;      // lines and markup: always; JSON: inside a token
+  bool in_string_ = false, escaped_ = false;  // JSON
+};
 
 // What a front end asks of an import flow (importers/registry.h): the
 // command line's values, already parsed.

@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "cct/node_values.h"
 #include "cct/pattern.h"
@@ -230,7 +231,7 @@ Result<NcuAttachResult> AttachNcuMetrics(const std::string& path, cct::Tree& tre
   if (!options.metric_regex.empty()) {
     CCT_ASSIGN_OR_RETURN(select, cct::Pattern::Compile(options.metric_regex, "metric pattern"));
   }
-  CCT_ASSIGN_OR_RETURN(std::string text, ReadFile(path, kMaxLineBytes));
+  CCT_ASSIGN_OR_RETURN(std::string text, ReadFile(path, PieceLimit{PieceKind::kLines, kMaxLineBytes}));
   CsvReader csv{text};
   std::vector<std::string> header, row;
   // The header: the first record whose first field is "ID".

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "collector/core/run_info.h"
 #include "output/format.h"
@@ -227,13 +228,13 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
   }
   bool child_seen = false;
   for (store::RunMeta m : *runs) {
-    auto it = m.extra.find("session");
-    if (it == m.extra.end() || !it->is_string() || it->get<std::string>() != session) continue;
+    auto it = m.extra->find("session");
+    if (it == m.extra->end() || !it->is_string() || it->get<std::string>() != session) continue;
     if (m.pid == child) child_seen = true;
     if (reported.count(m.id)) continue;
     reported.insert(m.id);
     bool changed = false;
-    const bool exec_replaced = m.extra.contains("exec");
+    const bool exec_replaced = m.extra->contains("exec");
     if (m.pid == child && !exec_replaced && m.state != store::RunState::kCrashed) {
       // The direct child: its status is known here even when it could not
       // record it (return from main records it; SIGKILL does not).
@@ -280,8 +281,8 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
               << share << " partial" << unsampled << ")" << gpu << ", " << store::RunStateName(m.state) << how << " -> " << db_path << '\n';
     // Worth a line when it is a real share of a run that is not tiny: ten
     // sampling periods or more (a /bin/true has a millisecond, all unsampled).
-    const double freq = m.sampling.contains("freq_hz") && m.sampling["freq_hz"].is_number()
-                            ? m.sampling["freq_hz"].get<double>()
+    const double freq = m.sampling->contains("freq_hz") && m.sampling->at("freq_hz").is_number()
+                            ? m.sampling->at("freq_hz").get<double>()
                             : 1000.0;
     if (unsampled_share >= 10.0 && static_cast<double>(unsampled_ns) >= 10 * 1e9 / freq &&
         !m.diagnostics.count("accounted_unsampled_ns")) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string_view>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "store/run_file.h"
 
@@ -84,8 +85,8 @@ cct::Status Spool::LoadStoredKeys(store::Database& db) {
   stored_keys_loaded_ = true;
   CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, db.ListRuns());
   for (const store::RunMeta& m : runs) {
-    auto it = m.extra.find("run_key");
-    if (it != m.extra.end() && it->is_string()) ids_.emplace(it->get<std::string>(), m.id);
+    auto it = m.extra->find("run_key");
+    if (it != m.extra->end() && it->is_string()) ids_.emplace(it->get<std::string>(), m.id);
   }
   return cct::Status::Ok();
 }

@@ -1,5 +1,6 @@
 // cct-diff --format json: the summary as one JSON document.
 #include "reports/diff_report_internal.h"
+#include <cmath>
 
 #include "output/json_writer.h"
 

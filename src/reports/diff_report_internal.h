@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include <cmath>
 
 #include "diff/diff.h"
 #include "output/format.h"

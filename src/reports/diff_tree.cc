@@ -4,6 +4,7 @@
 #include "output/json_writer.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace reports::diff_report {
 

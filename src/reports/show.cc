@@ -2,6 +2,7 @@
 // diagnostics, storage and metric totals.
 #include <map>
 #include <optional>
+#include <nlohmann/json.hpp>
 
 #include "output/format.h"
 #include "reports/reports.h"
@@ -137,9 +138,9 @@ Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::o
     row("collector", r.collector_version);
     row("git commit", r.git_commit);
     row("tags", Tags(r.tags));
-    if (!r.sampling.empty()) {
+    if (!r.sampling->empty()) {
       std::string s;
-      for (auto it = r.sampling.begin(); it != r.sampling.end(); ++it)
+      for (auto it = r.sampling->begin(); it != r.sampling->end(); ++it)
         s += (s.empty() ? "" : " ") + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
       row("sampling", s);
     }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 
 namespace store {
 
@@ -245,8 +246,8 @@ Status Database::DeleteRun(RunId id) {
     if (record) {
       RunMeta meta;
       if (ParseRun(*record, meta).ok()) {
-        auto key = meta.extra.find("run_key");
-        if (key != meta.extra.end() && key->is_string())
+        auto key = meta.extra->find("run_key");
+        if (key != meta.extra->end() && key->is_string())
           CCT_RETURN_IF_ERROR(txn.Delete(meta_, RunKeyIndex(key->get<std::string>())));
       }
     }

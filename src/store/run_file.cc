@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "store/iteration_codec.h"
 #include "store/lmdb_env.h"  // kDatabaseFileMode

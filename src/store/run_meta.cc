@@ -6,11 +6,34 @@
 
 #include <cerrno>
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 #include "cct/text.h"
 #include "store/run_file.h"
 
 namespace store {
+
+JsonField::JsonField(const JsonField& other)
+    : value_(other.value_ ? std::make_unique<nlohmann::json>(*other.value_) : nullptr) {}
+JsonField& JsonField::operator=(const JsonField& other) {
+  if (this != &other) value_ = other.value_ ? std::make_unique<nlohmann::json>(*other.value_) : nullptr;
+  return *this;
+}
+nlohmann::json& JsonField::operator*() {
+  if (!value_) value_ = std::make_unique<nlohmann::json>(nlohmann::json::object());
+  return *value_;
+}
+JsonField::JsonField() = default;
+JsonField::JsonField(JsonField&& other) noexcept = default;
+JsonField& JsonField::operator=(JsonField&& other) noexcept = default;
+nlohmann::json& JsonField::operator[](const std::string& key) { return (**this)[key]; }
+const nlohmann::json& JsonField::operator[](const std::string& key) const { return (**this)[key]; }
+const nlohmann::json& JsonField::operator*() const {
+  static const nlohmann::json empty = nlohmann::json::object();
+  return value_ ? *value_ : empty;
+}
+JsonField::~JsonField() = default;
+
 
 std::string_view RunStateName(RunState s) {
   switch (s) {
@@ -46,7 +69,7 @@ bool Read(const nlohmann::json& j, const char* key, T& out) {
 }  // namespace
 
 nlohmann::json RunMeta::ToJson() const {
-  nlohmann::json j = extra.is_object() ? extra : nlohmann::json::object();
+  nlohmann::json j = extra->is_object() ? *extra : nlohmann::json::object();
   j["id"] = id;
   j["name"] = name;
   j["state"] = RunStateName(state);
@@ -66,7 +89,7 @@ nlohmann::json RunMeta::ToJson() const {
   j["git_commit"] = git_commit;
   j["tags"] = tags;
   j["env"] = env;
-  j["sampling"] = sampling;
+  j["sampling"] = *sampling;
   j["diagnostics"] = diagnostics;
   j["pid"] = pid;
   j["pid_start_ticks"] = pid_start_ticks;
@@ -140,7 +163,7 @@ cct::Result<RunMeta> RunMeta::FromJson(const nlohmann::json& j) {
   if (!ok) return cct::Corrupt("run record has a field of the wrong type");
   if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) m.exit_code = it->get<int>();
   if (auto it = j.find("term_signal"); it != j.end() && it->is_number_integer()) m.term_signal = it->get<int>();
-  if (auto it = j.find("sampling"); it != j.end() && it->is_object()) m.sampling = *it;
+  if (auto it = j.find("sampling"); it != j.end() && it->is_object()) *m.sampling = *it;
   if (state == "complete") m.state = RunState::kComplete;
   else if (state == "crashed") m.state = RunState::kCrashed;
   else if (state == "recording") m.state = RunState::kRecording;
@@ -148,7 +171,7 @@ cct::Result<RunMeta> RunMeta::FromJson(const nlohmann::json& j) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* f : kKnownFields) known |= (it.key() == f);
-    if (!known) m.extra[it.key()] = it.value();
+    if (!known) (*m.extra)[it.key()] = it.value();
   }
   return m;
 }

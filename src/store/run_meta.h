@@ -7,7 +7,8 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,35 @@
 namespace store {
 
 using RunId = uint32_t;
+
+// One JSON value a RunMeta carries (`sampling`, `extra`), held by pointer
+// so that this header needs only nlohmann/json_fwd.hpp: the full header
+// cost seconds of compile time in each of the ~70 files that include this
+// one, and few of them touch these fields. Reach the value with * and ->;
+// code that does includes <nlohmann/json.hpp>. Starts as an empty object;
+// copies are deep. Not thread-safe (a plain value).
+class JsonField {
+ public:
+  JsonField();
+  JsonField(const JsonField& other);
+  JsonField(JsonField&& other) noexcept;
+  JsonField& operator=(const JsonField& other);
+  JsonField& operator=(JsonField&& other) noexcept;
+  ~JsonField();
+
+  nlohmann::json& operator*();
+  const nlohmann::json& operator*() const;
+  nlohmann::json* operator->() { return &**this; }
+  const nlohmann::json* operator->() const { return &**this; }
+  // (*field)[key], the common use: the member, created null when missing.
+  nlohmann::json& operator[](const std::string& key);
+  const nlohmann::json& operator[](const std::string& key) const;  // the key must be there
+
+ private:
+  // Null until written (reads see a shared empty object): a RunMeta that
+  // never touches the field allocates nothing for it.
+  std::unique_ptr<nlohmann::json> value_;
+};
 
 enum class RunState { kRecording, kComplete, kCrashed };
 
@@ -52,8 +82,8 @@ struct RunMeta {
   std::string collector_version, git_commit;
   std::map<std::string, std::string> tags;
   std::map<std::string, std::string> env;  // allow-listed variables only
-  nlohmann::json sampling = nlohmann::json::object();  // clock, freq_hz, checkpoint_s, ...
-  std::map<std::string, int64_t> diagnostics;          // counted anomalies, by name
+  JsonField sampling;                          // an object: clock, freq_hz, checkpoint_s, ...
+  std::map<std::string, int64_t> diagnostics;  // counted anomalies, by name
   int64_t pid = 0;
   uint64_t pid_start_ticks = 0;  // /proc/PID/stat starttime, to tell a reused pid
   RunId parent_run = 0;          // the run of the process that forked this one (0: none)
@@ -73,7 +103,7 @@ struct RunMeta {
   uint64_t node_count = 0;
   uint64_t checkpoints = 0;
   int64_t updated_ns = 0;  // last checkpoint
-  nlohmann::json extra = nlohmann::json::object();
+  JsonField extra;  // an object: fields this version does not know
 
   nlohmann::json ToJson() const;
   static cct::Result<RunMeta> FromJson(const nlohmann::json& j);

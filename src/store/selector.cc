@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <unordered_map>
+#include <nlohmann/json.hpp>
 
 namespace store {
 
@@ -168,7 +169,7 @@ Invocations Analyze(const std::vector<RunMeta>& runs) {
     if (p == at.end() || p->second >= i) continue;
     const RunMeta& parent = runs[p->second];
     inv.root_process[i] = inv.root_process[p->second] && r.pid != 0 && r.pid == parent.pid &&
-                          r.host == parent.host && parent.extra.contains("exec");
+                          r.host == parent.host && parent.extra->contains("exec");
   }
   return inv;
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "collector/gpu/gpu_raw_dump.h"
 #include "store/database.h"
@@ -69,7 +70,7 @@ store::RunMeta Meta() {
   m.host = "node1";
   m.tags = {{"commit", "abc"}, {"n", "4"}};
   m.env = {{"OMP_NUM_THREADS", "4"}};
-  m.sampling = {{"clock", "cpu"}, {"freq_hz", 999}};
+  *m.sampling = {{"clock", "cpu"}, {"freq_hz", 999}};
   m.diagnostics = {{"dropped", 1}};
   m.pid = 42;
   m.parent_run = 1;
@@ -78,7 +79,7 @@ store::RunMeta Meta() {
   m.modules = {store::ModuleInfo{"/bin/app", "abcd"}};
   m.launcher = store::LauncherRank{3, 8, 1, "PMIX_RANK"};
   m.iteration_regex = "step";
-  m.extra = {{"k", {1, 2}}};
+  *m.extra = {{"k", {1, 2}}};
   return m;
 }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <nlohmann/json.hpp>
 
 #include "store/run_file.h"
 

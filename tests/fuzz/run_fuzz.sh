@@ -18,9 +18,12 @@ trap 'rm -rf "$work"' EXIT
 [ -d "$corpus" ] || { echo "run_fuzz: no corpus $corpus" >&2; exit 1; }
 # -timeout: an input that takes 10 s is a hang; -rss_limit_mb: a parser must
 # not need gigabytes for a small input. Halt on the first UBSan report too.
+# -error_exitcode, -timeout_exitcode: libFuzzer's own (77, 70) would read as
+# "skipped" (77) to meson, so a crash would pass unnoticed.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 "$target" "$work" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -error_exitcode=1 -timeout_exitcode=1 \
   -artifact_prefix="$artifacts/$name-" -print_final_stats=1 2>&1 | tail -n 60
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "test_util.h"
@@ -99,5 +100,87 @@ TEST_CASE("importers: 100,000-deep nesting is imported or refused in one line, n
     auto r = testutil::Run({testutil::Tool("cct-import"), "-d", dir / "h.db", "--from", "hatchet", file});
     INFO(r.err);
     CHECK((r.exit_code == 0 || (r.exit_code == 2 && testutil::LineCount(r.err) == 1)));
+  }
+}
+
+TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2; a file beyond the memory limit too") {
+  testutil::TempDir dir;
+  const std::string db = dir / "l.db";
+  // JSON documents are often one line, so the limit is on one value; the
+  // sparse tail is NUL bytes: inside a string, or a run outside one.
+  SUBCASE("hatchet: a 1 GiB string") {
+    const std::string file = dir / "string.json";
+    SparseFile(file, "[{\"frame\": {\"name\": \"", off_t{1} << 30);
+    auto r = ImportCapped(db, "hatchet", file);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("a JSON string at line 1 is longer than 16 MiB") != std::string::npos);
+  }
+  SUBCASE("hatchet: a 1 GiB number, after a first line") {
+    const std::string file = dir / "number.json";
+    SparseFile(file, "[{\"frame\": {\"name\": \"main\"},\n \"metrics\": {\"time\": 1", off_t{1} << 30);
+    auto r = ImportCapped(db, "hatchet", file);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("a JSON number or literal at line 2 is longer than 16 MiB") != std::string::npos);
+  }
+  SUBCASE("hatchet: structure alone may be long") {
+    // 40 MiB of a document whose every value is short imports: the limit
+    // is on a value, not on the document or its line.
+    std::string json = "[";
+    for (int i = 0; json.size() < (size_t{40} << 20); ++i) {
+      if (i) json += ",";
+      json += "{\"frame\": {\"name\": \"f" + std::to_string(i % 1000) + "\"}, \"metrics\": {\"time\": 1.5}}";
+    }
+    json += "]";
+    const std::string file = dir / "long.json";
+    testutil::WriteFileOrDie(file, json);
+    auto r = testutil::Run({testutil::Tool("cct-import"), "-d", db, "--from", "hatchet", file});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+  SUBCASE("hpctoolkit: a 20 MiB attribute in experiment.xml") {
+    // Real bytes, not a sparse tail: expat stops at the first NUL by itself.
+    const std::string hpc = dir / "hpctoolkit-database";
+    std::filesystem::create_directories(hpc);
+    testutil::WriteFileOrDie(hpc + "/experiment.xml",
+                             "<?xml version=\"1.0\"?>\n<HPCToolkitExperiment version=\"2.2\">\n<Header n=\"" +
+                                 std::string(size_t{20} << 20, 'a'));
+    auto r = ImportCapped(db, "hpctoolkit", hpc);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err.find("a tag or text at line 3 is longer than 16 MiB") != std::string::npos);
+  }
+  SUBCASE("hpctoolkit: a metric-db file bigger than the memory limit") {
+    // A binary file is read whole (its size is its data); one beyond what
+    // the process may allocate is one line and exit 2, not an abort.
+    const std::string src = testutil::SharedData("hatchet/hpctoolkit-cpi-database");
+    if (!std::filesystem::exists(src + "/experiment.xml")) {
+      MESSAGE("SKIPPED: " << src << " is not there");
+      return;
+    }
+    const std::string hpc = dir / "big-metric-db";
+    std::filesystem::create_directories(hpc);
+    bool replaced = false;
+    for (const auto& e : std::filesystem::directory_iterator(src)) {
+      if (!e.is_regular_file()) continue;
+      const std::string to = hpc + "/" + e.path().filename().string();
+      if (!replaced && e.path().extension() == ".metric-db") {
+        SparseFile(to, testutil::ReadFileOrDie(e.path().string()).substr(0, 32), off_t{1} << 30);
+        replaced = true;
+      } else {
+        std::filesystem::copy_file(e.path(), to);
+      }
+    }
+    REQUIRE(replaced);
+    auto r = ImportCapped(db, "hpctoolkit", hpc);
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == 2);
+    CHECK(testutil::LineCount(r.err) == 1);
+    CHECK(r.err == "cct-import: out of memory (the input needs more than this process may allocate)\n");
   }
 }

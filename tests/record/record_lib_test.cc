@@ -292,7 +292,7 @@ TEST_CASE("spool: a pass stores changed run files in one batch, links keys, remo
   REQUIRE(runs.ok());
   REQUIRE(runs->size() == 4);
   std::map<std::string, store::RunMeta> by_key;
-  for (const auto& m : *runs) by_key[m.extra.at("run_key").get<std::string>()] = m;
+  for (const auto& m : *runs) by_key[m.extra->at("run_key").get<std::string>()] = m;
   const store::RunId a = by_key.at("000000000000000a").id;
   CHECK(a == 1);  // the parent first, though its file was written second
   CHECK(by_key.at("000000000000000a").parent_run == 0);
@@ -379,8 +379,8 @@ TEST_CASE("spool: directories of recorders that are gone are gathered by the nex
   auto runs = (*db)->ListRuns();
   REQUIRE(runs.ok());
   REQUIRE(runs->size() == 2);
-  CHECK((*runs)[0].extra.at("run_key") == "00000000000000a1");
-  CHECK((*runs)[1].extra.at("run_key") == "00000000000000c1");
+  CHECK((*runs)[0].extra->at("run_key") == "00000000000000a1");
+  CHECK((*runs)[1].extra->at("run_key") == "00000000000000c1");
   CHECK_FALSE(std::filesystem::exists(root + "/dead"));
   CHECK(std::filesystem::exists(live->dir() + "/00000000000000b1.run"));
   std::ostringstream quiet;

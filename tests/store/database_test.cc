@@ -99,9 +99,9 @@ RunMeta MakeMeta(const std::string& name) {
   m.cpu_model = "cpu";
   m.tags = {{"commit", "abc"}, {"variant", "x"}};
   m.env = {{"OMP_NUM_THREADS", "4"}};
-  m.sampling = {{"clock", "cpu"}, {"freq_hz", 1000}};
+  *m.sampling = {{"clock", "cpu"}, {"freq_hz", 1000}};
   m.diagnostics = {{"partial_unwinds", 2}};
-  m.extra = {{"future_field", {1, 2, 3}}};
+  *m.extra = {{"future_field", {1, 2, 3}}};
   return m;
 }
 
@@ -196,9 +196,9 @@ TEST_CASE("database round trip: reopen gives the same tree and metadata") {
   CHECK(r.command == meta.command);
   CHECK(r.tags == meta.tags);
   CHECK(r.env == meta.env);
-  CHECK(r.sampling == meta.sampling);
+  CHECK(*r.sampling == *meta.sampling);
   CHECK(r.diagnostics == meta.diagnostics);
-  CHECK(r.extra == meta.extra);  // fields of newer writers survive
+  CHECK(*r.extra == *meta.extra);  // fields of newer writers survive
   CHECK(r.node_count == t.size());
   auto back = (*db)->ReadTree(1);
   REQUIRE(back.ok());
@@ -484,7 +484,7 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
     REQUIRE(db.ok());
     for (const Spec& s : specs) {
       RunMeta m = MakeMeta(s.name);
-      m.extra = nlohmann::json::object();
+      *m.extra = nlohmann::json::object();
       m.parent_run = s.parent;
       m.pid = s.pid;
       if (s.exec) m.extra["exec"] = true;
@@ -583,7 +583,7 @@ TEST_CASE("run records: format version 2 fields round trip; wrong types are corr
   CHECK(back->process_cpu_ns == m.process_cpu_ns);
   CHECK(back->launcher == m.launcher);
   CHECK_FALSE(m.ToJson()["launcher"].contains("local_rank"));  // unknown: absent
-  CHECK_FALSE(back->extra.contains("modules"));                // known fields, not extras
+  CHECK_FALSE(back->extra->contains("modules"));                // known fields, not extras
   // A record without them (version 1): defaults.
   auto old = RunMeta::FromJson(MakeMeta("v1").ToJson());
   REQUIRE(old.ok());

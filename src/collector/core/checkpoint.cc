@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "collector/core/profile_builder.h"
 #include "collector/core/run_info.h"

@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <nlohmann/json.hpp>
 
 #include "collector/core/runtime.h"
 #include "collector/core/runtime_state.h"
@@ -187,7 +188,7 @@ void AfterFailedExec() {
   if (!rt || rt->finished || rt->vfork_child) return;
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
-    rt->meta.extra.erase("exec");
+    rt->meta.extra->erase("exec");
     rt->meta.diagnostics.erase("final_flush");
   }
   SourcesResume();

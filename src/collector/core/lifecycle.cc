@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "cctdb_config.h"
 #include "collector/core/profile_builder.h"
@@ -95,7 +96,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   m.pid_start_ticks = store::ProcessStartTicks(m.pid);
   m.process_cpu_ns = ProcessCpuNs();
   m.iteration_regex = rt->config.iteration_regex;
-  m.sampling = {{"clock", rt->config.clock == SampleClock::kWall ? "wall" : "cpu"},
+  *m.sampling = {{"clock", rt->config.clock == SampleClock::kWall ? "wall" : "cpu"},
                 {"freq_hz", rt->config.freq_hz},
                 {"checkpoint_s", rt->config.checkpoint_s},
                 {"signal", "SIGRTMIN+" + std::to_string(rt->config.signal_offset)},
