@@ -124,9 +124,9 @@ Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> 
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    if (Status st = checker.Feed(buf.data(), static_cast<size_t>(n)); !st.ok()) {
+    if (Status fed = checker.Feed(buf.data(), static_cast<size_t>(n)); !fed.ok()) {
       ::close(fd);
-      return st;
+      return fed;
     }
     data.append(buf.data(), static_cast<size_t>(n));
   }

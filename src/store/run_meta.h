@@ -103,7 +103,7 @@ struct RunMeta {
   uint64_t node_count = 0;
   uint64_t checkpoints = 0;
   int64_t updated_ns = 0;  // last checkpoint
-  JsonField extra;  // an object: fields this version does not know
+  JsonField extra;  // an object: the other fields (session, run_key, gpu, ncu...) and those of newer versions
 
   nlohmann::json ToJson() const;
   static cct::Result<RunMeta> FromJson(const nlohmann::json& j);

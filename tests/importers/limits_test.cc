@@ -29,6 +29,14 @@ void SparseFile(const std::string& path, const std::string& head, off_t bytes) {
   ::close(fd);
 }
 
+// One line on stderr that says `what`, and exit 2.
+void CheckRefused(const testutil::RunResult& r, const std::string& what) {
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(testutil::LineCount(r.err) == 1);
+  CHECK(r.err.find(what) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("importers: a line of 1 GiB or more is one line and exit 2, read no further than the limit") {
@@ -38,19 +46,13 @@ TEST_CASE("importers: a line of 1 GiB or more is one line and exit 2, read no fu
     const std::string file = dir / "one.folded";
     SparseFile(file, "", off_t{1} << 30);
     auto r = ImportCapped(db, "folded", file);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(testutil::LineCount(r.err) == 1);
-    CHECK(r.err.find("line 1 is longer than 16 MiB") != std::string::npos);
+    CheckRefused(r, "line 1 is longer than 16 MiB");
   }
   SUBCASE("folded, after three good lines") {
     const std::string file = dir / "four.folded";
     SparseFile(file, "main;a 1\nmain;b 2\nmain;c 3\n", off_t{1} << 30);
     auto r = ImportCapped(db, "folded", file);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(testutil::LineCount(r.err) == 1);
-    CHECK(r.err.find("line 4 is longer than 16 MiB") != std::string::npos);
+    CheckRefused(r, "line 4 is longer than 16 MiB");
   }
   SUBCASE("ncu CSV") {
     // The run whose kernels it would annotate.
@@ -62,10 +64,7 @@ TEST_CASE("importers: a line of 1 GiB or more is one line and exit 2, read no fu
     const std::string file = dir / "big.csv";
     SparseFile(file, "\"ID\",\"Kernel Name\"\n", off_t{8} << 30);
     auto r = ImportCapped(db, "ncu-csv", file, "--run k", 6L << 20);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(testutil::LineCount(r.err) == 1);
-    CHECK(r.err.find("line 2 is longer than 16 MiB") != std::string::npos);
+    CheckRefused(r, "line 2 is longer than 16 MiB");
   }
   // Nothing was stored by the refused imports.
   auto runs = testutil::Run({testutil::Tool("cct-query"), "-d", db, "runs"});
@@ -112,19 +111,13 @@ TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2
     const std::string file = dir / "string.json";
     SparseFile(file, "[{\"frame\": {\"name\": \"", off_t{1} << 30);
     auto r = ImportCapped(db, "hatchet", file);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(testutil::LineCount(r.err) == 1);
-    CHECK(r.err.find("a JSON string at line 1 is longer than 16 MiB") != std::string::npos);
+    CheckRefused(r, "a JSON string at line 1 is longer than 16 MiB");
   }
   SUBCASE("hatchet: a 1 GiB number, after a first line") {
     const std::string file = dir / "number.json";
     SparseFile(file, "[{\"frame\": {\"name\": \"main\"},\n \"metrics\": {\"time\": 1", off_t{1} << 30);
     auto r = ImportCapped(db, "hatchet", file);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(testutil::LineCount(r.err) == 1);
-    CHECK(r.err.find("a JSON number or literal at line 2 is longer than 16 MiB") != std::string::npos);
+    CheckRefused(r, "a JSON number or literal at line 2 is longer than 16 MiB");
   }
   SUBCASE("hatchet: structure alone may be long") {
     // 40 MiB of a document whose every value is short imports: the limit
@@ -149,10 +142,7 @@ TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2
                              "<?xml version=\"1.0\"?>\n<HPCToolkitExperiment version=\"2.2\">\n<Header n=\"" +
                                  std::string(size_t{20} << 20, 'a'));
     auto r = ImportCapped(db, "hpctoolkit", hpc);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(testutil::LineCount(r.err) == 1);
-    CHECK(r.err.find("a tag or text at line 3 is longer than 16 MiB") != std::string::npos);
+    CheckRefused(r, "a tag or text at line 3 is longer than 16 MiB");
   }
   SUBCASE("hpctoolkit: a metric-db file bigger than the memory limit") {
     // A binary file is read whole (its size is its data); one beyond what
