@@ -3,9 +3,10 @@
 // preallocated storage, and the sample trie update — the same functions the
 // collector's handler calls. Each sample is timed on its own (CLOCK_MONOTONIC
 // around raise()), and the median and p99 are printed.
-// "slow" unwinds without libunwind's per-thread trace cache (the path taken
-// by threads registered by another thread, or after a loader call).
-//   handler-bench [DEPTH=64] [SAMPLES=20000] [fast|slow]
+// "walker" is the collector's own CFI walker (cfi_unwinder.h), the path
+// nearly every sample takes; "fast" is libunwind with its per-thread trace
+// cache, "slow" libunwind without it (the fallbacks, unwinder.h).
+//   handler-bench [DEPTH=64] [SAMPLES=20000] [walker|fast|slow]
 #include <signal.h>
 #include <time.h>
 
@@ -25,14 +26,16 @@ uint64_t keys[kMax + 1];
 collector::SampleTrie* trie;
 int last_depth;
 bool fast = true;
+collector::StackBounds stack;  // {0, 0}: the walker stands aside
 
 void Handler(int, siginfo_t*, void* uc) {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);  // the handler reads the thread clock too
-  bool truncated = false;
-  const int depth = collector::Unwind(uc, unwind_buf, kMax + collector::kUnwindSlack, fast, &truncated);
+  const collector::UnwindResult r =
+      collector::Unwind(uc, unwind_buf, kMax + collector::kUnwindSlack, fast, false, stack);
+  const int depth = r.depth;
   int k = 0;
-  if (truncated) keys[k++] = collector::kPartialKey;
+  if (r.cut) keys[k++] = collector::kPartialKey;
   for (int i = depth - 1; i >= 0; --i) keys[k++] = collector::MakeKey(unwind_buf[i], 0);
   trie->AddSample(keys, k, 1000);
   last_depth = depth;
@@ -68,13 +71,19 @@ extern "C" __attribute__((noinline)) void descend(int depth, int sig) {
 int main(int argc, char** argv) {
   const int depth = argc > 1 ? std::atoi(argv[1]) : 64;
   if (argc > 2) samples = std::atoi(argv[2]);
-  if (argc > 3) fast = std::string(argv[3]) != "slow";
+  const std::string mode = argc > 3 ? argv[3] : "walker";
+  if (mode != "walker" && mode != "fast" && mode != "slow") {
+    std::fprintf(stderr, "handler-bench: the mode is walker, fast or slow\n");
+    return 2;
+  }
+  fast = mode != "slow";
   std::string error;
   if (!collector::LoadUnwinder(&error)) {
     std::fprintf(stderr, "handler-bench: %s\n", error.c_str());
     return 2;
   }
   collector::PrepareUnwindThread();
+  if (mode == "walker") stack = collector::ThisThreadStack(true);
   trie = new collector::SampleTrie;
   const int sig = SIGRTMIN + 6;
   struct sigaction sa {};
@@ -94,8 +103,9 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return static_cast<double>(v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))]);
   };
-  std::printf("{\"depth\": %d, \"unwound_frames\": %d, \"samples\": %d, \"median_ns\": %.0f, \"p99_ns\": %.0f, "
+  const collector::UnwindCounts counts = collector::UnwindCountsSoFar();
+  std::printf("{\"mode\": \"%s\", \"walker_samples\": %llu, \"depth\": %d, \"unwound_frames\": %d, \"samples\": %d, \"median_ns\": %.0f, \"p99_ns\": %.0f, "
               "\"empty_handler_median_ns\": %.0f, \"empty_handler_p99_ns\": %.0f}\n",
-              depth, last_depth, samples, pct(with, 0.5), pct(with, 0.99), pct(empty, 0.5), pct(empty, 0.99));
+              mode.c_str(), static_cast<unsigned long long>(counts.walker), depth, last_depth, samples, pct(with, 0.5), pct(with, 0.99), pct(empty, 0.5), pct(empty, 0.99));
   return 0;
 }

@@ -12,6 +12,12 @@ the median) fills it, the measured ones find it filled, as every recording
 after the first on a machine does.
 
   bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only make,gxx,dl]
+                               [--record PATH] [--freq HZ]
+
+--record: another cct-record (the device bundle's, .bundle/tools/cct-record);
+--freq: cct-record's sampling rate (its default, 1000, when absent); perf
+is run at the same rate. Where perf is not installed its column is left out
+(and said so); the dl workload needs BUILD_DIR's test programs.
 """
 import argparse
 import os
@@ -87,10 +93,12 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", default="make,gxx,dl")
+    ap.add_argument("--record")
+    ap.add_argument("--freq", type=int, default=1000)
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    record = os.path.join(build, "tools/cct-record")
-    perf = shutil.which("perf") or "/usr/bin/perf"
+    record = os.path.abspath(args.record) if args.record else os.path.join(build, "tools/cct-record")
+    perf = shutil.which("perf")
     tmp = tempfile.mkdtemp(prefix="cct-wpbench-")
     try:
         proj = os.path.join(tmp, "proj")
@@ -109,13 +117,16 @@ def main():
             "dl": ([dl, plugin, "1000", "100", "0"], tmp, None),
         }
         symbols = os.path.join(tmp, "symbols")
+        freq = str(args.freq)
         wrappers = {
             "bare": lambda a: a,
-            "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--"] + a,
-            "perf -g": lambda a: [perf, "record", "-q", "-e", "cpu-clock", "-g", "-o", pdata, "--"] + a,
+            "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a,
         }
-        print(f"# {args.repeat} alternating runs each; C project: 31 files; C++ file: {nlines} lines; "
-              f"load at start: {os.getloadavg()[0]:.2f}")
+        if perf:
+            wrappers["perf -g"] = lambda a: [perf, "record", "-q", "-e", "cpu-clock", "-F", freq, "-g", "-o", pdata,
+                                             "--"] + a
+        print(f"# {args.repeat} alternating runs each at {freq} Hz; C project: 31 files; C++ file: {nlines} lines; "
+              f"{os.cpu_count()} CPUs; load at start: {os.getloadavg()[0]:.2f}" + ("" if perf else "; perf: not installed"))
         for name in args.only.split(","):
             argv, cwd, before = workloads[name]
             times = {w: [] for w in wrappers}

@@ -128,6 +128,7 @@ void WriteRun(store::RunState state) noexcept {
       builder.SetThreadRoot([root](uint64_t key) { return KeyAddress(key) == root; });
     SymbolLookup lookup = LookupSymbols;
     uint64_t lost = 0, throttled = 0;
+    int64_t handler_ns = 0;
     const size_t n = rt->thread_count.load(std::memory_order_acquire);
     size_t sampled_threads = 0;
     std::vector<std::vector<cct::NodeId>> value_nodes(n);
@@ -141,6 +142,7 @@ void WriteRun(store::RunState state) noexcept {
       builder.AddRanges(names[i], t->range_trie, lookup);
       lost += t->lost.load(std::memory_order_relaxed);
       throttled += t->throttled.load(std::memory_order_relaxed);
+      handler_ns += t->handler_ns.load(std::memory_order_relaxed);
     }
     store::RunIterations iterations;
     store::RunMeta& m = rt->meta;
@@ -158,6 +160,10 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["truncated_samples"] = static_cast<int64_t>(builder.stats().truncated_samples);
     m.diagnostics["lost_samples"] = static_cast<int64_t>(lost);
     m.diagnostics["throttled_samples"] = static_cast<int64_t>(throttled);
+    const UnwindCounts unwound = UnwindCountsSoFar();
+    m.diagnostics["walker_samples"] = static_cast<int64_t>(unwound.walker);
+    m.diagnostics["libunwind_samples"] = static_cast<int64_t>(unwound.libunwind);
+    m.diagnostics["handler_ns"] = handler_ns;
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);

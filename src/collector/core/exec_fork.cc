@@ -65,6 +65,7 @@ void ForkChild() {
     rt->vfork_child = true;
     return;
   }
+  ForkChildUnwinder();
   if (!rt->config.follow) return;  // --no-follow: the child is not recorded
   // Only this thread exists in the child; its samples so far were the
   // parent's. The child's run starts now, empty, linked to the parent's.
@@ -107,6 +108,7 @@ void ForkChild() {
     self->has_timer = false;
     self->lost.store(0);
     self->throttled.store(0);
+    self->handler_ns.store(0);
     self->throttle_until_ns = 0;
     rt->threads[0].store(self);
     self->tid = Tid();

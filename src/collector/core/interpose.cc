@@ -9,10 +9,11 @@
 //   shares its parent's memory; the child gets no run of its own (by vfork's
 //   contract it only execs or exits).
 // - _exit, _Exit: the run is written (exit() is covered by on_exit).
-// - dlopen, dlclose: no unwinding while this thread is inside the loader
-//   (and libdw's own dlopen of its debuginfod client is refused)
-//   (libunwind would need the loader's lock); samples in a library are
-//   symbolized before it is unloaded. A bare name is searched for with the
+// - dlopen, dlclose, dl_iterate_phdr: while this thread is inside the
+//   loader its samples use only the handler's own walker (libunwind would
+//   need the loader's locks: unwinder.h); dlclose waits for walks in flight
+//   before anything is unmapped; libdw's own dlopen of its debuginfod client
+//   is refused. A bare name is searched for with the
 //   program's caller's search path, not the collector's (PathForCaller).
 // - nanosleep, poll, select, epoll_wait, pause, sigsuspend and the other
 //   calls that a signal handler always interrupts (signal(7): never
@@ -45,6 +46,7 @@
 #include <vector>
 
 #include "collector/core/runtime.h"
+#include "collector/cpu/unwinder.h"
 
 extern char** environ;
 
@@ -282,18 +284,32 @@ CCT_EXPORT void* dlopen(const char* file, int mode) {
   collector::EnterLoader();
   const std::string path = PathForCaller(file, caller, real, real_close);
   void* h = real(path.empty() ? file : path.c_str(), mode);
+  if (h) collector::PublishFrameModules();
   collector::LeaveLoader();
   return h;
 }
 
 CCT_EXPORT int dlclose(void* handle) {
   static auto real = Real<int (*)(void*)>("dlclose");
-  void* modules = collector::BeforeUnload();
+  // All of it inside the loader window: BeforeUnload and AfterUnload walk
+  // the loader's list too.
   collector::EnterLoader();
+  void* modules = collector::BeforeUnload();
+  collector::BeginUnload();
   const int rc = real(handle);
-  collector::LeaveLoader();
+  collector::EndUnload();
   collector::AfterUnload(modules);
+  collector::LeaveLoader();
   return rc;
+}
+
+CCT_EXPORT int dl_iterate_phdr(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
+  static auto real = Real<int (*)(int (*)(dl_phdr_info*, size_t, void*), void*)>("dl_iterate_phdr");
+  collector::EnterLoaderList();
+  struct Leave {
+    ~Leave() { collector::LeaveLoaderList(); }
+  } leave;  // a callback may throw through us
+  return real(callback, data);
 }
 
 // --- calls a signal handler always interrupts --------------------------------

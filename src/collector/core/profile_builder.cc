@@ -32,7 +32,7 @@ std::span<const std::string_view> InterposedCalls() {
   // exported symbols.
   static constexpr std::string_view kCalls[] = {
       "pthread_create", "execve", "execvpe", "fexecve", "execv", "execvp", "execl", "execlp", "execle",
-      "posix_spawn", "posix_spawnp", "vfork", "_exit", "_Exit", "dlopen", "dlclose", "nanosleep",
+      "posix_spawn", "posix_spawnp", "vfork", "_exit", "_Exit", "dlopen", "dlclose", "dl_iterate_phdr", "nanosleep",
       "clock_nanosleep", "usleep", "sleep", "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
       "epoll_pwait2", "pause", "sigsuspend", "sigtimedwait", "sigwaitinfo"};
   return kCalls;

@@ -65,6 +65,12 @@ void BeforeExit(int status);  // _exit/_Exit
 pid_t ForkForVfork();
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();
+// dl_iterate_phdr in progress on this thread (the program's, a library's or
+// ours): it holds the loader's list lock, which libunwind in this thread's
+// sampling handler would take again (a self-deadlock when the signal lands
+// inside the lock's acquisition), so the handler keeps to its own walker.
+void EnterLoaderList();
+void LeaveLoaderList();
 // dlclose: BeforeUnload notes the loaded modules (null when not recording);
 // AfterUnload, given that, records the ones that went away and frees it.
 void* BeforeUnload();

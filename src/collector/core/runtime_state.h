@@ -32,9 +32,9 @@
 // SIGNAL HANDLERS touch: rt->active, rt->clock, rt->epoch,
 // rt->loader_generation, rt->config (nvtx_placement),
 // rt->threads/thread_count (FindThread), the current thread's ThreadState
-// (trie, unwind, keys, max_depth, unwind_capacity, unwind_generation,
+// (trie, unwind, keys, max_depth, unwind_capacity, unwind_generation, stack,
 // ranges, range_count, range_frames, in_loader, last_ns, throttle_until_ns,
-// throttled, lost, perf_fd),
+// throttled, handler_ns, lost, perf_fd),
 // t_state, t_held_call and t_held_caller (cpu/sampler.cc),
 // and, in OnFatal, fatal_once, fatal_signal, flusher_running, flusher_tid,
 // request_pipe and ack_pipe. Nothing else: code reaching those
@@ -114,6 +114,9 @@ struct ThreadState {
   // `throttled` counts them.
   int64_t throttle_until_ns = 0;
   std::atomic<uint64_t> throttled{0};
+  // Time spent in this thread's sampling handler after its clock reading
+  // (unwinding, the trie): the collector's own cost per thread.
+  std::atomic<int64_t> handler_ns{0};
   std::atomic<int> in_loader{0};
   std::atomic<uint64_t> lost{0};
   // The sampling handler's buffers, mapped at registration (AddThread) from
@@ -129,6 +132,9 @@ struct ThreadState {
   // handler takes libunwind's fast path only while it is current. -1: never
   // (threads registered by another thread start so).
   std::atomic<int64_t> unwind_generation{-1};
+  // The thread's stack, for the handler's own walker (unwinder.h); written
+  // by the thread itself at registration, {0, 0} when another registered it.
+  StackBounds stack;
 
   // NVTX push/pop ranges open on this thread: written by the thread itself
   // in normal context, read by its own signal handler (range_count is

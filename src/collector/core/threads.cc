@@ -77,6 +77,7 @@ ThreadState* RegisterThread(pid_t tid, bool current) {
   if (current) {
     t_state = t;
     pthread_setspecific(exit_key, t);
+    t->stack = ThisThreadStack(tid == getpid());
     // Before the timer: the first sample must find libunwind's per-thread
     // state already made. A thread registered by another one (it existed
     // before us) cannot be prepared from here; its samples step the slow,

@@ -40,6 +40,13 @@ void LeaveLoader() {
   if (ThreadState* t = t_state; t && t->in_loader.load(std::memory_order_relaxed) == 0) PrepareUnwind(t);
 }
 
+void EnterLoaderList() {
+  if (ThreadState* t = t_state) t->in_loader.fetch_add(1, std::memory_order_relaxed);
+}
+void LeaveLoaderList() {
+  if (ThreadState* t = t_state) t->in_loader.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void* BeforeUnload() {
   if (!rt || !rt->active.load()) return nullptr;
   try {

@@ -40,6 +40,7 @@ __thread uintptr_t t_held_call __attribute__((tls_model("initial-exec"))) = 0;
 __thread uintptr_t t_held_caller __attribute__((tls_model("initial-exec"))) = 0;
 
 constexpr int64_t kThrottleFactor = 4;
+constexpr uint32_t kRefreshBatch = 8;
 
 // A tick held over a blocking call is taken as the call returns, inside the
 // wrapper's epilogue or libc's signal-mask call: the stack is cut back to
@@ -59,7 +60,22 @@ int AsHeldCall(uintptr_t*& frames, int depth) {
   return depth;  // the caller is not on the stack (a walk cut short): as it is
 }
 
-void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
+// The task-clock event signals its overflows until its limit runs out; the
+// overflow that uses the limit up disables the event and signals POLL_HUP,
+// and PERF_EVENT_IOC_REFRESH adds to the limit and enables it again. A
+// limit of kRefreshBatch renewed at each POLL_HUP costs one system call per
+// kRefreshBatch samples instead of one per sample (each kernel entry costs
+// a program with a large working set tens of microseconds on a VM: TLB
+// refills), and never lets more than kRefreshBatch signals queue on a
+// thread that blocks ours (a queue that overflowed RLIMIT_SIGPENDING would
+// turn into a SIGIO, which kills the program). Counting signals instead of
+// waiting for POLL_HUP would not do: the kernel sends one signal for
+// overflows that come faster than it delivers them. SIGNAL-HANDLER CODE.
+void RenewLimit(const ThreadState* t, const siginfo_t* info) {
+  if (t->perf_fd >= 0 && info->si_code == POLL_HUP) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, kRefreshBatch);
+}
+
+void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
   ThreadState* t = t_state;
   if (!t && rt) {
@@ -75,7 +91,7 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   if (now < t->throttle_until_ns) {
     // Throttled: the time since the last sample goes to the next one.
     t->throttled.fetch_add(1, std::memory_order_relaxed);
-    if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+    RenewLimit(t, info);
     errno = saved_errno;
     return;
   }
@@ -86,6 +102,7 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   const int64_t began = wall ? now : Now(CLOCK_MONOTONIC);
 
   if (!t->unwind) {  // no buffers (their mapping failed)
+    RenewLimit(t, info);
     errno = saved_errno;
     return;
   }
@@ -93,38 +110,30 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   // the stack was deeper than max_depth and only its outermost max_depth
   // frames are kept, so the path still merges with the complete ones.
   bool partial = false, deep = false;
-  int depth;
-  const uintptr_t pc = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
   uintptr_t* frames = t->unwind;
-  if (t->in_loader.load(std::memory_order_relaxed) > 0) {
-    // libunwind may need the loader's lock, which this thread may hold: keep
-    // only the interrupted instruction.
-    frames[0] = pc;
+  // libunwind's fast path touches its dynamic TLS: only when this thread
+  // prepared it and no loader call has changed glibc's TLS since.
+  const bool fast = t->unwind_generation.load(std::memory_order_relaxed) ==
+                    rt->loader_generation.load(std::memory_order_acquire);
+  const UnwindResult unwound = Unwind(uc, frames, t->unwind_capacity, fast,
+                                      t->in_loader.load(std::memory_order_relaxed) > 0, t->stack);
+  int depth = AsHeldCall(frames, unwound.depth);
+  if (unwound.partial) {
+    partial = true;
+  } else if (depth == 0) {
+    frames[0] = static_cast<uintptr_t>(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
     depth = 1;
     partial = true;
-  } else {
-    // libunwind's fast path touches its dynamic TLS: only when this thread
-    // prepared it and no loader call has changed glibc's TLS since.
-    const bool fast = t->unwind_generation.load(std::memory_order_relaxed) ==
-                      rt->loader_generation.load(std::memory_order_acquire);
-    bool cut = false;
-    depth = Unwind(uc, frames, t->unwind_capacity, fast, &cut);
-    depth = AsHeldCall(frames, depth);
-    if (depth == 0) {
-      frames[0] = pc;
-      depth = 1;
-      partial = true;
-    } else if (depth > t->max_depth) {
-      if (cut) {
-        partial = true;  // a runaway walk: the innermost frames, marked partial
-      } else {
-        frames += depth - t->max_depth;
-        deep = true;
-      }
-      depth = t->max_depth;
-    } else if (cut) {
-      partial = true;
+  } else if (depth > t->max_depth) {
+    if (unwound.cut) {
+      partial = true;  // a runaway walk: the innermost frames, marked partial
+    } else {
+      frames += depth - t->max_depth;
+      deep = true;
     }
+    depth = t->max_depth;
+  } else if (unwound.cut) {
+    partial = true;
   }
   // The stack root first, for merging in the open NVTX ranges.
   for (int i = 0, j = depth - 1; i < j; ++i, --j) std::swap(frames[i], frames[j]);
@@ -140,8 +149,11 @@ void OnSample(int, siginfo_t*, void* uc) {  // SIGNAL-HANDLER CODE
   // new threads at 20 kHz on a loaded VM barely progressed). The handler
   // does not block, so its wall time is its CPU time.
   const int64_t cost = Now(CLOCK_MONOTONIC) - began;
-  if (cost > 0) t->throttle_until_ns = now + (1 + kThrottleFactor) * cost;
-  if (t->perf_fd >= 0) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one more overflow signal
+  if (cost > 0) {
+    t->throttle_until_ns = now + (1 + kThrottleFactor) * cost;
+    t->handler_ns.fetch_add(cost, std::memory_order_relaxed);
+  }
+  RenewLimit(t, info);
   errno = saved_errno;
 }
 
@@ -156,7 +168,7 @@ bool ArmPerfEvent(ThreadState* t) {
   if (fd < 0) return false;
   f_owner_ex owner{F_OWNER_TID, t->tid};
   if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, rt->signo) != 0 ||
-      fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+      fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, kRefreshBatch) != 0) {
     close(fd);
     return false;
   }

@@ -7,7 +7,19 @@
 #include <libunwind.h>
 #include <ucontext.h>
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <atomic>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "collector/cpu/cfi_unwinder.h"
+
+extern "C" void* __libc_stack_end;  // ld.so: the main thread's stack top at entry
 
 namespace collector {
 namespace {
@@ -41,6 +53,60 @@ constexpr pthread_key_t kFirstLevelKeys = 32;  // glibc's PTHREAD_KEY_2NDLEVEL_S
 // readable in the handler without allocation.
 __thread bool t_has_table __attribute__((tls_model("initial-exec"))) = false;
 __thread uint32_t t_slow_unwinds __attribute__((tls_model("initial-exec"))) = 0;
+
+// The walker's module set (cfi_unwinder.h) and what keeps it safe to read:
+// a walk counts itself in walks_in_flight before it loads the set, and
+// dlclose raises unloads_active, then waits for the count to reach zero
+// before anything is unmapped. A replaced set is freed once no walk is in
+// flight (any walk that could have loaded it has then finished).
+std::atomic<const CfiModuleSet*> frame_modules{nullptr};
+std::atomic<int> walks_in_flight{0};
+std::atomic<int> unloads_active{0};
+std::mutex publish_mutex;  // publications; guards `retired`
+std::vector<const CfiModuleSet*>* retired = nullptr;
+std::atomic<uint64_t> walker_samples{0}, libunwind_samples{0};
+std::atomic<bool> walker_started{false};  // LoadUnwinder ran: publications are wanted
+__thread bool t_walking __attribute__((tls_model("initial-exec"))) = false;
+
+constexpr uintptr_t kRedZone = 128;  // the x86-64 ABI's
+
+// The walker over the interrupted context; false when it gave up (the
+// caller falls back to libunwind). SIGNAL-HANDLER CODE.
+bool Walk(const ucontext_t* uc, uintptr_t* out, int capacity, StackBounds stack, UnwindResult* result) {
+  const greg_t* g = uc->uc_mcontext.gregs;
+  const auto sp = static_cast<uintptr_t>(g[REG_RSP]);
+  // Off the thread's own stack (a signal stack, a fiber's): its bounds are
+  // unknown, so it is left to libunwind.
+  if (sp < stack.lo || sp >= stack.hi || (uc->uc_stack.ss_flags & SS_ONSTACK)) return false;
+  walks_in_flight.fetch_add(1, std::memory_order_seq_cst);
+  t_walking = true;
+  bool ok = false;
+  const CfiModuleSet* set = nullptr;
+  if (unloads_active.load(std::memory_order_seq_cst) == 0 && (set = frame_modules.load(std::memory_order_seq_cst))) {
+    CfiRegisters regs;
+    static constexpr int kGreg[kCfiRegisters] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                                 REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                                 REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+    for (int r = 0; r < kCfiRegisters; ++r) regs.Set(r, static_cast<uint64_t>(g[kGreg[r]]));
+    // From the red zone up: a function's epilogue may already have popped a
+    // register whose rule still reads its slot below the stack pointer; the
+    // kernel leaves the 128 bytes there intact when it delivers a signal.
+    const uintptr_t lo = sp - stack.lo > kRedZone ? sp - kRedZone : stack.lo;
+    const CfiWalk walk = CfiUnwind(*set, CfiSpan{lo, stack.hi}, regs, out, capacity);
+    if (walk.end != CfiWalkEnd::kFailed) {
+      result->depth = walk.depth;
+      result->cut = walk.end == CfiWalkEnd::kCut;
+      ok = true;
+    }
+  }
+  t_walking = false;
+  walks_in_flight.fetch_sub(1, std::memory_order_seq_cst);
+  return ok;
+}
+
+void WaitForWalks() {
+  while (walks_in_flight.load(std::memory_order_seq_cst) != 0) sched_yield();
+}
 
 // glibc's TLS accessor (ld.so): allocates the calling thread's block of a
 // dlopen'ed module's TLS on first use.
@@ -126,6 +192,8 @@ int StepUnwind(unw_context_t* context, int flags, int skip, uintptr_t* out, int 
 
 bool LoadUnwinder(std::string* error) {
   if (loaded) return true;
+  walker_started.store(true);
+  PublishFrameModules();
   void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     *error = std::string("cannot load libunwind.so.8: ") + dlerror();
@@ -160,11 +228,23 @@ bool PrepareUnwindThread() {
 
 bool UnwinderLoaded() { return loaded; }
 
-int Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool* cut) {
-  *cut = false;
-  if (!loaded || capacity <= kUnwindSlack) return 0;
+UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool in_loader, StackBounds stack) {
+  UnwindResult result;
+  if (capacity <= kUnwindSlack) return result;
   const auto* uc = static_cast<const ucontext_t*>(ucontext);
   const uintptr_t pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  if (Walk(uc, out, capacity, stack, &result)) {
+    walker_samples.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }
+  if (in_loader || !loaded) {
+    // libunwind may need the loader's lock, which this thread may hold.
+    out[0] = pc;
+    result.depth = 1;
+    result.partial = true;
+    return result;
+  }
+  libunwind_samples.fetch_add(1, std::memory_order_relaxed);
   if (fast && UseTable(true)) {
     // libunwind's trace cache (unw_backtrace) from here, through the signal
     // frame, straight into `out`; then drop the frames above the
@@ -172,18 +252,102 @@ int Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool* cut) {
     const int n = api.backtrace(reinterpret_cast<void**>(out), capacity);
     for (int skip = 0; skip < n && skip < kUnwindSlack; ++skip) {
       if (out[skip] != pc) continue;
-      *cut = n == capacity;
+      result.cut = n == capacity;
       for (int i = skip; i < n; ++i) out[i - skip] = out[i];
-      return n - skip;
+      result.depth = n - skip;
+      return result;
     }
   }
-  const int depth = StepUnwind(const_cast<unw_context_t*>(reinterpret_cast<const unw_context_t*>(uc)),
-                               UNW_INIT_SIGNAL_FRAME, 0, out, capacity, cut);
-  if (depth == 0) {
+  result.depth = StepUnwind(const_cast<unw_context_t*>(reinterpret_cast<const unw_context_t*>(uc)),
+                            UNW_INIT_SIGNAL_FRAME, 0, out, capacity, &result.cut);
+  if (result.depth == 0) {
     out[0] = pc;
-    return 1;
+    result.depth = 1;
   }
-  return depth;
+  return result;
+}
+
+StackBounds ThisThreadStack(bool main_thread) {
+  StackBounds b;
+  if (main_thread) {
+    // glibc's pthread_getattr_np reads /proc/self/maps for the main thread
+    // (a file read in every process's start); its top and the stack limit
+    // say the same for the walker's purpose: a stack pointer below
+    // top - limit is not on this stack.
+    rlimit limit{};
+    const auto top = reinterpret_cast<uintptr_t>(__libc_stack_end);
+    if (!top || getrlimit(RLIMIT_STACK, &limit) != 0) return b;
+    const uintptr_t size = limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > (uintptr_t{1} << 32)
+                               ? uintptr_t{1} << 32
+                               : static_cast<uintptr_t>(limit.rlim_cur);
+    // The words just above __libc_stack_end (argc, argv, envp, auxv) are
+    // mapped; the outermost frame's slots lie below it.
+    b.hi = top + 64;
+    b.lo = top > size ? top - size : 0;
+    return b;
+  }
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return b;
+  void* addr = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+    b.lo = reinterpret_cast<uintptr_t>(addr);
+    b.hi = b.lo + size;
+  }
+  pthread_attr_destroy(&attr);
+  return b;
+}
+
+void PublishFrameModules() {
+  if (!walker_started.load()) return;
+  auto* set = new (std::nothrow) CfiModuleSet;
+  if (!set) return;
+  try {
+    *set = LoadedCfiModules();
+  } catch (...) {
+    delete set;
+    return;
+  }
+  std::lock_guard<std::mutex> lock(publish_mutex);
+  const CfiModuleSet* old = frame_modules.exchange(set, std::memory_order_seq_cst);
+  if (!old) return;
+  try {
+    if (!retired) retired = new std::vector<const CfiModuleSet*>;
+    retired->push_back(old);
+  } catch (...) {
+    return;  // kept, never freed: safe
+  }
+  if (walks_in_flight.load(std::memory_order_seq_cst) != 0) return;  // freed at a later publication
+  for (const CfiModuleSet* s : *retired) delete s;
+  retired->clear();
+}
+
+void BeginUnload() {
+  unloads_active.fetch_add(1, std::memory_order_seq_cst);
+  // A dlclose from a handler that interrupted this thread's own walk (not
+  // async-signal-safe, but possible) would wait for itself.
+  if (!t_walking) WaitForWalks();
+}
+
+void EndUnload() {
+  PublishFrameModules();
+  unloads_active.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void ForkChildUnwinder() {
+  walks_in_flight.store(0);
+  walker_samples.store(0);  // the child's run counts its own samples
+  libunwind_samples.store(0);
+  t_walking = false;
+  // The parent's publication lock may have been held by another thread.
+  new (&publish_mutex) std::mutex;
+  // A dlclose in progress on another thread has no end in the child: the
+  // modules are taken as they are now.
+  if (unloads_active.exchange(0) != 0) PublishFrameModules();
+}
+
+UnwindCounts UnwindCountsSoFar() {
+  return {walker_samples.load(std::memory_order_relaxed), libunwind_samples.load(std::memory_order_relaxed)};
 }
 
 int UnwindHere(uintptr_t* out, int max) {

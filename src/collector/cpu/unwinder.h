@@ -26,18 +26,27 @@ bool UnwinderLoaded();
 
 // Writes the code addresses of the interrupted thread's stack, leaf first, to
 // `out`: the interrupted instruction, then return addresses. `ucontext` is the
-// third argument of an SA_SIGINFO handler. `out` holds `capacity` entries;
-// the frames above the interrupted one (this function, the handler, the
-// signal trampoline: at most kUnwindSlack) are unwound into it too, then
-// dropped. Returns the number of addresses (0 when nothing could be unwound);
-// sets *cut when the walk stopped at `capacity` before the stack's root.
+// third argument of an SA_SIGINFO handler; `stack` the sampled thread's
+// stack ({0, 0}: unknown). Returns the number of addresses (0 when nothing
+// could be unwound); sets *cut when the walk stopped at `capacity` before
+// the stack's root.
+//
+// First the collector's own walker (cfi_unwinder.h) over the published
+// module set (PublishFrameModules), when the interrupted stack pointer lies
+// in `stack` and no dlclose is in progress: no lock, no system call, no
+// libunwind. It gives up on what it does not handle, and the sample is then
+// unwound by libunwind, as follows. `out` holds `capacity` entries; the
+// frames above the interrupted one (this function, the handler, the signal
+// trampoline: at most kUnwindSlack) are unwound into it too, then dropped.
 // `fast`: the thread may use libunwind's trace cache (unw_backtrace) — only
 // on a thread whose PrepareUnwindThread ran and whose dynamic TLS needs no
 // update (no library with TLS loaded or unloaded since: see sampler.cc). It
 // does once it has earned its table (below). Otherwise the unwind steps from
 // the signal context with libunwind's global cache, whose lock libunwind
 // holds only with all signals blocked, so an interrupted thread never holds
-// it.
+// it. `in_loader`: the thread is inside dlopen/dlclose, where libunwind may
+// need the loader's lock it holds: only the collector's walker is tried,
+// and when it gives up only the interrupted instruction is returned.
 //
 // The trace table is 256 KiB per thread that libunwind fills entry by entry
 // when it makes it (64 page faults, milliseconds on a VM: more than a short
@@ -52,7 +61,40 @@ bool UnwinderLoaded();
 // allocation, no TLS allocation, no lock a sampled thread can hold).
 inline constexpr int kUnwindSlack = 8;
 inline constexpr uint32_t kFastAfter = 8;  // unwinds of a thread before its trace table
-int Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool* cut);
+struct StackBounds {
+  uintptr_t lo = 0, hi = 0;
+};
+struct UnwindResult {
+  int depth = 0;
+  bool cut = false;      // stopped at capacity before the root
+  bool partial = false;  // in_loader and the walker gave up: only the interrupted instruction
+};
+UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool in_loader, StackBounds stack);
+
+// The calling thread's stack as the walker may read it: the whole mapping
+// for a thread glibc started; for the main thread, from its top
+// (__libc_stack_end) down by RLIMIT_STACK. Normal context (allocates).
+StackBounds ThisThreadStack(bool main_thread);
+
+// The module set the walker uses, built from dl_iterate_phdr. Normal
+// context: at LoadUnwinder, after each dlopen. Modules a program loads
+// without dlopen (glibc's own NSS and iconv loads) are unknown to the
+// walker until the next publication; iconv's modules, which glibc may
+// dlclose internally, are never published (their frames go to libunwind).
+void PublishFrameModules();
+// Around dlclose: BeginUnload stops new walks over the module set and waits
+// for the ones in flight (microseconds), so no walk reads a module while it
+// is unmapped; EndUnload publishes the modules left and lets walks resume.
+// Normal context.
+void BeginUnload();
+void EndUnload();
+// In a fork child: walks in flight in the parent's other threads are gone.
+void ForkChildUnwinder();
+// Samples unwound by the walker and by libunwind (diagnostics).
+struct UnwindCounts {
+  uint64_t walker = 0, libunwind = 0;
+};
+UnwindCounts UnwindCountsSoFar();
 
 // The same for the calling thread, from its caller's frame: the return
 // address into the caller first (tests, benchmarks). Normal context.

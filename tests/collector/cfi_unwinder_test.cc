@@ -1,0 +1,615 @@
+// The sampling handler's own stack walker (collector/cpu/cfi_unwinder.h).
+// First on CFI assembled here byte by byte, where every expected value
+// follows from the made-up frames' construction; then on this process's
+// real CFI, from signal handlers, against libunwind (the second tool).
+#include <doctest/doctest.h>
+#include <elf.h>
+#include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector/cpu/cfi_unwinder.h"
+#include "collector/cpu/unwinder.h"
+
+using namespace collector;
+
+namespace {
+
+// Little-endian bytes with the DWARF encodings the assembler below needs.
+struct Bytes {
+  std::vector<uint8_t> b;
+  void U8(uint8_t v) { b.push_back(v); }
+  void U32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
+  void Uleb(uint64_t v) {
+    do {
+      uint8_t c = v & 0x7f;
+      v >>= 7;
+      if (v) c |= 0x80;
+      b.push_back(c);
+    } while (v);
+  }
+  void Sleb(int64_t v) {
+    for (;;) {
+      const uint8_t c = v & 0x7f;
+      v >>= 7;
+      if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
+        b.push_back(c);
+        return;
+      }
+      b.push_back(c | 0x80);
+    }
+  }
+  void Append(const Bytes& o) { b.insert(b.end(), o.b.begin(), o.b.end()); }
+};
+
+// DWARF CFA opcodes used below.
+constexpr uint8_t kAdvanceLoc = 0x40, kOffset = 0x80;
+constexpr uint8_t kDefCfa = 0x0c, kDefCfaRegister = 0x0d, kDefCfaOffset = 0x0e, kDefCfaExpression = 0x0f,
+                  kExpression = 0x10, kUndefined = 0x07, kRememberState = 0x0a, kRestoreState = 0x0b;
+constexpr uint8_t kOpBreg7 = 0x77, kOpBreg16 = 0x80, kOpLit0 = 0x30, kOpAnd = 0x1a, kOpGe = 0x2a, kOpShl = 0x24,
+                  kOpPlus = 0x22, kOpDeref = 0x06;
+
+// A made-up module: an .eh_frame_hdr and an .eh_frame in one buffer (its
+// only readable segment), describing code at `text` that is never read.
+struct FakeModule {
+  struct Fde {
+    uintptr_t start, size;
+    Bytes instructions;
+    int cie = 0;
+  };
+  std::vector<Bytes> cie_instructions;  // one CIE each
+  std::vector<bool> cie_signal;
+  std::vector<Fde> fdes;                // sorted by start
+  // Allocated first, so made-up text can be placed relative to it: the
+  // header's table holds 32-bit offsets from the header (and ASan's heap
+  // puts blocks of different sizes gigabytes apart).
+  std::vector<uint8_t> memory = std::vector<uint8_t>(1 << 16, 0);
+  CfiModuleSet set;
+
+  uintptr_t base() const { return reinterpret_cast<uintptr_t>(memory.data()); }
+
+  int AddCie(Bytes instructions, bool signal = false) {
+    cie_instructions.push_back(std::move(instructions));
+    cie_signal.push_back(signal);
+    return static_cast<int>(cie_instructions.size()) - 1;
+  }
+
+  // Lays the sections out in `memory` and builds the module set. FDE
+  // addresses are pc-relative (DW_EH_PE_pcrel | sdata4), as GCC writes them.
+  void Build(uintptr_t text_lo, uintptr_t text_hi) {
+    const size_t kHdrSize = 12 + 8 * fdes.size();
+    REQUIRE(kHdrSize + 4096 + 256 * (fdes.size() + cie_instructions.size()) <= memory.size());
+    const auto base = reinterpret_cast<uintptr_t>(memory.data());
+    size_t at = kHdrSize;
+    std::vector<size_t> cie_at;
+    for (size_t c = 0; c < cie_instructions.size(); ++c) {
+      Bytes e;
+      e.U32(0);  // the CIE id
+      e.U8(1);   // version
+      for (char ch : std::string(cie_signal[c] ? "zRS" : "zR")) e.U8(static_cast<uint8_t>(ch));
+      e.U8(0);
+      e.Uleb(1);    // code alignment
+      e.Sleb(-8);   // data alignment
+      e.U8(16);     // the return address column
+      e.Uleb(1);    // augmentation data: the FDE pointer encoding
+      e.U8(0x1b);   // pcrel | sdata4
+      e.Append(cie_instructions[c]);
+      cie_at.push_back(at);
+      Put(at, e);
+    }
+    std::vector<size_t> fde_at;
+    for (const Fde& f : fdes) {
+      fde_at.push_back(at);
+      Bytes e;
+      e.U32(static_cast<uint32_t>(at + 4 - cie_at[f.cie]));  // back to the CIE
+      const uintptr_t field = base + at + 4 + 4;
+      e.I32(static_cast<int32_t>(static_cast<intptr_t>(f.start - field)));
+      e.U32(static_cast<uint32_t>(f.size));
+      e.Uleb(0);  // no augmentation data
+      e.Append(f.instructions);
+      Put(at, e);
+    }
+    Bytes h;
+    h.U8(1);
+    h.U8(0x1b);  // eh_frame_ptr: pcrel sdata4
+    h.U8(0x03);  // fde_count: udata4
+    h.U8(0x3b);  // table: datarel sdata4
+    h.I32(static_cast<int32_t>(kHdrSize - 4));
+    h.U32(static_cast<uint32_t>(fdes.size()));
+    for (size_t i = 0; i < fdes.size(); ++i) {
+      h.I32(static_cast<int32_t>(static_cast<intptr_t>(fdes[i].start - base)));
+      h.I32(static_cast<int32_t>(fde_at[i]));
+    }
+    std::memcpy(memory.data(), h.b.data(), h.b.size());
+    const CfiSegment segments[] = {{PT_LOAD, PF_R, 0, memory.size()},
+                                   {PT_GNU_EH_FRAME, PF_R, 0, kHdrSize},
+                                   {PT_LOAD, PF_R | PF_X, text_lo - base, text_hi - text_lo}};
+    set = CfiModuleSet{};
+    AddCfiModule(&set, base, segments, 3);
+    FinishCfiModuleSet(&set);
+  }
+
+ private:
+  // One entry: its 32-bit length, then the body padded to 8 bytes.
+  void Put(size_t& at, Bytes body) {
+    while ((body.b.size() + 4) % 8) body.U8(0);  // DW_CFA_nop
+    Bytes e;
+    e.U32(static_cast<uint32_t>(body.b.size()));
+    e.Append(body);
+    std::memcpy(memory.data() + at, e.b.data(), e.b.size());
+    at += e.b.size();
+  }
+};
+
+// The usual CIE: CFA = rsp + 8, return address at CFA - 8.
+Bytes StandardCie() {
+  Bytes c;
+  c.U8(kDefCfa);
+  c.Uleb(7);
+  c.Uleb(8);
+  c.U8(kOffset | 16);
+  c.Uleb(1);
+  return c;
+}
+
+CfiRegisters Regs(uintptr_t pc, uintptr_t sp, uintptr_t rbp) {
+  CfiRegisters r;
+  for (int i = 0; i < kCfiRegisters; ++i) r.Set(i, 0x1000 + i);  // every register known, as in a signal context
+  r.Set(kCfiRip, pc);
+  r.Set(kCfiRsp, sp);
+  r.Set(kCfiRbp, rbp);
+  return r;
+}
+
+CfiSpan SpanOf(const std::vector<uint64_t>& stack) {
+  const auto lo = reinterpret_cast<uintptr_t>(stack.data());
+  return {lo, lo + stack.size() * 8};
+}
+
+}  // namespace
+
+TEST_CASE("cfi walker: a frame-pointer function, a leaf and the root, from CFI assembled here") {
+  std::vector<uint64_t> stack(64, 0);
+  const auto s = reinterpret_cast<uintptr_t>(stack.data());
+  FakeModule m;
+  const int cie = m.AddCie(StandardCie());
+  // Text: three made-up functions, laid out 32 MiB above the module.
+  const uintptr_t text = m.base() + (32 << 20);
+  const uintptr_t f = text, g = text + 0x100, root = text + 0x200;
+  // f: push %rbp (1 byte); mov %rsp,%rbp (3 bytes); body; at +0x40 an
+  // epilogue that restores CFA = rsp + 8 (remember/restore around it).
+  Bytes fi;
+  fi.U8(kAdvanceLoc | 1);
+  fi.U8(kDefCfaOffset);
+  fi.Uleb(16);
+  fi.U8(kOffset | 6);  // rbp at CFA - 16
+  fi.Uleb(2);
+  fi.U8(kAdvanceLoc | 3);
+  fi.U8(kDefCfaRegister);
+  fi.Uleb(6);
+  fi.U8(kAdvanceLoc | 0x3c);  // to +0x40
+  fi.U8(kRememberState);
+  fi.U8(kDefCfa);
+  fi.Uleb(7);
+  fi.Uleb(8);
+  fi.U8(kAdvanceLoc | 1);
+  fi.U8(kRestoreState);
+  m.fdes.push_back({f, 0x80, fi, cie});
+  // g: sub $24,%rsp after 4 bytes: CFA = rsp + 32.
+  Bytes gi;
+  gi.U8(kAdvanceLoc | 4);
+  gi.U8(kDefCfaOffset);
+  gi.Uleb(32);
+  m.fdes.push_back({g, 0x80, gi, cie});
+  // root: its return address is undefined (as _start's and clone3's).
+  Bytes ri;
+  ri.U8(kUndefined);
+  ri.Uleb(16);
+  m.fdes.push_back({root, 0x80, ri, cie});
+  m.Build(text, text + 0x1000);
+  REQUIRE(m.set.modules.size() == 1);
+  REQUIRE(m.set.modules[0].hdr != 0);
+  REQUIRE(m.set.modules[0].fde_count == 3);
+
+  // The stack, from the construction: f's frame at slots 0-1 (saved rbp,
+  // return into g), g's 32-byte frame at slots 2-5 (return into root at
+  // slot 5), root's slot 6 unused.
+  const uintptr_t f_rbp = s + 0;              // f's rbp after mov %rsp,%rbp
+  stack[0] = 0xdeadbeef;                      // g's rbp, saved by f
+  stack[1] = g + 0x20;                        // return address into g
+  stack[5] = root + 0x10;                     // g's return address into root
+  uintptr_t out[8];
+
+  SUBCASE("in f's body: CFA from rbp") {
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x10, s - 16, f_rbp), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    REQUIRE(w.depth == 3);
+    CHECK(out[0] == f + 0x10);
+    CHECK(out[1] == g + 0x20);
+    CHECK(out[2] == root + 0x10);
+  }
+  SUBCASE("in f's epilogue (after remember_state): CFA from rsp, rbp already popped") {
+    // At +0x40 rsp points at the return address (rbp popped).
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x40, s + 8, 0x77), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    CHECK(w.depth == 3);
+    CHECK(out[1] == g + 0x20);
+  }
+  SUBCASE("after restore_state: the body's rule is back (CFA from rbp)") {
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x41, s - 64, f_rbp), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    CHECK(out[1] == g + 0x20);
+  }
+  SUBCASE("one step restores rbp from its slot and sets rsp to the CFA") {
+    CfiRegisters r = Regs(f + 0x10, s - 16, f_rbp);
+    bool signal = true;
+    REQUIRE(CfiStep(m.set, SpanOf(stack), true, &r, &signal) == CfiStepResult::kStepped);
+    CHECK_FALSE(signal);
+    CHECK(r.value[kCfiRip] == g + 0x20);
+    CHECK(r.value[kCfiRsp] == s + 16);
+    CHECK(r.value[kCfiRbp] == 0xdeadbeef);
+    CHECK(r.value[3] == 0x1003);  // rbx: no rule, kept
+  }
+  SUBCASE("capacity reached first: cut") {
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x10, s - 16, f_rbp), out, 2);
+    CHECK(w.end == CfiWalkEnd::kCut);
+    CHECK(w.depth == 2);
+  }
+  SUBCASE("a return address just past a function's end belongs to that function") {
+    // A call that was f's last instruction: its return address is f + 0x80,
+    // the first byte after f (a gap); the lookup must use the call (pc - 1)
+    // and find f again. This second f frame has its rbp at slot 2, so CFA =
+    // slot 4 and its return address into root at slot 3.
+    stack[1] = f + 0x80;
+    stack[0] = s + 16;  // the rbp f's second frame sees
+    stack[3] = root + 0x10;
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x10, s - 16, f_rbp), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    REQUIRE(w.depth == 3);
+    CHECK(out[1] == f + 0x80);
+    CHECK(out[2] == root + 0x10);
+  }
+  SUBCASE("a pc outside every module, or in a gap between FDEs, fails") {
+    CHECK(CfiUnwind(m.set, SpanOf(stack), Regs(text + 0x5000, s, f_rbp), out, 8).end == CfiWalkEnd::kFailed);
+    CHECK(CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x90, s, f_rbp), out, 8).end == CfiWalkEnd::kFailed);
+    CHECK(CfiUnwind(m.set, SpanOf(stack), Regs(text - 1, s, f_rbp), out, 8).end == CfiWalkEnd::kFailed);
+  }
+  SUBCASE("a return address slot outside the allowed stack fails") {
+    CfiSpan narrow = SpanOf(stack);
+    narrow.hi = narrow.lo + 8;  // slot 1 (f's return address) not allowed
+    CHECK(CfiUnwind(m.set, narrow, Regs(f + 0x10, s - 16, f_rbp), out, 8).end == CfiWalkEnd::kFailed);
+  }
+  SUBCASE("a frame whose caller's stack pointer does not move up fails (a loop)") {
+    stack[1] = f + 0x10;  // f "returns" into f with the same rbp: the same CFA again
+    stack[0] = f_rbp;
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 0x10, s - 16, f_rbp), out, 8);
+    CHECK(w.end == CfiWalkEnd::kFailed);
+  }
+}
+
+TEST_CASE("cfi walker: the PLT's CFA expression and a signal frame's register expressions") {
+  std::vector<uint64_t> stack(128, 0);
+  const auto s = reinterpret_cast<uintptr_t>(stack.data());
+  FakeModule m;
+  const int cie = m.AddCie(StandardCie());
+  // The signal trampoline's CIE: "zRS"; its FDE starts one byte before the
+  // trampoline, as glibc's __restore_rt's does.
+  const int sig_cie = m.AddCie(Bytes{}, true);
+  const uintptr_t text = m.base() + (48 << 20);
+  const uintptr_t plt = text, tramp = text + 0x100, interrupted = text + 0x200, root = text + 0x300;
+  // PLT: CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0), binutils' expression.
+  Bytes pi;
+  pi.U8(kDefCfaExpression);
+  Bytes e;
+  e.U8(kOpBreg7);
+  e.Sleb(8);
+  e.U8(kOpBreg16);
+  e.Sleb(0);
+  e.U8(kOpLit0 + 15);
+  e.U8(kOpAnd);
+  e.U8(kOpLit0 + 11);
+  e.U8(kOpGe);
+  e.U8(kOpLit0 + 3);
+  e.U8(kOpShl);
+  e.U8(kOpPlus);
+  pi.Uleb(e.b.size());
+  pi.Append(e);
+  m.fdes.push_back({plt, 0x40, pi, cie});
+  // The trampoline: the interrupted context's saved registers lie at fixed
+  // offsets from rsp (a made-up ucontext: rsp at +40, rip at +48, rbp at
+  // +56); CFA = the saved rsp (breg7 40; deref).
+  Bytes ti;
+  ti.U8(kDefCfaExpression);
+  Bytes c;
+  c.U8(kOpBreg7);
+  c.Sleb(40);
+  c.U8(kOpDeref);
+  ti.Uleb(c.b.size());
+  ti.Append(c);
+  auto saved_at = [&](int reg, int offset) {
+    ti.U8(kExpression);
+    ti.Uleb(reg);
+    Bytes x;
+    x.U8(kOpBreg7);
+    x.Sleb(offset);
+    ti.Uleb(x.b.size());
+    ti.Append(x);
+  };
+  saved_at(7, 40);
+  saved_at(16, 48);
+  saved_at(6, 56);
+  m.fdes.push_back({tramp - 1, 0x20, ti, sig_cie});
+  // The interrupted function starts exactly where the signal hit it:
+  // only an exact lookup (no pc - 1) finds it.
+  m.fdes.push_back({interrupted, 0x40, Bytes{}, cie});
+  Bytes ri;
+  ri.U8(kUndefined);
+  ri.Uleb(16);
+  m.fdes.push_back({root, 0x40, ri, cie});
+  m.Build(text, text + 0x1000);
+  uintptr_t out[8];
+
+  SUBCASE("PLT entry, first 11 bytes: CFA = rsp + 8") {
+    stack[0] = root + 4;
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(plt + 0x10 + 6, s, 0), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    REQUIRE(w.depth == 2);
+    CHECK(out[1] == root + 4);
+  }
+  SUBCASE("PLT entry, after its push: CFA = rsp + 16") {
+    stack[1] = root + 4;
+    stack[0] = 0x5555;  // what the PLT pushed
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(plt + 0x10 + 12, s, 0), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    CHECK(out[1] == root + 4);
+  }
+  SUBCASE("through a signal frame: registers from the saved context, the caller's pc exact") {
+    // The handler returned into the trampoline: its frame's rsp points at
+    // the saved context (slots 0-7); the interrupted code's stack is higher
+    // up (slot 32), its return address into root at slot 32.
+    const uintptr_t interrupted_sp = s + 32 * 8;
+    stack[5] = interrupted_sp;  // +40: rsp
+    stack[6] = interrupted;     // +48: rip, the first byte of its function
+    stack[7] = 0x4242;          // +56: rbp
+    stack[32] = root + 8;
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(tramp, s, 0), out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    REQUIRE(w.depth == 3);
+    CHECK(out[0] == tramp);
+    CHECK(out[1] == interrupted);
+    CHECK(out[2] == root + 8);
+    CfiRegisters r = Regs(tramp, s, 0);
+    bool signal = false;
+    REQUIRE(CfiStep(m.set, SpanOf(stack), true, &r, &signal) == CfiStepResult::kStepped);
+    CHECK(signal);
+    CHECK(r.value[kCfiRbp] == 0x4242);
+    CHECK(r.value[kCfiRsp] == interrupted_sp);
+  }
+  SUBCASE("a signal frame whose saved stack pointer lies outside the stack fails") {
+    stack[5] = 0x10;
+    stack[6] = interrupted;
+    CHECK(CfiUnwind(m.set, SpanOf(stack), Regs(tramp, s, 0), out, 8).end == CfiWalkEnd::kFailed);
+  }
+}
+
+TEST_CASE("cfi walker: module sets refuse unusable headers and keep lookups inside their spans") {
+  FakeModule m;
+  const int cie = m.AddCie(StandardCie());
+  std::vector<uint64_t> stack(16, 0);
+  const uintptr_t text = m.base() + (64 << 20);
+  m.fdes.push_back({text, 0x40, Bytes{}, cie});
+  m.Build(text, text + 0x100);
+  const CfiModule& good = m.set.modules[0];
+  REQUIRE(good.hdr != 0);
+  const auto base = reinterpret_cast<uintptr_t>(m.memory.data());
+  const CfiSegment load_r{PT_LOAD, PF_R, 0, m.memory.size()};
+  const CfiSegment text_seg{PT_LOAD, PF_R | PF_X, text - base, 0x100};
+
+  SUBCASE("a table encoding other than datarel sdata4: no table, the text still known") {
+    m.memory[3] = 0x1b;
+    CfiModuleSet set;
+    const CfiSegment segs[] = {load_r, {PT_GNU_EH_FRAME, PF_R, 0, 16}, text_seg};
+    AddCfiModule(&set, base, segs, 3);
+    FinishCfiModuleSet(&set);
+    REQUIRE(set.modules.size() == 1);
+    CHECK(set.modules[0].hdr == 0);
+    CHECK(set.Find(text + 4) == &set.modules[0]);
+  }
+  SUBCASE("an FDE count larger than the segment holds: refused") {
+    const uint32_t huge = 1u << 28;
+    std::memcpy(m.memory.data() + 8, &huge, 4);
+    CfiModuleSet set;
+    const CfiSegment segs[] = {load_r, {PT_GNU_EH_FRAME, PF_R, 0, 16}, text_seg};
+    AddCfiModule(&set, base, segs, 3);
+    CHECK(set.modules[0].hdr == 0);
+  }
+  SUBCASE("a header outside every readable segment: refused") {
+    CfiModuleSet set;
+    const CfiSegment segs[] = {{PT_LOAD, PF_R, 0, 8}, {PT_GNU_EH_FRAME, PF_R, 16, 16}, text_seg};
+    AddCfiModule(&set, base, segs, 3);
+    CHECK(set.modules[0].hdr == 0);
+  }
+  SUBCASE("an FDE whose CIE pointer leaves the segment fails the step") {
+    // The FDE's CIE offset (right after its length) made to point before
+    // the buffer.
+    const int32_t fde_rel = [&] {
+      int32_t v;
+      std::memcpy(&v, m.memory.data() + 16, 4);
+      return v;
+    }();
+    const uint32_t far = 1u << 30;
+    std::memcpy(m.memory.data() + fde_rel + 4, &far, 4);
+    uintptr_t out[4];
+    CfiRegisters r = Regs(text + 4, reinterpret_cast<uintptr_t>(stack.data()), 0);
+    CHECK(CfiUnwind(m.set, SpanOf(stack), r, out, 4).end == CfiWalkEnd::kFailed);
+  }
+  SUBCASE("modules are found by their executable segments, sorted") {
+    CfiModuleSet set;
+    const CfiSegment a[] = {{PT_LOAD, PF_R | PF_X, 0x5000, 0x1000}};
+    const CfiSegment b[] = {{PT_LOAD, PF_R | PF_X, 0x1000, 0x1000}, {PT_LOAD, PF_R | PF_W, 0x2000, 0x1000}};
+    AddCfiModule(&set, 0x100000, a, 1);
+    AddCfiModule(&set, 0x100000, b, 2);
+    FinishCfiModuleSet(&set);
+    REQUIRE(set.modules.size() == 2);
+    CHECK(set.Find(0x101000) == &set.modules[0]);
+    CHECK(set.Find(0x101fff) == &set.modules[0]);
+    CHECK(set.Find(0x102000) == nullptr);  // the writable segment is not text
+    CHECK(set.Find(0x105800) == &set.modules[1]);
+    CHECK(set.Find(0x106000) == nullptr);
+    CHECK(set.Find(0xfff) == nullptr);
+  }
+}
+
+// --- the real thing: this process's CFI, from signal handlers --------------
+
+namespace {
+
+struct Comparison {
+  std::vector<uintptr_t> walker, libunwind;
+  uint64_t walker_samples = 0;
+};
+Comparison* comparing = nullptr;
+StackBounds compare_stack;
+
+// Unwinds the interrupted context both ways. SIGNAL HANDLER (test only:
+// the vectors were reserved beforehand, so nothing here allocates).
+void CompareHandler(int, siginfo_t*, void* uc) {
+  uintptr_t a[512], b[512];
+  const uint64_t before = UnwindCountsSoFar().walker;
+  const UnwindResult w = Unwind(uc, a, 512, false, false, compare_stack);
+  comparing->walker_samples = UnwindCountsSoFar().walker - before;
+  const UnwindResult l = Unwind(uc, b, 512, false, false, StackBounds{});
+  comparing->walker.assign(a, a + w.depth);
+  comparing->libunwind.assign(b, b + l.depth);
+}
+
+extern "C" __attribute__((noinline)) int cfi_test_descend(int depth, int sig) {
+  static int (*volatile next)(int, int) = cfi_test_descend;
+  if (depth > 0) return next(depth - 1, sig) + 1;
+  raise(sig);
+  return 0;
+}
+
+int QsortCompare(const void* x, const void* y) {
+  static int fired = 0;
+  if (!fired++) raise(SIGRTMIN + 7);  // inside libc's qsort, once
+  return *static_cast<const int*>(x) - *static_cast<const int*>(y);
+}
+
+Comparison CompareAt(const std::function<void(int)>& trigger, StackBounds stack) {
+  Comparison c;
+  c.walker.reserve(512);
+  c.libunwind.reserve(512);
+  comparing = &c;
+  compare_stack = stack;
+  struct sigaction sa {};
+  sa.sa_sigaction = CompareHandler;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGRTMIN + 7, &sa, nullptr);
+  trigger(SIGRTMIN + 7);
+  comparing = nullptr;
+  return c;
+}
+
+void CheckSame(const Comparison& c, size_t min_depth) {
+  INFO("walker " << c.walker.size() << " frames, libunwind " << c.libunwind.size());
+  CHECK(c.walker_samples == 1);  // the walker did it, no fallback
+  CHECK(c.walker.size() >= min_depth);
+  CHECK(c.walker == c.libunwind);
+}
+
+}  // namespace
+
+TEST_CASE("cfi walker: the same stacks as libunwind on this process's own code, libc and threads") {
+  std::string error;
+  REQUIRE(LoadUnwinder(&error));
+  PublishFrameModules();
+  const StackBounds main_stack = ThisThreadStack(gettid() == getpid());
+  SUBCASE("nested calls of every depth up to 200") {
+    for (int depth : {0, 1, 2, 7, 30, 200}) {
+      CAPTURE(depth);
+      CheckSame(CompareAt([&](int sig) { cfi_test_descend(depth, sig); }, main_stack), depth + 3);
+    }
+  }
+  SUBCASE("from a callback inside libc's qsort") {
+    CheckSame(CompareAt(
+                  [](int) {
+                    int v[64];
+                    for (int i = 0; i < 64; ++i) v[i] = (i * 37) % 64;
+                    qsort(v, 64, sizeof v[0], QsortCompare);
+                  },
+                  main_stack),
+              4);
+  }
+  SUBCASE("on a thread glibc started: to clone3, the stack's root") {
+    Comparison c;
+    std::thread([&] {
+      c = CompareAt([](int sig) { cfi_test_descend(12, sig); }, ThisThreadStack(false));
+    }).join();
+    CheckSame(c, 15);
+  }
+  SUBCASE("through the program's own signal handler: across the signal frame") {
+    static StackBounds bounds;
+    bounds = main_stack;
+    static Comparison inner;
+    struct sigaction usr {};
+    usr.sa_sigaction = [](int, siginfo_t*, void*) { inner = CompareAt([](int sig) { cfi_test_descend(3, sig); }, bounds); };
+    usr.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR1, &usr, nullptr);
+    cfi_test_descend(5, SIGUSR1);
+    signal(SIGUSR1, SIG_DFL);
+    // The handler's 3 nested calls, the trampoline, then the 5 nested
+    // calls around the first raise: both walkers crossed the signal frame.
+    CheckSame(inner, 12);
+  }
+  SUBCASE("a stack pointer outside the thread's stack is left to libunwind") {
+    const Comparison c = CompareAt([](int sig) { cfi_test_descend(2, sig); }, StackBounds{1, 2});
+    CHECK(c.walker_samples == 0);
+    CHECK(c.walker == c.libunwind);
+  }
+}
+
+TEST_CASE("cfi walker: its row cache never answers for an older module set at the same addresses") {
+  // A library unloaded and another loaded at the same place: the same pc,
+  // other CFI. The first walk fills the cache; the second, over a set built
+  // after the change, must follow the new CFI (CFA rsp + 16, not + 8).
+  std::vector<uint64_t> stack(16, 0);
+  const auto s = reinterpret_cast<uintptr_t>(stack.data());
+  FakeModule m;
+  const int cie = m.AddCie(StandardCie());
+  const uintptr_t text = m.base() + (40 << 20);
+  const uintptr_t f = text, root = text + 0x100;
+  m.fdes.push_back({f, 0x40, Bytes{}, cie});  // CFA = rsp + 8 (the CIE's)
+  Bytes ri;
+  ri.U8(kUndefined);
+  ri.Uleb(16);
+  m.fdes.push_back({root, 0x40, ri, cie});
+  m.Build(text, text + 0x1000);
+  stack[0] = root + 1;
+  stack[1] = root + 2;
+  uintptr_t out[4];
+  for (int i = 0; i < 2; ++i) {  // the second walk is served by the cache
+    const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 4, s, 0), out, 4);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    CHECK(out[1] == root + 1);
+  }
+  Bytes fi;
+  fi.U8(kDefCfaOffset);
+  fi.Uleb(16);
+  m.fdes[0].instructions = fi;
+  m.Build(text, text + 0x1000);
+  const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 4, s, 0), out, 4);
+  REQUIRE(w.end == CfiWalkEnd::kRoot);
+  CHECK(out[1] == root + 2);
+}
