@@ -4,14 +4,25 @@
 // real CFI, from signal handlers, against libunwind (the second tool).
 #include <doctest/doctest.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -612,4 +623,121 @@ TEST_CASE("cfi walker: its row cache never answers for an older module set at th
   const CfiWalk w = CfiUnwind(m.set, SpanOf(stack), Regs(f + 4, s, 0), out, 4);
   REQUIRE(w.end == CfiWalkEnd::kRoot);
   CHECK(out[1] == root + 2);
+}
+
+// --- many interruption points: whatever the timer hits ---------------------
+
+namespace {
+
+struct Tally {
+  std::atomic<int> compared{0}, same{0}, walker_only{0}, fallback{0};
+  std::atomic<int> first_mismatch_depth{-1};
+};
+Tally* tally = nullptr;
+StackBounds tally_stack;
+int tally_fd = -1;  // the task-clock event that interrupts (or -1: an itimer)
+
+// Both unwinds of whatever instruction the timer interrupted. SIGNAL
+// HANDLER (test only): fixed buffers, atomics.
+void TallyHandler(int, siginfo_t*, void* uc) {
+  if (tally_fd >= 0) ioctl(tally_fd, PERF_EVENT_IOC_REFRESH, 1);
+  if (!tally) return;
+  uintptr_t a[256], b[256 + kUnwindSlack];
+  const uint64_t before = UnwindCountsSoFar().walker;
+  const UnwindResult w = Unwind(uc, a, 256, false, false, tally_stack);
+  if (UnwindCountsSoFar().walker == before) {
+    tally->fallback.fetch_add(1);
+    return;
+  }
+  const UnwindResult l = Unwind(uc, b, 256 + kUnwindSlack, false, false, StackBounds{});
+  tally->compared.fetch_add(1);
+  if (w.depth == l.depth && std::memcmp(a, b, sizeof(uintptr_t) * static_cast<size_t>(w.depth)) == 0) {
+    tally->same.fetch_add(1);
+  } else if (tally->first_mismatch_depth.load() < 0) {
+    int d = 0;
+    while (d < w.depth && d < l.depth && a[d] == b[d]) ++d;
+    tally->first_mismatch_depth.store(d);
+  }
+}
+
+int CompareInts(const void* x, const void* y) {
+  const int a = *static_cast<const int*>(x), b = *static_cast<const int*>(y);
+  return (a > b) - (a < b);
+}
+
+// Work through many kinds of code: libc's string and memory functions
+// (hand-written assembly with CFI), qsort's callbacks, malloc, printf, the
+// C++ library's sort and maps, math.
+extern "C" __attribute__((noinline)) double cfi_test_busy(int rounds) {
+  double acc = 0;
+  std::vector<int> v(4096);
+  std::vector<char> text(1 << 16, 'x');
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>((i * 2654435761u + r) % 100003);
+    qsort(v.data(), v.size(), sizeof v[0], CompareInts);
+    std::sort(v.begin(), v.end(), [](int a, int b) { return a > b; });
+    text[(r * 7919) % text.size()] = 0;
+    acc += static_cast<double>(std::strlen(text.data()));
+    text[(r * 7919) % text.size()] = 'x';
+    std::vector<char> copy(text);
+    acc += static_cast<double>(std::memchr(copy.data(), 'y', copy.size()) == nullptr);
+    std::map<int, std::string> m;
+    for (int i = 0; i < 200; ++i) m[v[static_cast<size_t>(i)]] = std::to_string(i);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%d %f", r, acc);
+    acc += std::sin(acc) + static_cast<double>(m.size()) + buf[0];
+    void* p = std::malloc(static_cast<size_t>(1000 + r % 5000));
+    std::free(p);
+  }
+  return acc;
+}
+
+}  // namespace
+
+TEST_CASE("cfi walker: at thousands of timer interruptions in libc, libstdc++ and this binary, the same stacks as libunwind") {
+  std::string error;
+  REQUIRE(LoadUnwinder(&error));
+  PublishFrameModules();
+  Tally t;
+  tally_stack = ThisThreadStack(gettid() == getpid());
+  tally = &t;
+  struct sigaction sa {};
+  sa.sa_sigaction = TallyHandler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGPROF, &sa, nullptr);
+  // An interruption per 100 us of this thread's CPU time: the task-clock
+  // event, as the sampler uses it; where the kernel refuses it, the
+  // process's profiling timer (at the kernel's tick: fewer points).
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = 100000;
+  attr.disabled = 1;
+  tally_fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  f_owner_ex owner{F_OWNER_TID, static_cast<pid_t>(gettid())};
+  if (tally_fd >= 0 && (fcntl(tally_fd, F_SETFL, O_ASYNC) != 0 || fcntl(tally_fd, F_SETSIG, SIGPROF) != 0 ||
+                        fcntl(tally_fd, F_SETOWN_EX, &owner) != 0 || ioctl(tally_fd, PERF_EVENT_IOC_REFRESH, 1) != 0)) {
+    close(tally_fd);
+    tally_fd = -1;
+  }
+  const int wanted = tally_fd >= 0 ? 3000 : 150;
+  itimerval every{{0, 200}, {0, 200}};
+  if (tally_fd < 0) setitimer(ITIMER_PROF, &every, nullptr);
+  double sink = 0;
+  for (int i = 0; i < 400 && t.compared.load() + t.fallback.load() < wanted; ++i) sink += cfi_test_busy(5);
+  itimerval off{};
+  setitimer(ITIMER_PROF, &off, nullptr);
+  tally = nullptr;
+  if (tally_fd >= 0) {
+    const int fd = tally_fd;
+    tally_fd = -1;
+    close(fd);
+  }
+  signal(SIGPROF, SIG_DFL);
+  INFO("compared " << t.compared.load() << ", same " << t.same.load() << ", left to libunwind " << t.fallback.load()
+                   << ", first mismatch at frame " << t.first_mismatch_depth.load() << " (sink " << sink << ")");
+  REQUIRE(t.compared.load() + t.fallback.load() >= wanted);
+  CHECK(t.same.load() == t.compared.load());
+  CHECK(t.fallback.load() <= t.compared.load() / 100);
 }
