@@ -639,8 +639,7 @@ int tally_fd = -1;  // the task-clock event that interrupts (or -1: an itimer)
 
 // Both unwinds of whatever instruction the timer interrupted. SIGNAL
 // HANDLER (test only): fixed buffers, atomics.
-void TallyHandler(int, siginfo_t*, void* uc) {
-  if (tally_fd >= 0) ioctl(tally_fd, PERF_EVENT_IOC_REFRESH, 1);
+void TallyOne(void* uc) {
   if (!tally) return;
   uintptr_t a[256], b[256 + kUnwindSlack];
   const uint64_t before = UnwindCountsSoFar().walker;
@@ -658,6 +657,14 @@ void TallyHandler(int, siginfo_t*, void* uc) {
     while (d < w.depth && d < l.depth && a[d] == b[d]) ++d;
     tally->first_mismatch_depth.store(d);
   }
+}
+
+void TallyHandler(int, siginfo_t*, void* uc) {
+  TallyOne(uc);
+  // The next interruption counts from here, as the sampler's does: a
+  // handler slower than the period (both unwinds, under ASan) would
+  // otherwise never let the program run.
+  if (tally_fd >= 0) ioctl(tally_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
 int CompareInts(const void* x, const void* y) {

@@ -305,9 +305,9 @@ CCT_EXPORT int dlclose(void* handle) {
 
 CCT_EXPORT int dl_iterate_phdr(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
   static auto real = Real<int (*)(int (*)(dl_phdr_info*, size_t, void*), void*)>("dl_iterate_phdr");
-  collector::EnterLoaderList();
   struct Leave {
-    ~Leave() { collector::LeaveLoaderList(); }
+    void* token = collector::EnterLoaderList();
+    ~Leave() { collector::LeaveLoaderList(token); }
   } leave;  // a callback may throw through us
   return real(callback, data);
 }

@@ -69,8 +69,9 @@ void LeaveLoader();
 // ours): it holds the loader's list lock, which libunwind in this thread's
 // sampling handler would take again (a self-deadlock when the signal lands
 // inside the lock's acquisition), so the handler keeps to its own walker.
-void EnterLoaderList();
-void LeaveLoaderList();
+// EnterLoaderList's token goes to LeaveLoaderList.
+void* EnterLoaderList();
+void LeaveLoaderList(void* token);
 // dlclose: BeforeUnload notes the loaded modules (null when not recording);
 // AfterUnload, given that, records the ones that went away and frees it.
 void* BeforeUnload();

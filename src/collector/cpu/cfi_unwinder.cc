@@ -228,18 +228,24 @@ bool ParseCie(const CfiModule& m, uintptr_t at, Cie* cie) {
 bool FindFde(const CfiModule& m, uintptr_t pc, Cie* cie, uintptr_t* fde_instructions, uintptr_t* fde_end,
              uintptr_t* fde_start) {
   if (!m.hdr || m.fde_count == 0) return false;
-  const auto* table = reinterpret_cast<const int32_t*>(m.table);
+  // Entry i's field k (0: initial location, 1: FDE), as an address. The
+  // table follows variable-length encodings, so it need not be aligned.
+  auto field = [&m](size_t i, int k) {
+    int32_t v;
+    std::memcpy(&v, reinterpret_cast<const void*>(m.table + 8 * i + 4 * static_cast<size_t>(k)), sizeof v);
+    return m.hdr + static_cast<intptr_t>(v);
+  };
   // The last entry whose initial location is <= pc.
   size_t lo = 0, hi = m.fde_count;
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (m.hdr + static_cast<intptr_t>(table[2 * mid]) <= pc)
+    if (field(mid, 0) <= pc)
       lo = mid;
     else
       hi = mid;
   }
-  if (m.hdr + static_cast<intptr_t>(table[2 * lo]) > pc) return false;
-  const uintptr_t fde = m.hdr + static_cast<intptr_t>(table[2 * lo + 1]);
+  if (field(lo, 0) > pc) return false;
+  const uintptr_t fde = field(lo, 1);
   Reader r;
   if (!ReaderAt(m, fde, &r)) return false;
   uintptr_t end = 0;
@@ -309,6 +315,10 @@ bool FoundModule(const CfiModuleSet& set, uintptr_t pc, CfiModule* m) {
 #endif
 }
 
+// v * factor, wrapping as the hardware does: damaged CFI may overflow, and
+// the result is only ever an offset whose reads are bounds-checked.
+int64_t Scaled(uint64_t v, int64_t factor) { return static_cast<int64_t>(v * static_cast<uint64_t>(factor)); }
+
 // Interprets CFA instructions in [r.p, r.end) into `row` while the location
 // is <= pc. `initial`: the CIE's row, for DW_CFA_restore (null while the CIE
 // itself runs). Returns false on anything malformed or unsupported.
@@ -330,7 +340,7 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
         break;
       case 2:  // DW_CFA_offset
         reg = low;
-        if (reg < kCfiRegisters) row->rules[reg] = Rule::Offset(Rule::kOffset, static_cast<int64_t>(r.Uleb()) * cie.data_align);
+        if (reg < kCfiRegisters) row->rules[reg] = Rule::Offset(Rule::kOffset, Scaled(r.Uleb(), cie.data_align));
         else r.Uleb();
         break;
       case 3:  // DW_CFA_restore
@@ -357,9 +367,9 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
           case 0x2f: {  // GNU_negative_offset_extended
             reg = r.Uleb();
             int64_t off = 0;
-            if (op == 0x11 || op == 0x15) off = r.Sleb() * cie.data_align;
-            else if (op == 0x2f) off = -static_cast<int64_t>(r.Uleb()) * cie.data_align;
-            else off = static_cast<int64_t>(r.Uleb()) * cie.data_align;
+            if (op == 0x11 || op == 0x15) off = Scaled(static_cast<uint64_t>(r.Sleb()), cie.data_align);
+            else if (op == 0x2f) off = Scaled(0 - r.Uleb(), cie.data_align);
+            else off = Scaled(r.Uleb(), cie.data_align);
             const auto kind = op == 0x14 || op == 0x15 ? Rule::kValOffset : Rule::kOffset;
             if (reg < kCfiRegisters) row->rules[reg] = Rule::Offset(kind, off);
             break;
@@ -394,7 +404,7 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
           case 0x0c:  // def_cfa
           case 0x12: {  // def_cfa_sf
             reg = r.Uleb();
-            const int64_t off = op == 0x0c ? static_cast<int64_t>(r.Uleb()) : r.Sleb() * cie.data_align;
+            const int64_t off = op == 0x0c ? static_cast<int64_t>(r.Uleb()) : Scaled(static_cast<uint64_t>(r.Sleb()), cie.data_align);
             if (reg >= kCfiRegisters) return false;
             row->cfa_is_expr = false;
             row->cfa_reg = static_cast<uint8_t>(reg);
@@ -411,7 +421,7 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
             row->cfa_offset = static_cast<int64_t>(r.Uleb());
             break;
           case 0x13:  // def_cfa_offset_sf
-            row->cfa_offset = r.Sleb() * cie.data_align;
+            row->cfa_offset = Scaled(static_cast<uint64_t>(r.Sleb()), cie.data_align);
             break;
           case 0x0f: {  // def_cfa_expression
             const uint64_t len = r.Uleb();

@@ -40,11 +40,14 @@ void LeaveLoader() {
   if (ThreadState* t = t_state; t && t->in_loader.load(std::memory_order_relaxed) == 0) PrepareUnwind(t);
 }
 
-void EnterLoaderList() {
-  if (ThreadState* t = t_state) t->in_loader.fetch_add(1, std::memory_order_relaxed);
+void* EnterLoaderList() {
+  ThreadState* t = t_state;
+  if (t) t->in_loader.fetch_add(1, std::memory_order_relaxed);
+  return t;
 }
-void LeaveLoaderList() {
-  if (ThreadState* t = t_state) t->in_loader.fetch_sub(1, std::memory_order_relaxed);
+void LeaveLoaderList(void* token) {
+  // The thread that was counted, even if it registered meanwhile.
+  if (auto* t = static_cast<ThreadState*>(token)) t->in_loader.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void* BeforeUnload() {
