@@ -174,6 +174,15 @@ Bytes StandardCie() {
   return c;
 }
 
+// The root's CFI (as _start's and clone3's): its return address is
+// undefined.
+Bytes RootCfi() {
+  Bytes c;
+  c.U8(kUndefined);
+  c.Uleb(16);
+  return c;
+}
+
 CfiRegisters Regs(uintptr_t pc, uintptr_t sp, uintptr_t rbp) {
   CfiRegisters r;
   for (int i = 0; i < kCfiRegisters; ++i) r.Set(i, 0x1000 + i);  // every register known, as in a signal context
@@ -223,11 +232,7 @@ TEST_CASE("cfi walker: a frame-pointer function, a leaf and the root, from CFI a
   gi.U8(kDefCfaOffset);
   gi.Uleb(32);
   m.fdes.push_back({g, 0x80, gi, cie});
-  // root: its return address is undefined (as _start's and clone3's).
-  Bytes ri;
-  ri.U8(kUndefined);
-  ri.Uleb(16);
-  m.fdes.push_back({root, 0x80, ri, cie});
+  m.fdes.push_back({root, 0x80, RootCfi(), cie});
   m.Build(text, text + 0x1000);
   REQUIRE(m.set.modules.size() == 1);
   REQUIRE(m.set.modules[0].hdr != 0);
@@ -364,10 +369,7 @@ TEST_CASE("cfi walker: the PLT's CFA expression and a signal frame's register ex
   // The interrupted function starts exactly where the signal hit it:
   // only an exact lookup (no pc - 1) finds it.
   m.fdes.push_back({interrupted, 0x40, Bytes{}, cie});
-  Bytes ri;
-  ri.U8(kUndefined);
-  ri.Uleb(16);
-  m.fdes.push_back({root, 0x40, ri, cie});
+  m.fdes.push_back({root, 0x40, RootCfi(), cie});
   m.Build(text, text + 0x1000);
   uintptr_t out[8];
 
@@ -602,10 +604,7 @@ TEST_CASE("cfi walker: its row cache never answers for an older module set at th
   const uintptr_t text = m.base() + (40 << 20);
   const uintptr_t f = text, root = text + 0x100;
   m.fdes.push_back({f, 0x40, Bytes{}, cie});  // CFA = rsp + 8 (the CIE's)
-  Bytes ri;
-  ri.U8(kUndefined);
-  ri.Uleb(16);
-  m.fdes.push_back({root, 0x40, ri, cie});
+  m.fdes.push_back({root, 0x40, RootCfi(), cie});
   m.Build(text, text + 0x1000);
   stack[0] = root + 1;
   stack[1] = root + 2;

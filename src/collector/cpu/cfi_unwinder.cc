@@ -51,6 +51,13 @@ struct Reader {
     return v;
   }
   uint8_t U8() { return Fixed<uint8_t>(); }
+  // The next n bytes as a reader of their own, stepped over here.
+  Reader Sub(uint64_t n) {
+    if (!Take(n)) return Reader{0, 0, false};
+    const Reader sub{p, p + n};
+    p += n;
+    return sub;
+  }
   uint64_t Uleb() {
     uint64_t v = 0;
     for (int shift = 0;; shift += 7) {
@@ -122,7 +129,7 @@ struct Rule {
   uint32_t expr_len;  // kExpression, kValExpression
   int64_t value;      // kOffset, kValOffset: the offset; the expressions: the block's address
 
-  static Rule Offset(Kind k, int64_t offset) { return {k, 0, 0, offset}; }
+  static Rule Of(Kind k, int64_t value) { return {k, 0, 0, value}; }
   static Rule Expression(Kind k, uintptr_t block, uint32_t len) { return {k, 0, len, static_cast<int64_t>(block)}; }
   uintptr_t expr() const { return static_cast<uintptr_t>(value); }
 };
@@ -166,21 +173,21 @@ bool ReaderAt(const CfiModule& m, uintptr_t a, Reader* r) {
   return false;
 }
 
-// An entry's length and its end; 64-bit DWARF lengths are taken too.
-bool EntryExtent(Reader* r, uintptr_t* end) {
-  uint64_t length = r->Fixed<uint32_t>();
-  if (length == 0xffffffffu) length = r->Fixed<uint64_t>();
-  if (!r->ok || length == 0 || length > r->end - r->p) return false;
-  *end = r->p + length;
-  return true;
+// The CIE or FDE at `at` in `m`: a reader over its body, after its length
+// (64-bit DWARF lengths are taken too).
+bool EntryAt(const CfiModule& m, uintptr_t at, Reader* entry) {
+  Reader r;
+  if (!ReaderAt(m, at, &r)) return false;
+  uint64_t length = r.Fixed<uint32_t>();
+  if (length == 0xffffffffu) length = r.Fixed<uint64_t>();
+  if (!r.ok || length == 0) return false;
+  *entry = r.Sub(length);
+  return entry->ok;
 }
 
 bool ParseCie(const CfiModule& m, uintptr_t at, Cie* cie) {
   Reader r;
-  if (!ReaderAt(m, at, &r)) return false;
-  uintptr_t end = 0;
-  if (!EntryExtent(&r, &end)) return false;
-  r.end = end;
+  if (!EntryAt(m, at, &r)) return false;
   if (r.Fixed<uint32_t>() != 0) return false;  // a CIE's id is 0 in .eh_frame
   const uint8_t version = r.U8();
   if (version != 1 && version != 3) return false;
@@ -198,10 +205,7 @@ bool ParseCie(const CfiModule& m, uintptr_t at, Cie* cie) {
   if (!r.ok || cie->ra_reg >= kCfiRegisters) return false;
   if (n > 0 && aug[0] == 'z') {
     cie->has_augmentation_data = true;
-    const uint64_t len = r.Uleb();
-    if (!r.Take(len)) return false;
-    Reader data{r.p, r.p + len};
-    r.p += len;
+    Reader data = r.Sub(r.Uleb());
     for (int i = 1; i < n; ++i) {
       switch (aug[i]) {
         case 'R': cie->fde_encoding = data.U8(); break;
@@ -220,7 +224,7 @@ bool ParseCie(const CfiModule& m, uintptr_t at, Cie* cie) {
     return false;  // "eh" and other pre-'z' augmentations
   }
   cie->instructions = r.p;
-  cie->end = end;
+  cie->end = r.end;
   return r.ok;
 }
 
@@ -245,12 +249,8 @@ bool FindFde(const CfiModule& m, uintptr_t pc, Cie* cie, uintptr_t* fde_instruct
       hi = mid;
   }
   if (field(lo, 0) > pc) return false;
-  const uintptr_t fde = field(lo, 1);
   Reader r;
-  if (!ReaderAt(m, fde, &r)) return false;
-  uintptr_t end = 0;
-  if (!EntryExtent(&r, &end)) return false;
-  r.end = end;
+  if (!EntryAt(m, field(lo, 1), &r)) return false;
   const uintptr_t cie_field = r.p;
   const uint32_t cie_offset = r.Fixed<uint32_t>();
   if (!r.ok || cie_offset == 0 || cie_offset > cie_field) return false;  // 0 would make it a CIE
@@ -258,13 +258,9 @@ bool FindFde(const CfiModule& m, uintptr_t pc, Cie* cie, uintptr_t* fde_instruct
   const uintptr_t start = r.Pointer(cie->fde_encoding);
   const uint64_t range = r.Format(cie->fde_encoding);
   if (!r.ok || pc < start || pc - start >= range) return false;
-  if (cie->has_augmentation_data) {
-    const uint64_t len = r.Uleb();
-    if (!r.Take(len)) return false;
-    r.p += len;
-  }
+  if (cie->has_augmentation_data) r.Sub(r.Uleb());
   *fde_instructions = r.p;
-  *fde_end = end;
+  *fde_end = r.end;
   *fde_start = start;
   return r.ok;
 }
@@ -287,6 +283,11 @@ void TakeHeader(CfiModule* m, uintptr_t hdr) {
   }
 }
 
+// glibc unloads iconv's modules itself (__libc_dlclose, not the wrapper
+// that keeps walks off a module being unmapped): the walker never reads
+// them; their frames are left to libunwind.
+bool UnloadedByGlibc(const char* path) { return path && std::strstr(path, "/gconv/"); }
+
 // A module that is not in the set (loaded since its publication: a
 // library's constructors run inside dlopen, before it; or loaded by glibc
 // itself), from glibc's lock-free _dl_find_object. Its whole mapping is
@@ -298,9 +299,7 @@ bool FoundModule(const CfiModuleSet& set, uintptr_t pc, CfiModule* m) {
   dl_find_object found{};
   if (reinterpret_cast<int (*)(void*, dl_find_object*)>(set.find_object)(reinterpret_cast<void*>(pc), &found) != 0)
     return false;
-  // iconv's modules: glibc unloads them without dlclose (LoadedCfiModules).
-  if (!found.dlfo_eh_frame || (found.dlfo_link_map && found.dlfo_link_map->l_name &&
-                               std::strstr(found.dlfo_link_map->l_name, "/gconv/")))
+  if (!found.dlfo_eh_frame || (found.dlfo_link_map && UnloadedByGlibc(found.dlfo_link_map->l_name)))
     return false;
   *m = CfiModule{};
   m->text_lo = reinterpret_cast<uintptr_t>(found.dlfo_map_start);
@@ -340,7 +339,7 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
         break;
       case 2:  // DW_CFA_offset
         reg = low;
-        if (reg < kCfiRegisters) row->rules[reg] = Rule::Offset(Rule::kOffset, Scaled(r.Uleb(), cie.data_align));
+        if (reg < kCfiRegisters) row->rules[reg] = Rule::Of(Rule::kOffset, Scaled(r.Uleb(), cie.data_align));
         else r.Uleb();
         break;
       case 3:  // DW_CFA_restore
@@ -371,7 +370,7 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
             else if (op == 0x2f) off = Scaled(0 - r.Uleb(), cie.data_align);
             else off = Scaled(r.Uleb(), cie.data_align);
             const auto kind = op == 0x14 || op == 0x15 ? Rule::kValOffset : Rule::kOffset;
-            if (reg < kCfiRegisters) row->rules[reg] = Rule::Offset(kind, off);
+            if (reg < kCfiRegisters) row->rules[reg] = Rule::Of(kind, off);
             break;
           }
           case 0x06:  // restore_extended
@@ -382,7 +381,7 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
           case 0x07:  // undefined
           case 0x08:  // same_value
             reg = r.Uleb();
-            if (reg < kCfiRegisters) row->rules[reg] = Rule::Offset(op == 0x07 ? Rule::kUndefined : Rule::kSame, 0);
+            if (reg < kCfiRegisters) row->rules[reg] = Rule::Of(op == 0x07 ? Rule::kUndefined : Rule::kSame, 0);
             break;
           case 0x09: {  // register
             reg = r.Uleb();
@@ -424,23 +423,21 @@ bool RunInstructions(Reader r, const Cie& cie, uintptr_t loc, uintptr_t pc, cons
             row->cfa_offset = Scaled(static_cast<uint64_t>(r.Sleb()), cie.data_align);
             break;
           case 0x0f: {  // def_cfa_expression
-            const uint64_t len = r.Uleb();
-            if (!r.Take(len) || len > UINT32_MAX) return false;
+            const Reader block = r.Sub(r.Uleb());
+            if (!r.ok || block.end - block.p > UINT32_MAX) return false;
             row->cfa_is_expr = true;
-            row->cfa_expr = r.p;
-            row->cfa_expr_len = static_cast<uint32_t>(len);
-            r.p += len;
+            row->cfa_expr = block.p;
+            row->cfa_expr_len = static_cast<uint32_t>(block.end - block.p);
             break;
           }
           case 0x10:    // expression
           case 0x16: {  // val_expression
             reg = r.Uleb();
-            const uint64_t len = r.Uleb();
-            if (!r.Take(len) || len > UINT32_MAX) return false;
+            const Reader block = r.Sub(r.Uleb());
+            if (!r.ok || block.end - block.p > UINT32_MAX) return false;
             if (reg < kCfiRegisters)
-              row->rules[reg] = Rule::Expression(op == 0x10 ? Rule::kExpression : Rule::kValExpression, r.p,
-                                                 static_cast<uint32_t>(len));
-            r.p += len;
+              row->rules[reg] = Rule::Expression(op == 0x10 ? Rule::kExpression : Rule::kValExpression, block.p,
+                                                 static_cast<uint32_t>(block.end - block.p));
             break;
           }
           case 0x2e:  // GNU_args_size
@@ -471,12 +468,14 @@ bool ReadStack(const Frame& f, uint64_t address, uint64_t* value) {
 }
 
 // A DWARF expression's value. `push`: a value pushed first (the CFA, for
-// register rules), or none.
-bool Evaluate(const CfiModule& m, const Frame& f, uintptr_t expr, uint32_t len, const uint64_t* push,
+// register rules), or none. `m`: the module the expression is in (null for
+// a row from the cache, which never holds expressions).
+bool Evaluate(const CfiModule* m, const Frame& f, uintptr_t expr, uint32_t len, const uint64_t* push,
               uint64_t* result) {
-  Reader r;
-  if (!ReaderAt(m, expr, &r) || r.end - r.p < len) return false;
-  r.end = r.p + len;
+  Reader whole;
+  if (!m || !ReaderAt(*m, expr, &whole)) return false;
+  Reader r = whole.Sub(len);
+  if (!r.ok) return false;
   uint64_t stack[kExpressionStack];
   int n = 0;
   if (push) stack[n++] = *push;
@@ -601,8 +600,9 @@ bool Evaluate(const CfiModule& m, const Frame& f, uintptr_t expr, uint32_t len, 
 // (a new set — a dlopen, a dlclose — makes every older entry miss). Only
 // plain rows are kept: CFA = register + offset, no expressions, no signal
 // frame, and the return address, rbx, rbp and r12-r15 each the same,
-// undefined or saved at CFA + a multiple of 8 (the others the same). Each
-// entry is three words written without a lock; the tag is a hash of the
+// undefined or saved at CFA + a multiple of 8 (the others the same): w0
+// holds the CFA rule, w1 a byte per kept register. Each entry is three
+// words written without a lock; the tag is a hash of the
 // key and both other words, so a reader that sees a mix of two writes
 // misses. A hit skips the FDE search and the CFA program: a stack sampled
 // again costs a few loads per frame.
@@ -633,10 +633,10 @@ bool CacheFind(uintptr_t key, uint64_t generation, Row* row) {
   row->cfa_reg = static_cast<uint8_t>(w0 & 0xff);
   row->cfa_offset = static_cast<int32_t>(w0 >> 32);
   for (int i = 0; i < kCachedRegisters; ++i) {
-    const auto slot = static_cast<int8_t>(i < 3 ? (w0 >> (8 + 8 * i)) & 0xff : (w1 >> (8 * (i - 3))) & 0xff);
+    const auto slot = static_cast<int8_t>((w1 >> (8 * i)) & 0xff);
     Rule& rule = row->rules[kCachedRegister[i]];
-    if (slot == kCachedUndefined) rule = Rule::Offset(Rule::kUndefined, 0);
-    else if (slot != kCachedSame) rule = Rule::Offset(Rule::kOffset, int64_t{slot} * 8);
+    if (slot == kCachedUndefined) rule = Rule::Of(Rule::kUndefined, 0);
+    else if (slot != kCachedSame) rule = Rule::Of(Rule::kOffset, int64_t{slot} * 8);
   }
   return true;
 }
@@ -663,9 +663,7 @@ void CacheStore(uintptr_t key, uint64_t generation, const Row& row, const Cie& c
     } else if (rule.kind != Rule::kSame) {
       return;
     }
-    const uint64_t bits = static_cast<uint8_t>(slot);
-    if (cached < 3) w0 |= bits << (8 + 8 * cached);
-    else w1 |= bits << (8 * (cached - 3));
+    w1 |= uint64_t{static_cast<uint8_t>(slot)} << (8 * cached);
     ++cached;
   }
   CacheEntry& e = CacheSlot(key);
@@ -676,24 +674,12 @@ void CacheStore(uintptr_t key, uint64_t generation, const Row& row, const Cie& c
 
 }  // namespace
 
-bool CfiModule::Readable(uintptr_t a, size_t n) const {
-  for (int i = 0; i < readable_count; ++i)
-    if (readable[i].Holds(a, n)) return true;
-  return false;
-}
-
 const CfiModule* CfiModuleSet::Find(uintptr_t pc) const {
   // The last module starting at or below pc.
-  size_t lo = 0, hi = modules.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (modules[mid].text_lo <= pc)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0) return nullptr;
-  const CfiModule& m = modules[lo - 1];
+  const auto after = std::upper_bound(modules.begin(), modules.end(), pc,
+                                      [](uintptr_t a, const CfiModule& m) { return a < m.text_lo; });
+  if (after == modules.begin()) return nullptr;
+  const CfiModule& m = *(after - 1);
   return pc < m.text_hi ? &m : nullptr;
 }
 
@@ -705,13 +691,16 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   // A return address may follow a call that was its function's last
   // instruction (a noreturn callee): the call itself is what belongs there.
   const uintptr_t lookup = exact_pc ? pc : pc - 1;
-  const CfiModule* m = modules.Find(lookup);
-  CfiModule found;
-  if (!m && FoundModule(modules, lookup, &found)) m = &found;
-  if (!m) return CfiStepResult::kFailed;
   Cie cie;
   Row row;
+  // A cached row needs no module: it was found in this set's generation,
+  // and it reads nothing but the stack.
+  const CfiModule* m = nullptr;
+  CfiModule found;
   if (!CacheFind(lookup, modules.generation, &row)) {
+    m = modules.Find(lookup);
+    if (!m && FoundModule(modules, lookup, &found)) m = &found;
+    if (!m) return CfiStepResult::kFailed;
     uintptr_t instructions = 0, end = 0, start = 0;
     if (!FindFde(*m, lookup, &cie, &instructions, &end, &start)) return CfiStepResult::kFailed;
     Row initial;
@@ -726,7 +715,7 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   const Frame f{regs, stack};
   uint64_t cfa = 0;
   if (row.cfa_is_expr) {
-    if (!Evaluate(*m, f, row.cfa_expr, row.cfa_expr_len, nullptr, &cfa)) return CfiStepResult::kFailed;
+    if (!Evaluate(m, f, row.cfa_expr, row.cfa_expr_len, nullptr, &cfa)) return CfiStepResult::kFailed;
   } else {
     if (!regs->Has(row.cfa_reg)) return CfiStepResult::kFailed;
     cfa = regs->value[row.cfa_reg] + static_cast<uint64_t>(row.cfa_offset);
@@ -752,12 +741,12 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
         break;
       case Rule::kExpression: {
         uint64_t address = 0;
-        if (!Evaluate(*m, f, rule.expr(), rule.expr_len, &cfa, &address) || !ReadStack(f, address, &v))
+        if (!Evaluate(m, f, rule.expr(), rule.expr_len, &cfa, &address) || !ReadStack(f, address, &v))
           return CfiStepResult::kFailed;
         break;
       }
       case Rule::kValExpression:
-        if (!Evaluate(*m, f, rule.expr(), rule.expr_len, &cfa, &v)) return CfiStepResult::kFailed;
+        if (!Evaluate(m, f, rule.expr(), rule.expr_len, &cfa, &v)) return CfiStepResult::kFailed;
         break;
     }
     next.Set(reg, v);
@@ -834,10 +823,7 @@ CfiModuleSet LoadedCfiModules() {
   CfiModuleSet set;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* p) {
-        // glibc unloads iconv's modules itself (__libc_dlclose, not the
-        // wrapper that keeps walks off a module being unmapped): their
-        // frames are left to libunwind.
-        if (info->dlpi_name && std::strstr(info->dlpi_name, "/gconv/")) return 0;
+        if (UnloadedByGlibc(info->dlpi_name)) return 0;
         CfiSegment segments[32];
         size_t n = 0;
         for (size_t i = 0; i < info->dlpi_phnum && n < 32; ++i) {

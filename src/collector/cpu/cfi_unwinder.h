@@ -69,7 +69,6 @@ struct CfiModule {
   size_t fde_count = 0;
   CfiSpan readable[kMaxSpans];  // the module's readable PT_LOAD segments
   int readable_count = 0;
-  bool Readable(uintptr_t a, size_t n) const;
 };
 
 // The modules of the process (one entry per executable segment), sorted by

@@ -192,9 +192,12 @@ int StepUnwind(unw_context_t* context, int flags, int skip, uintptr_t* out, int 
 
 bool LoadUnwinder(std::string* error) {
   if (loaded) return true;
+  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  // The walker needs nothing of libunwind: it starts either way, with one
+  // publication after the load (before it, the interposed dlopen would
+  // have published a second time).
   walker_started.store(true);
   PublishFrameModules();
-  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     *error = std::string("cannot load libunwind.so.8: ") + dlerror();
     return false;
