@@ -64,9 +64,9 @@ int AsHeldCall(uintptr_t*& frames, int depth) {
 // overflow that uses the limit up disables the event and signals POLL_HUP,
 // and PERF_EVENT_IOC_REFRESH adds to the limit and enables it again. A
 // limit of kRefreshBatch renewed at each POLL_HUP costs one system call per
-// kRefreshBatch samples instead of one per sample (each kernel entry costs
-// a program with a large working set tens of microseconds on a VM: TLB
-// refills), and never lets more than kRefreshBatch signals queue on a
+// kRefreshBatch samples instead of one per sample (on the CI VM a kernel
+// entry seemed to cost a program with a large working set tens of
+// microseconds: docs/performance.md), and never lets more than kRefreshBatch signals queue on a
 // thread that blocks ours (a queue that overflowed RLIMIT_SIGPENDING would
 // turn into a SIGIO, which kills the program). Counting signals instead of
 // waiting for POLL_HUP would not do: the kernel sends one signal for
