@@ -856,6 +856,33 @@ TEST_CASE("cct-record: a vfork child that execs is the exec'd image's run, linke
   CHECK(by_work["image_work"].state == store::RunState::kComplete);
 }
 
+TEST_CASE("cct-record: vfork stays vfork; its child's own environment, and its death by a signal, leave the parent's run whole") {
+  TempDir dir;
+  const std::string db = dir / "ve.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-forker"), "vfork-edges"}));
+  INFO(r.err);
+  // The program checks that its child's write reached it (shared memory) and
+  // that the second child died of SIGTERM, not of our handler's doing.
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(Runs(db).size() == 2);
+  // parent_work before the vforks, child_work after them: both in the
+  // parent's run, which stays complete.
+  auto by_work = RunsByWork(db, {"parent_work", "child_work", "image_work"}, 0.15e9);
+  REQUIRE(by_work.size() == 3);
+  CHECK(by_work["parent_work"].id == by_work["child_work"].id);
+  CHECK(by_work["parent_work"].state == store::RunState::kComplete);
+  // The image was exec'd with an environment without LD_PRELOAD or the
+  // recording's variables, and is recorded all the same, linked to the parent.
+  CHECK(by_work["image_work"].parent_run == by_work["parent_work"].id);
+  CHECK(by_work["image_work"].state == store::RunState::kComplete);
+
+  // Preloaded but not recording: vfork is still the real one.
+  auto bare = Run({"/usr/bin/env", "LD_PRELOAD=" + testutil::BuildDir() + "/src/collector/libcct-collector.so",
+                   Prog("cct-test-forker"), "vfork-edges"});
+  INFO(bare.err);
+  CHECK(bare.exit_code == 0);
+}
+
 TEST_CASE("cct-record: a launcher's helpers are a process tree; latest and NAME mean the program, NAME/all totals them") {
   TempDir dir;
   const std::string db = dir / "l.db";

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
 #include <string>
@@ -59,14 +60,13 @@ void ForkChild() {
   rt->loaders_active.store(self ? self->in_loader.load() : 0);
   rt->flusher_running = false;
   rt->fatal_once.store(false);
-  if (t_vforking) {
-    // Only exec or exit follow: the parent's state stays as it is (each page
-    // written here would be copied for nothing).
-    rt->vfork_child = true;
-    return;
-  }
+  // Only exec or exit follow: the parent's state stays as it is (each page
+  // written here would be copied for nothing), and so does rt->pid, which
+  // makes this a foreign process: it writes nothing.
+  if (t_vforking) return;
   ForkChildUnwinder();
   if (!rt->config.follow) return;  // --no-follow: the child is not recorded
+  rt->pid = getpid();
   // Only this thread exists in the child; its samples so far were the
   // parent's. The child's run starts now, empty, linked to the parent's.
   std::string parent_key = ParentKeyForChildren();
@@ -93,6 +93,7 @@ void ForkChild() {
   rt->config.parent_key = std::move(parent_key);
   rt->config.root_key = std::move(root_key);
   rt->run_key = NewRunKey();
+  PublishExecOverlay();
   const store::RunMeta parent_meta = std::move(rt->meta);
   FillMeta(rt->meta, &parent_meta);
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
@@ -122,20 +123,76 @@ void ForkChild() {
   StartFlusher();
 }
 
-// An LD_PRELOAD value without the collector.
-std::string WithoutCollector(const std::string& all, const std::string& own) {
-  std::string kept;
+namespace {
+
+// The items of an LD_PRELOAD value other than the collector, joined by ':',
+// written to `out` (at most all.size() bytes). Allocates nothing.
+size_t WriteWithoutCollector(std::string_view all, std::string_view own, char* out) {
+  size_t n = 0;
   size_t i = 0;
   while (i <= all.size()) {
     const size_t j = all.find_first_of(": ", i);
-    const std::string item = all.substr(i, j == std::string::npos ? std::string::npos : j - i);
-    if (!item.empty() && item != own && item.find("libcct-collector") == std::string::npos)
-      kept += (kept.empty() ? "" : ":") + item;
-    if (j == std::string::npos) break;
+    const std::string_view item = all.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
+    if (!item.empty() && item != own && item.find("libcct-collector") == std::string_view::npos) {
+      if (n) out[n++] = ':';
+      memcpy(out + n, item.data(), item.size());
+      n += item.size();
+    }
+    if (j == std::string_view::npos) break;
     i = j + 1;
   }
+  return n;
+}
+
+std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+
+constexpr std::string_view kPreloadName = "LD_PRELOAD";
+
+// How an entry of the environment passed to exec is carried over.
+enum class Carry { kAsIs, kDropped, kPreload };
+Carry CarryOf(const ExecOverlay& o, std::string_view entry) {
+  const std::string_view name = NameOf(entry);
+  for (const std::string& ours : o.entries)
+    if (NameOf(ours) == name) return Carry::kDropped;  // ours win
+  if (name == kPreloadName) return Carry::kPreload;
+  // --no-follow: the NVTX and CUDA drivers must not load the collector into
+  // the child either.
+  if (!o.follow && (name == "NVTX_INJECTION64_PATH" || name == "CUDA_INJECTION64_PATH") &&
+      entry.substr(name.size() + 1) == o.own)
+    return Carry::kDropped;
+  return Carry::kAsIs;
+}
+
+const ExecOverlay* Overlay() { return rt ? rt->exec_overlay.load(std::memory_order_acquire) : nullptr; }
+
+}  // namespace
+
+// An LD_PRELOAD value without the collector.
+std::string WithoutCollector(const std::string& all, const std::string& own) {
+  std::string kept(all.size(), '\0');
+  kept.resize(WriteWithoutCollector(all, own, kept.data()));
   return kept;
 }
+
+void PublishExecOverlay() {
+  auto* o = new (std::nothrow) ExecOverlay;
+  if (!o) return;
+  o->own = rt->own_module;
+  o->follow = rt->config.follow;
+  if (o->follow) {
+    std::map<std::string, std::string> ours = ConfigEnvironment(rt->config);
+    if (const std::string parent = ParentKeyForChildren(); !parent.empty()) ours["CCT_RECORD_PARENT_KEY"] = parent;
+    else ours.erase("CCT_RECORD_PARENT_KEY");
+    if (const std::string root = RootKeyForChildren(); !root.empty()) ours["CCT_RECORD_ROOT_KEY"] = root;
+    else ours.erase("CCT_RECORD_ROOT_KEY");
+    for (const auto& [k, v] : ours) o->entries.push_back(k + "=" + v);
+  }
+  // The previous overlay is not freed: a vfork child of another thread may
+  // be reading it. One or two per process image.
+  rt->exec_overlay.store(o, std::memory_order_release);
+}
+
+bool ForeignProcess() { return rt && getpid() != rt->pid; }  // async-signal-safe
 
 // Removes the collector from LD_PRELOAD so children run without it.
 void StripPreload(const std::string& own) {
@@ -158,7 +215,7 @@ pid_t ForkForVfork() {
 }
 
 void BeforeExec() {
-  if (!rt || rt->finished || rt->vfork_child) return;
+  if (!rt || rt->finished || ForeignProcess()) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   {
@@ -187,7 +244,7 @@ void BeforeExec() {
 }
 
 void AfterFailedExec() {
-  if (!rt || rt->finished || rt->vfork_child) return;
+  if (!rt || rt->finished || ForeignProcess()) return;
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
     rt->meta.extra->erase("exec");
@@ -196,42 +253,67 @@ void AfterFailedExec() {
   SourcesResume();
 }
 
+namespace {
+// The last LD_PRELOAD entry's value, as exec would see it.
+std::string_view PreloadOf(const ExecOverlay& o, const char* const* envp) {
+  std::string_view preload;
+  for (const char* const* e = envp; e && *e; ++e)
+    if (CarryOf(o, *e) == Carry::kPreload) preload = std::string_view(*e).substr(kPreloadName.size() + 1);
+  return preload;
+}
+}  // namespace
+
+ExecEnvSize MeasureExecEnv(const char* const* envp) {
+  const ExecOverlay* o = Overlay();
+  if (!o) return {};
+  ExecEnvSize size;
+  for (const char* const* e = envp; e && *e; ++e) ++size.slots;
+  size.slots += o->entries.size() + 2;  // LD_PRELOAD, the null
+  size.text = kPreloadName.size() + 1 + o->own.size() + 1 + PreloadOf(*o, envp).size() + 1;
+  return size;
+}
+
+char* const* BuildExecEnv(const char* const* envp, const char** slots, char* text) {
+  const ExecOverlay* o = Overlay();
+  if (!o) return const_cast<char* const*>(envp);
+  size_t n = 0;
+  for (const char* const* e = envp; e && *e; ++e)
+    if (CarryOf(*o, *e) == Carry::kAsIs) slots[n++] = *e;
+  const std::string_view preload = PreloadOf(*o, envp);
+  char* p = text;
+  auto put = [&p](std::string_view s) {
+    memcpy(p, s.data(), s.size());
+    p += s.size();
+  };
+  put(kPreloadName);
+  put("=");
+  const char* value = p;
+  if (!o->follow) {
+    p += WriteWithoutCollector(preload, o->own, p);
+  } else if (!o->own.empty() && preload.find(o->own) == std::string_view::npos) {
+    put(o->own);
+    if (!preload.empty()) put(":"), put(preload);
+  } else {
+    put(preload);
+  }
+  if (p != value) {
+    *p = '\0';
+    slots[n++] = text;
+  }
+  for (const std::string& entry : o->entries) slots[n++] = entry.c_str();
+  slots[n] = nullptr;
+  return const_cast<char* const*>(slots);
+}
+
 ExecEnv ExecEnvironment(const char* const* envp) {
   ExecEnv out;
-  std::map<std::string, std::string> ours;
-  const bool follow = rt && rt->config.follow;
-  if (follow) {
-    ours = ConfigEnvironment(rt->config);
-    if (const std::string parent = ParentKeyForChildren(); !parent.empty()) ours["CCT_RECORD_PARENT_KEY"] = parent;
-    else ours.erase("CCT_RECORD_PARENT_KEY");
-    if (const std::string root = RootKeyForChildren(); !root.empty()) ours["CCT_RECORD_ROOT_KEY"] = root;
-    else ours.erase("CCT_RECORD_ROOT_KEY");
-  }
-  std::string preload;
-  for (const char* const* e = envp; e && *e; ++e) {
-    const std::string_view entry(*e);
-    const std::string name(entry.substr(0, entry.find('=')));
-    if (ours.count(name)) continue;  // ours win
-    if (name == "LD_PRELOAD") {
-      preload = std::string(entry.substr(entry.find('=') + 1));
-      continue;
-    }
-    // --no-follow: the NVTX and CUDA drivers must not load the collector
-    // into the child either.
-    if (!follow && (name == "NVTX_INJECTION64_PATH" || name == "CUDA_INJECTION64_PATH") && rt &&
-        entry.substr(name.size() + 1) == rt->own_module)
-      continue;
-    out.strings.emplace_back(entry);
-  }
-  const std::string own = rt ? rt->own_module : "";
-  if (follow && !own.empty() && preload.find(own) == std::string::npos)
-    preload = own + (preload.empty() ? "" : ":" + preload);
-  if (!follow) preload = WithoutCollector(preload, own);
-  if (!preload.empty()) out.strings.push_back("LD_PRELOAD=" + preload);
-  for (const auto& [k, v] : ours) out.strings.push_back(k + "=" + v);
-  for (const auto& str : out.strings) out.pointers.push_back(str.c_str());
-  out.pointers.push_back(nullptr);
+  const ExecEnvSize size = MeasureExecEnv(envp);
+  out.slots.resize(size.slots);
+  out.text.resize(size.text);
+  out.env = BuildExecEnv(envp, out.slots.data(), out.text.data());
   return out;
 }
+
+bool InForeignChild() { return ForeignProcess(); }
 
 }  // namespace collector

@@ -23,7 +23,9 @@ constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTE
 
 void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
-  if (rt && !rt->fatal_once.exchange(true)) {
+  // A vfork child shares our memory: its fault must not stop the parent's
+  // sampling or write the parent's run.
+  if (rt && !ForeignProcess() && !rt->fatal_once.exchange(true)) {
     rt->active.store(false, std::memory_order_release);
     if (rt->flusher_running && Tid() != rt->flusher_tid.load()) {
       rt->fatal_signal.store(sig);

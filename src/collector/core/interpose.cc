@@ -5,9 +5,9 @@
 //   routine runs.
 // - exec*, fexecve, posix_spawn*: the current image's run is written before
 //   it is replaced, and the child's environment carries the recording on.
-// - vfork: becomes fork, because the collector must not run in a child that
-//   shares its parent's memory; the child gets no run of its own (by vfork's
-//   contract it only execs or exits).
+// - vfork: the real one (a jump to glibc's); the child shares its parent's
+//   memory, so what it reaches of ours writes and allocates nothing, and it
+//   gets no run of its own (by vfork's contract it only execs or exits).
 // - _exit, _Exit: the run is written (exit() is covered by on_exit).
 // - dlopen, dlclose, dl_iterate_phdr: while this thread is inside the
 //   loader its samples use only the handler's own walker (libunwind would
@@ -59,7 +59,20 @@ F Real(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
-__attribute__((constructor)) void CollectorInit() { collector::Start(); }
+}  // namespace
+
+// glibc's vfork, for the trampoline below (set before anything can vfork).
+extern "C" {
+__attribute__((visibility("hidden"))) void* cct_real_vfork = nullptr;
+__attribute__((visibility("hidden"))) pid_t cct_vfork_fallback() { return collector::ForkForVfork(); }
+}
+
+namespace {
+
+__attribute__((constructor)) void CollectorInit() {
+  cct_real_vfork = dlsym(RTLD_NEXT, "vfork");
+  collector::Start();
+}
 
 struct StartArgs {
   void* (*fn)(void*);
@@ -92,8 +105,26 @@ CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
 namespace {
 // Runs an exec-like call with the recording's environment: the current
 // image's run is written first, and sampling resumes if the call fails.
+// The most a vfork child builds on its stack; a larger environment is
+// passed on as the program gave it (it still has what the recording set in
+// ours, but an environment the program built without it loses the
+// recording).
+constexpr size_t kMaxStackEnvBytes = 256 * 1024;
+
 template <class Call>
 int ExecWith(char* const envp[], Call call) {
+  if (collector::InForeignChild()) {
+    // A vfork child: it shares our heap and our locks' owners are suspended
+    // or running, so it allocates nothing and writes no run (the image it
+    // execs links to ours). The environment goes on this stack, which is
+    // the child's own below the vfork call.
+    const collector::ExecEnvSize size = collector::MeasureExecEnv(envp);
+    const size_t bytes = size.slots * sizeof(char*) + size.text;
+    if (bytes == 0 || bytes > kMaxStackEnvBytes) return call(envp);
+    auto* slots = static_cast<const char**>(alloca(size.slots * sizeof(char*)));
+    auto* text = static_cast<char*>(alloca(size.text));
+    return call(collector::BuildExecEnv(envp, slots, text));
+  }
   collector::BeforeExec();
   const collector::ExecEnv env = collector::ExecEnvironment(envp);
   const int rc = call(env.get());
@@ -125,48 +156,48 @@ CCT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
 CCT_EXPORT int execv(const char* path, char* const argv[]) { return execve(path, argv, environ); }
 CCT_EXPORT int execvp(const char* file, char* const argv[]) { return execvpe(file, argv, environ); }
 
-namespace {
-std::vector<char*> VarArgs(const char* arg0, va_list ap, char* const** envp_out) {
-  std::vector<char*> argv{const_cast<char*>(arg0)};
-  if (arg0) {
-    while (char* a = va_arg(ap, char*)) argv.push_back(a);
-    argv.push_back(nullptr);
-  }
-  if (envp_out) *envp_out = va_arg(ap, char* const*);
-  return argv;
-}
-}  // namespace
+// execl and its kin build their argument vector on the stack: a vfork
+// child calls them too, and must not allocate. (glibc declares arg0
+// nonnull; programs pass null anyway, so the compiler must not assume it.)
+#define CCT_VARARGS(arg0, argv_name, envp_out)                                   \
+  va_list ap;                                                                    \
+  va_start(ap, arg0);                                                            \
+  const char* first_ = arg0;                                                     \
+  asm("" : "+r"(first_));                                                        \
+  size_t argc_ = first_ ? 1 : 0;                                                 \
+  if (first_) {                                                                  \
+    va_list count;                                                               \
+    va_copy(count, ap);                                                          \
+    while (va_arg(count, char*)) ++argc_;                                        \
+    va_end(count);                                                               \
+  }                                                                              \
+  char** argv_name = static_cast<char**>(alloca((argc_ + 1) * sizeof(char*)));  \
+  argv_name[0] = const_cast<char*>(first_);                                      \
+  for (size_t i_ = 1; i_ <= argc_; ++i_) argv_name[i_] = va_arg(ap, char*);     \
+  if (envp_out) *static_cast<char* const**>(envp_out) = va_arg(ap, char* const*); \
+  va_end(ap)
 
 CCT_EXPORT int execl(const char* path, const char* arg0, ...) {
-  va_list ap;
-  va_start(ap, arg0);
-  std::vector<char*> argv = VarArgs(arg0, ap, nullptr);
-  va_end(ap);
-  return execve(path, argv.data(), environ);
+  CCT_VARARGS(arg0, argv, static_cast<void*>(nullptr));
+  return execve(path, argv, environ);
 }
 
 CCT_EXPORT int execlp(const char* file, const char* arg0, ...) {
-  va_list ap;
-  va_start(ap, arg0);
-  std::vector<char*> argv = VarArgs(arg0, ap, nullptr);
-  va_end(ap);
-  return execvpe(file, argv.data(), environ);
+  CCT_VARARGS(arg0, argv, static_cast<void*>(nullptr));
+  return execvpe(file, argv, environ);
 }
 
 CCT_EXPORT int execle(const char* path, const char* arg0, ...) {
-  va_list ap;
-  va_start(ap, arg0);
   char* const* envp = nullptr;
-  std::vector<char*> argv = VarArgs(arg0, ap, &envp);
-  va_end(ap);
-  return execve(path, argv.data(), envp);
+  CCT_VARARGS(arg0, argv, static_cast<void*>(&envp));
+  return execve(path, argv, envp);
 }
 
 CCT_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa,
                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
                                   char* const*, char* const*)>("posix_spawn");
-  if (!collector::Active()) return real(pid, path, fa, attr, argv, envp);
+  if (!collector::Active() || collector::InForeignChild()) return real(pid, path, fa, attr, argv, envp);
   const collector::ExecEnv env = collector::ExecEnvironment(envp);
   return real(pid, path, fa, attr, argv, env.get());
 }
@@ -175,17 +206,36 @@ CCT_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file
                             const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
                                   char* const*, char* const*)>("posix_spawnp");
-  if (!collector::Active()) return real(pid, file, fa, attr, argv, envp);
+  if (!collector::Active() || collector::InForeignChild()) return real(pid, file, fa, attr, argv, envp);
   const collector::ExecEnv env = collector::ExecEnvironment(envp);
   return real(pid, file, fa, attr, argv, env.get());
 }
 
-// Always fork: a wrapper cannot call the real vfork (the child would return
-// through this function's frame, which the suspended parent still uses), and
-// fork is what vfork means for every program that uses it correctly. The
-// child is held to vfork's contract (it only execs or exits) and costs next
-// to nothing (ForkForVfork).
+// The real vfork, reached by a jump: a wrapper that called it would have the
+// child return through the wrapper's frame, which the suspended parent still
+// uses. The child shares our memory, so what it may call of ours (exec,
+// _exit, a fatal signal) checks InForeignChild and writes and allocates
+// nothing. A fork (ForkForVfork) costs a build tens of milliseconds per
+// compiler started: the page tables copied, every page the parent then
+// writes copied again, the copy torn down by exec. Where glibc's vfork was
+// not found, fork it is.
+#if defined(__x86_64__)
+asm(R"(
+  .text
+  .globl vfork
+  .type vfork, @function
+vfork:
+  .cfi_startproc
+  movq cct_real_vfork(%rip), %rax
+  testq %rax, %rax
+  jz cct_vfork_fallback
+  jmp *%rax
+  .cfi_endproc
+  .size vfork, .-vfork
+)");
+#else
 CCT_EXPORT pid_t vfork() { return collector::ForkForVfork(); }
+#endif
 
 // --- exit --------------------------------------------------------------------
 

@@ -131,6 +131,7 @@ std::string RootKeyForChildren() {
 void PublishRunKeys() {
   setenv("CCT_RECORD_PARENT_KEY", ParentKeyForChildren().c_str(), 1);
   if (const std::string root = RootKeyForChildren(); !root.empty()) setenv("CCT_RECORD_ROOT_KEY", root.c_str(), 1);
+  PublishExecOverlay();
 }
 
 // The last write of this process's run.
@@ -145,7 +146,7 @@ void Finish(store::RunState state, std::optional<int> exit_code, std::optional<i
 }
 
 void OnProcessExit(int status, void*) {
-  if (!rt || rt->finished || rt->vfork_child) return;
+  if (!rt || rt->finished || ForeignProcess()) return;
   SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);
@@ -172,6 +173,7 @@ void Start() {
   if (!parsed->has_value()) return;
   rt = new (std::nothrow) Runtime;
   if (!rt) return;
+  rt->pid = getpid();
   if (!rt->threads.ok()) {
     Warn("cannot map the thread registry; not profiling this process");
     delete rt;
@@ -246,7 +248,7 @@ void Start() {
 }
 
 void BeforeExit(int status) {
-  if (!rt || rt->finished || rt->vfork_child) return;
+  if (!rt || rt->finished || ForeignProcess()) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);

@@ -51,17 +51,34 @@ bool Active();
 void BeforeExec();      // final write of this image's run; stops sampling
 void AfterFailedExec();  // exec failed: sampling resumes
 // The environment for an exec'd or spawned image: `envp` plus what carries
-// the recording on (or, with --no-follow, minus the collector).
+// the recording on (or, with --no-follow, minus the collector). Built into
+// storage the caller provides, allocating nothing, so that a vfork child
+// (which shares its parent's heap) can build it on its own stack: first
+// MeasureExecEnv, then BuildExecEnv into `slots` pointers and `text` bytes.
+// Without a recording the result is `envp` itself.
+struct ExecEnvSize {
+  size_t slots = 0;  // pointers, the terminating null included
+  size_t text = 0;   // bytes of the rebuilt LD_PRELOAD entry
+};
+ExecEnvSize MeasureExecEnv(const char* const* envp);
+char* const* BuildExecEnv(const char* const* envp, const char** slots, char* text);
+// The same in heap storage, for callers in normal context.
 struct ExecEnv {
-  std::vector<std::string> strings;
-  std::vector<const char*> pointers;  // null-terminated
-  char* const* get() const { return const_cast<char* const*>(pointers.data()); }
+  std::vector<const char*> slots;
+  std::vector<char> text;  // not a string: a short one would move its bytes
+  char* const* env = nullptr;
+  char* const* get() const { return env; }
 };
 ExecEnv ExecEnvironment(const char* const* envp);
+// A child that shares or copied this process's memory without a run of its
+// own: a vfork child, mostly. It must write and allocate nothing
+// (interpose.cc). Async-signal-safe.
+bool InForeignChild();
 void BeforeExit(int status);  // _exit/_Exit
-// vfork, as a fork whose child, by vfork's contract, only execs or exits: it
-// is not sampled and writes no run; what it execs links to this process's
-// run. A child that breaks the contract runs on unprofiled.
+// vfork where the real one cannot be used (interpose.cc): a fork whose child,
+// by vfork's contract, only execs or exits: it is not sampled and writes no
+// run; what it execs links to this process's run. A child that breaks the
+// contract runs on unprofiled.
 pid_t ForkForVfork();
 void EnterLoader();           // dlopen/dlclose in progress on this thread
 void LeaveLoader();

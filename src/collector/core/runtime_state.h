@@ -188,6 +188,15 @@ class ThreadSlots {
   std::atomic<ThreadState*>* slots_ = nullptr;  // all-zero bits: every slot null
 };
 
+// The entries an exec'd image's environment gets on top of the one passed to
+// exec (ExecEnvironment): the recording's settings and run keys, and whether
+// and where the collector goes into LD_PRELOAD. Immutable once published.
+struct ExecOverlay {
+  std::vector<std::string> entries;  // "NAME=VALUE", ours: they win
+  std::string own;                   // the collector's path
+  bool follow = true;                // false: the collector is taken out
+};
+
 struct Runtime {
   CollectorConfig config;
   int signo = 0;
@@ -225,10 +234,16 @@ struct Runtime {
   std::string run_key;
   bool run_created = false;  // the run file exists: children may link to run_key
   bool finished = false;
-  // A vfork child (ForkForVfork): no run of its own, nothing written; its
-  // run_key and keys are still the parent's, which is what an exec'd image
-  // links to.
-  bool vfork_child = false;
+  // The process this state is recording (getpid at Start, and in a forked
+  // child that is recorded). Any other pid is a child that shares or copied
+  // this memory without a run of its own (a vfork child, a fork under
+  // --no-follow, a raw clone): it writes nothing (ForeignProcess), and what it
+  // execs links to run_key.
+  pid_t pid = 0;
+  // What every exec'd image's environment gets (ExecOverlay): rebuilt in
+  // normal context whenever the run keys change, never freed (a vfork child
+  // may be reading the previous one), read without a lock.
+  std::atomic<const ExecOverlay*> exec_overlay{nullptr};
   int64_t start_mono_ns = 0;
   std::unique_ptr<Symbolizer> symbolizer;
   // Frames of keys resolved from unloaded modules' files (or named as
@@ -397,6 +412,11 @@ void RemoveAltStack();  // the calling thread's, from InstallAltStack; at its ex
 void ForkPrepare();
 void ForkParent();
 void ForkChild();
+// Rebuilds rt->exec_overlay from the config and run keys (normal context).
+void PublishExecOverlay();
+// Whether this process is not the one rt records (Runtime::pid): a vfork
+// child and the like. Async-signal-safe.
+bool ForeignProcess();
 std::string WithoutCollector(const std::string& all, const std::string& own);
 void StripPreload(const std::string& own);
 

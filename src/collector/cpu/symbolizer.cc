@@ -197,6 +197,8 @@ struct Symbolizer::State {
   std::string cache_dir;
   std::vector<ModuleImage> images;
   uint64_t images_generation = UINT64_MAX;
+  std::vector<std::pair<uintptr_t, uintptr_t>> exec_maps;  // InExecutableFileMapping
+  uint64_t exec_maps_generation = UINT64_MAX;
   std::unordered_map<std::string, std::string> canonical;
   std::unordered_map<std::string, std::unique_ptr<SymbolCacheFile>> tables;
   std::vector<std::string> symbol_table_only;  // canonical paths (AddSymbolTableOnly)
@@ -318,6 +320,39 @@ void Symbolizer::EnsureDwfl() {
   if (state_->dwfl || !state_->OpenLibDw()) return;
   state_->dwfl = dw.dwfl_begin(&state_->callbacks);
   Report();
+}
+
+namespace {
+// The executable, file-backed mappings of this process, from
+// /proc/self/maps; one covering everything if it cannot be read (then
+// nothing is ruled out).
+std::vector<std::pair<uintptr_t, uintptr_t>> ExecutableFileMappings() {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return {{0, UINTPTR_MAX}};
+  std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0, inode = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %lu %n", &lo, &hi, perms, &inode, &path_at) < 4) continue;
+    if (perms[2] == 'x' && inode != 0 && line[path_at] == '/') out.emplace_back(lo, hi);
+  }
+  std::fclose(f);
+  return out;
+}
+}  // namespace
+
+bool Symbolizer::InExecutableFileMapping(uintptr_t address) {
+  State& s = *state_;
+  if (const uint64_t g = LoaderGeneration(); g != s.exec_maps_generation) {
+    s.exec_maps = ExecutableFileMappings();
+    s.exec_maps_generation = g;
+    ++mapping_reads_;
+  }
+  for (const auto& [lo, hi] : s.exec_maps)
+    if (address >= lo && address < hi) return true;
+  return false;
 }
 
 bool Symbolizer::IsSystemPath(std::string_view path) {
@@ -483,6 +518,12 @@ SymbolFrames Symbolizer::Resolve(uintptr_t address) {
     SymbolFrames frames;
     if (ResolveCached(address, frames)) return frames;
   }
+  // An address in no module the loader knows and in no file mapped
+  // executable (a stack or heap address a broken frame chain produced, JIT
+  // code): libdw could not name it either, and starting it costs a short
+  // process more than the rest of its symbolization.
+  if (pid_ == getpid() && !state_->dwfl && !LoadedImageOf(address) && !InExecutableFileMapping(address))
+    return state_->ResolveIn(nullptr, address, true);
   EnsureDwfl();
   Dwfl_Module* mod = state_->dwfl ? dw.dwfl_addrmodule(state_->dwfl, address) : nullptr;
   // A library loaded since the last report (dlopen): read the maps again,

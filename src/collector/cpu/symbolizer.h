@@ -104,8 +104,10 @@ class Symbolizer {
   static bool IsThreadStart(const std::string& function);
 
   size_t cached() const { return cache_.size(); }
-  // How many times the mappings were read (tests: no re-read storms).
+  // How many times the mappings were read (tests: no re-read storms): by
+  // libdw, and for addresses outside every module (InExecutableFileMapping).
   size_t reports() const { return reports_; }
+  size_t mapping_reads() const { return mapping_reads_; }
 
  private:
   explicit Symbolizer(pid_t pid);
@@ -114,6 +116,10 @@ class Symbolizer {
   // The loaded module covering an address (the loader's list, read again
   // when it changed), or null.
   const ModuleImage* LoadedImageOf(uintptr_t address);
+  // Whether /proc/self/maps maps `address` executable from a file (a module
+  // mapped other than by the loader, which libdw would still name). Read
+  // again only when the loader's counters moved.
+  bool InExecutableFileMapping(uintptr_t address);
   void EnsureDwfl();
   void Report();
   uint64_t LoaderGeneration() const;
@@ -124,6 +130,7 @@ class Symbolizer {
   std::map<uint64_t, SymbolFrames> cache_;  // ordered: a module's range is erased at once
   uint64_t generation_ = 0;  // the loader's adds + subs at the last Report
   size_t reports_ = 0;
+  size_t mapping_reads_ = 0;
 };
 
 // Function symbols sorted by address, for the lookup that

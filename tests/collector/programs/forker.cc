@@ -2,7 +2,15 @@
 // parent_work and execs itself as "image", which burns in image_work.
 // vfork: the parent burns in parent_work, then vforks twice: one child
 // execs the program as "image", the other _exits at once.
-//   forker [vfork | image]
+// vfork-edges: what only a real vfork shows and what a vfork child may do to
+// its parent's profile. The parent burns in parent_work; one child writes a
+// variable the parent then reads (shared memory: vfork, not fork) and execs
+// "image" with an environment of its own, without LD_PRELOAD or the
+// recording's variables; another is killed by SIGTERM; then the parent burns
+// in child_work. Exits 0 only if the parent saw the child's write and the
+// second child died of SIGTERM.
+//   forker [vfork | vfork-edges | image]
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -35,6 +43,31 @@ int main(int argc, char** argv) {
     int status2 = 0;
     waitpid(pid, &status2, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && WIFEXITED(status2) && WEXITSTATUS(status2) == 3 ? 0 : 1;
+  }
+  if (argc > 1 && !strcmp(argv[1], "vfork-edges")) {
+    parent_work();
+    static volatile int written_by_child = 0;
+    static char* const custom_env[] = {const_cast<char*>("CCT_TEST_CUSTOM_ENV=1"), nullptr};
+    pid_t pid = vfork();
+    if (pid == 0) {
+      written_by_child = 42;
+      execle("/proc/self/exe", argv[0], "image", (char*)nullptr, custom_env);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = vfork();
+    if (pid == 0) {
+      raise(SIGTERM);
+      _exit(5);
+    }
+    int status2 = 0;
+    waitpid(pid, &status2, 0);
+    child_work();
+    const bool ok = written_by_child == 42 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                    WIFSIGNALED(status2) && WTERMSIG(status2) == SIGTERM;
+    if (!ok) fprintf(stderr, "forker: written %d, status %#x, status2 %#x\n", written_by_child, status, status2);
+    return ok ? 0 : 1;
   }
   const pid_t pid = fork();
   if (pid == 0) {
