@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
   }
   fast = mode != "slow";
   std::string error;
-  if (!collector::LoadUnwinder(&error)) {
+  collector::StartUnwinder();
+  if (!collector::EnsureLibunwind(&error)) {
     std::fprintf(stderr, "handler-bench: %s\n", error.c_str());
     return 2;
   }

@@ -2,7 +2,10 @@
 """Whole-process overhead of cct-record against the bare program and against
 `perf record -g`, on the workloads of issue 15: make -j2 of a generated small
 C project, g++ -O2 -c of a generated ~1,300-line C++ file, and a 1000-cycle
-dlopen/call/dlclose loop. Runs alternate (bare, cct-record, perf, bare, ...)
+dlopen/call/dlclose loop; and on two that take those apart: 300 processes
+of `true` started with posix_spawn (what each process's start and exit
+cost) and a fixed amount of CPU work under 21 nested calls (what each
+sample costs). Runs alternate (bare, cct-record, perf, bare, ...)
 so load drifts hit every variant alike; reports medians and ratios to the
 bare median of the same invocation.
 
@@ -11,7 +14,7 @@ directory: the first recording of each workload (printed as "cold", not in
 the median) fills it, the measured ones find it filled, as every recording
 after the first on a machine does.
 
-  bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only make,gxx,dl]
+  bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only make,gxx,dl,spawn,burn]
                                [--record PATH] [--freq HZ]
 
 --record: another cct-record (the device bundle's, .bundle/tools/cct-record);
@@ -77,6 +80,40 @@ def gen_cxx_file(path, lines=1300):
     return len(out)
 
 
+SPAWN_C = r"""
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+extern char** environ;
+/* posix_spawn (no fork in the parent) of argv[2..] argv[1] times. */
+int main(int argc, char** argv) {
+  for (int i = 0, n = atoi(argv[1]); i < n; ++i) {
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0 || waitpid(pid, &status, 0) != pid) return 1;
+  }
+  return 0;
+}
+"""
+
+BURN_C = r"""
+/* A fixed amount of CPU work under 21 nested calls. */
+volatile double sink;
+__attribute__((noinline)) double leaf(int n) { double a = sink; for (int i = 0; i < n; ++i) a = a * 1.0000001 + i; return a; }
+__attribute__((noinline)) double nest(int d, int n) { return d == 0 ? leaf(n) : nest(d - 1, n) + 1; }
+int main(int argc, char** argv) { double s = 0; for (int i = 0, k = atoi(argv[1]); i < k; ++i) s += nest(20, 200000); sink = s; return 0; }
+"""
+
+
+def compile_c(tmp, name, source):
+    src = os.path.join(tmp, name + ".c")
+    with open(src, "w") as f:
+        f.write("#include <stdlib.h>\n" + source)
+    exe = os.path.join(tmp, name)
+    subprocess.run(["cc", "-O2", "-g", "-o", exe, src], check=True)
+    return exe
+
+
 def timed(argv, cwd=None, before=None):
     if before:
         before()
@@ -92,7 +129,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", default="make,gxx,dl")
+    ap.add_argument("--only", default="make,gxx,dl,spawn,burn")
     ap.add_argument("--record")
     ap.add_argument("--freq", type=int, default=1000)
     args = ap.parse_args()
@@ -115,6 +152,8 @@ def main():
                 ["make", "-s", "clean"], cwd=proj, stdout=subprocess.DEVNULL)),
             "gxx": ([gxx, "-O2", "-c", cxx, "-o", os.path.join(tmp, "big.o")], tmp, None),
             "dl": ([dl, plugin, "1000", "100", "0"], tmp, None),
+            "spawn": ([compile_c(tmp, "spawn", SPAWN_C), "300", shutil.which("true")], tmp, None),
+            "burn": ([compile_c(tmp, "burn", BURN_C), "4000"], tmp, None),
         }
         symbols = os.path.join(tmp, "symbols")
         freq = str(args.freq)
@@ -122,6 +161,12 @@ def main():
             "bare": lambda a: a,
             "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a,
         }
+        # The collector preloaded without a recording (what a process pays
+        # for being started by a recorded one that --no-follow did not
+        # strip), when it is where a build tree has it.
+        collector = os.path.join(os.path.dirname(os.path.dirname(record)), "src/collector/libcct-collector.so")
+        if os.path.exists(collector):
+            wrappers["preload only"] = lambda a: ["env", "LD_PRELOAD=" + collector] + a
         if perf:
             wrappers["perf -g"] = lambda a: [perf, "record", "-q", "-e", "cpu-clock", "-F", freq, "-g", "-o", pdata,
                                              "--"] + a
@@ -145,6 +190,11 @@ def main():
                 print(f"{name:5s} {w:11s} median {med:7.3f} s  x{med / base:5.2f}  "
                       f"runs: {' '.join(f'{t:.2f}' for t in times[w])}")
             print(f"{name:5s} cct-record, symbol cache empty (first run): {cold:.3f} s  x{cold / base:5.2f}")
+            rec = statistics.median(times["cct-record"])
+            if name == "spawn":  # per process: what recording adds to each of the 300
+                print(f"{name:5s} cct-record adds {(rec - base) / 300 * 1e3:.2f} ms per process")
+            if name == "burn":  # per sample: the bare run's CPU time at `freq` samples a second
+                print(f"{name:5s} cct-record adds {(rec - base) / (base * args.freq) * 1e6:.1f} us per sample")
         print(f"# load at end: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

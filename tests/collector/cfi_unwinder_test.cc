@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -306,6 +308,40 @@ TEST_CASE("cfi walker: a frame-pointer function, a leaf and the root, from CFI a
     narrow.hi = narrow.lo + 8;  // slot 1 (f's return address) not allowed
     CHECK(CfiUnwind(m.set, narrow, Regs(f + 0x10, s - 16, f_rbp), out, 8).end == CfiWalkEnd::kFailed);
   }
+  SUBCASE("a frame with its return address in a register and no stack of its own (glibc's vfork)") {
+    // v at text + 0x300: after `pop %rdi`, CFA = rsp + 0 and the return
+    // address is in rdi (DW_CFA_register 16, 5), as in glibc's __vfork
+    // around its system call. Its caller is g, whose frame starts at the
+    // same stack pointer.
+    FakeModule vm;
+    const int vcie = vm.AddCie(StandardCie());
+    const uintptr_t vtext = vm.base() + (32 << 20);
+    const uintptr_t v = vtext + 0x300, vg = vtext + 0x100, vroot = vtext + 0x200;
+    Bytes vi;
+    vi.U8(kAdvanceLoc | 1);
+    vi.U8(kDefCfaOffset);
+    vi.Uleb(0);
+    vi.U8(0x09);  // DW_CFA_register: the return address (16) is in rdi (5)
+    vi.Uleb(16);
+    vi.Uleb(5);
+    vm.fdes.push_back({vg, 0x80, gi, vcie});
+    vm.fdes.push_back({vroot, 0x80, RootCfi(), vcie});
+    vm.fdes.push_back({v, 0x20, vi, vcie});
+    vm.Build(vtext, vtext + 0x1000);
+    // g's 32-byte frame at slots 2-5 as above; v runs with rsp at slot 2.
+    stack[5] = vroot + 0x10;
+    CfiRegisters r = Regs(v + 8, s + 16, 0);
+    r.Set(5, vg + 0x20);  // rdi: the return address into g
+    const CfiWalk w = CfiUnwind(vm.set, SpanOf(stack), r, out, 8);
+    REQUIRE(w.end == CfiWalkEnd::kRoot);
+    REQUIRE(w.depth == 3);
+    CHECK(out[1] == vg + 0x20);
+    CHECK(out[2] == vroot + 0x10);
+    // The same register rule pointing back at itself, with the stack
+    // pointer unmoved, is a loop.
+    r.Set(5, v + 8);
+    CHECK(CfiUnwind(vm.set, SpanOf(stack), r, out, 8).end == CfiWalkEnd::kFailed);
+  }
   SUBCASE("a frame whose caller's stack pointer does not move up fails (a loop)") {
     stack[1] = f + 0x10;  // f "returns" into f with the same rbp: the same CFA again
     stack[0] = f_rbp;
@@ -546,7 +582,8 @@ void CheckSame(const Comparison& c, size_t min_depth) {
 
 TEST_CASE("cfi walker: the same stacks as libunwind on this process's own code, libc and threads") {
   std::string error;
-  REQUIRE(LoadUnwinder(&error));
+  StartUnwinder();
+  REQUIRE(EnsureLibunwind(&error));
   PublishFrameModules();
   const StackBounds main_stack = ThisThreadStack(gettid() == getpid());
   SUBCASE("nested calls of every depth up to 200") {
@@ -591,6 +628,66 @@ TEST_CASE("cfi walker: the same stacks as libunwind on this process's own code, 
     CHECK(c.walker_samples == 0);
     CHECK(c.walker == c.libunwind);
   }
+}
+
+namespace {
+std::vector<uintptr_t> here_walker, here_libunwind;
+extern "C" __attribute__((noinline)) int cfi_test_descend_here(int depth, StackBounds stack) {
+  static int (*volatile next)(int, StackBounds) = cfi_test_descend_here;
+  if (depth > 0) return next(depth - 1, stack) + 1;
+  uintptr_t a[512], b[512];
+  const int w = WalkHere(a, 512, stack);
+  const int l = UnwindHere(b, 512);  // libunwind: loaded, and no bounds given
+  here_walker.assign(a, a + w);
+  here_libunwind.assign(b, b + l);
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("cfi walker: the loader's entry code, which has no CFI and calls the first constructors, is a stack's root") {
+  const CfiModuleSet set = LoadedCfiModules();
+  // From the ELF header at the loader's base: its entry point.
+  const uintptr_t base = getauxval(AT_BASE);
+  REQUIRE(base != 0);
+  const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+  CHECK(set.root_lo == base + eh->e_entry);
+  CHECK(set.root_hi == set.root_lo + kLoaderEntrySize);
+  // glibc's _dl_start_user returns from _dl_init 0x30 bytes in (x86-64):
+  // a return address there ends the walk instead of failing it.
+  std::vector<uint64_t> stack(8, 0);
+  CfiRegisters r;
+  r.Set(kCfiRip, set.root_lo + 0x30);
+  r.Set(kCfiRsp, reinterpret_cast<uintptr_t>(stack.data()));
+  bool signal = false;
+  CHECK(CfiStep(set, SpanOf(stack), false, &r, &signal) == CfiStepResult::kRoot);
+  // And the profile counts a stack that ends there as complete.
+  StartUnwinder();
+  PublishFrameModules();
+  CHECK(InStackRootCode(set.root_lo + 0x30));
+  CHECK_FALSE(InStackRootCode(set.root_hi));
+  CHECK_FALSE(InStackRootCode(set.root_lo - 1));
+}
+
+TEST_CASE("cfi walker: from its caller's own frame (no signal), the same stack as libunwind") {
+  std::string error;
+  StartUnwinder();
+  REQUIRE(EnsureLibunwind(&error));
+  PublishFrameModules();
+  const StackBounds main_stack = ThisThreadStack(gettid() == getpid());
+  for (int depth : {0, 3, 40}) {
+    CAPTURE(depth);
+    cfi_test_descend_here(depth, main_stack);
+    INFO("walker " << here_walker.size() << " frames, libunwind " << here_libunwind.size());
+    REQUIRE(here_walker.size() >= static_cast<size_t>(depth) + 3);
+    // The two calls return to different places in the innermost caller;
+    // from there outward the stacks are the same.
+    CHECK(here_walker.size() == here_libunwind.size());
+    CHECK(std::equal(here_walker.begin() + 1, here_walker.end(), here_libunwind.begin() + 1));
+    CHECK(here_walker[0] != here_libunwind[0]);
+  }
+  // Off its own stack: it gives up.
+  uintptr_t out[16];
+  CHECK(WalkHere(out, 16, StackBounds{1, 2}) == 0);
 }
 
 TEST_CASE("cfi walker: its row cache never answers for an older module set at the same addresses") {
@@ -702,7 +799,8 @@ extern "C" __attribute__((noinline)) double cfi_test_busy(int rounds) {
 
 TEST_CASE("cfi walker: at thousands of timer interruptions in libc, libstdc++ and this binary, the same stacks as libunwind") {
   std::string error;
-  REQUIRE(LoadUnwinder(&error));
+  StartUnwinder();
+  REQUIRE(EnsureLibunwind(&error));
   PublishFrameModules();
   Tally t;
   tally_stack = ThisThreadStack(gettid() == getpid());

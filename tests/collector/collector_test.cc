@@ -604,7 +604,8 @@ TEST_CASE("symbolizer: this binary's own function, with its module and source li
 
 TEST_CASE("unwinder: this thread's stack includes its callers") {
   std::string error;
-  REQUIRE(LoadUnwinder(&error));
+  StartUnwinder();
+  REQUIRE(EnsureLibunwind(&error));
   uintptr_t pcs[128];
   const int n = UnwindHere(pcs, 128);
   REQUIRE(n > 3);
@@ -635,7 +636,8 @@ extern "C" __attribute__((noinline)) int collector_test_nest(int depth, int time
 
 TEST_CASE("unwinder: a new thread's first unwinds step, the later ones use its trace table; both see the same callers") {
   std::string error;
-  REQUIRE(LoadUnwinder(&error));
+  StartUnwinder();
+  REQUIRE(EnsureLibunwind(&error));
   std::vector<std::vector<uintptr_t>> stacks;
   // A fresh thread: it has no trace table until it has been unwound
   // kFastAfter times.

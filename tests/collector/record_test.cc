@@ -856,6 +856,39 @@ TEST_CASE("cct-record: a vfork child that execs is the exec'd image's run, linke
   CHECK(by_work["image_work"].state == store::RunState::kComplete);
 }
 
+TEST_CASE("cct-record: libunwind is loaded only when the walker gives up on a sample") {
+  TempDir dir;
+  auto has_libunwind = [](const store::RunMeta& m) {
+    for (const auto& mod : m.modules)
+      if (mod.path.find("libunwind.so") != std::string::npos) return true;
+    return false;
+  };
+  auto diagnostic = [](const store::RunMeta& m, const std::string& key) -> int64_t {
+    const auto it = m.diagnostics.find(key);
+    return it == m.diagnostics.end() ? -1 : it->second;
+  };
+  // Plain compiled code: every sample is the walker's, libunwind never loads.
+  const std::string plain = dir / "plain.db";
+  auto r = Run(Record(plain, {}, {Prog("cct-test-forker"), "image"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto runs = Runs(plain);
+  REQUIRE(runs.size() == 1);
+  CHECK_FALSE(has_libunwind(runs[0]));
+  CHECK(diagnostic(runs[0], "walker_samples") > 100);
+  CHECK(diagnostic(runs[0], "libunwind_samples") == 0);
+  // 0.4 s in a function without CFI: the walker's first failure asks for
+  // libunwind, the checkpoint thread loads it, and it takes those samples.
+  const std::string nocfi = dir / "nocfi.db";
+  r = Run(Record(nocfi, {}, {Prog("cct-test-no-cfi")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  runs = Runs(nocfi);
+  REQUIRE(runs.size() == 1);
+  CHECK(has_libunwind(runs[0]));
+  CHECK(diagnostic(runs[0], "libunwind_samples") > 100);
+}
+
 TEST_CASE("cct-record: vfork stays vfork; its child's own environment, and its death by a signal, leave the parent's run whole") {
   TempDir dir;
   const std::string db = dir / "ve.db";
@@ -875,6 +908,28 @@ TEST_CASE("cct-record: vfork stays vfork; its child's own environment, and its d
   // recording's variables, and is recorded all the same, linked to the parent.
   CHECK(by_work["image_work"].parent_run == by_work["parent_work"].id);
   CHECK(by_work["image_work"].state == store::RunState::kComplete);
+
+  // Where the parent resumes from vfork, glibc's __vfork holds its return
+  // address in a register and occupies no stack: the walker steps out of it
+  // (it took 57 % of such a loop's samples as partial before), and never
+  // needs libunwind.
+  const std::string loop = dir / "vl.db";
+  r = Run(Record(loop, {"--no-follow", "--freq", "10000"}, {Prog("cct-test-forker"), "vfork-loop", "1000"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto loop_runs = Runs(loop);
+  REQUIRE(loop_runs.size() == 1);
+  const cct::Tree t = TreeOf(loop, loop_runs[0].id);
+  const cct::MetricId cpu = t.metrics().Find("cputime");
+  double whole = 0, partial = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (t.name(n) != "__vfork") continue;
+    bool under_partial = false;
+    for (cct::NodeId a = t.parent(n); a != 0; a = t.parent(a)) under_partial |= t.name(a) == cct::kPartialCallPathName;
+    (under_partial ? partial : whole) += t.Value(n, cpu);
+  }
+  CHECK(whole > 0);
+  CHECK(partial == 0);
 
   // Preloaded but not recording: vfork is still the real one.
   auto bare = Run({"/usr/bin/env", "LD_PRELOAD=" + testutil::BuildDir() + "/src/collector/libcct-collector.so",

@@ -124,8 +124,12 @@ void WriteRun(store::RunState state) noexcept {
     cct::Tree tree;
     ProfileBuilder builder(tree, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module,
                            RangeDisplayName);
-    if (const uintptr_t root = rt->thread_root_pc.load(std::memory_order_acquire))
-      builder.SetThreadRoot([root](uint64_t key) { return KeyAddress(key) == root; });
+    // Where a thread pthread_create started ends, and the loader's entry
+    // code, which ran the first constructors (ours among them).
+    builder.SetThreadRoot([root = rt->thread_root_pc.load(std::memory_order_acquire)](uint64_t key) {
+      const uintptr_t a = KeyAddress(key);
+      return (root != 0 && a == root) || InStackRootCode(a);
+    });
     SymbolLookup lookup = LookupSymbols;
     uint64_t lost = 0, throttled = 0;
     int64_t handler_ns = 0;
@@ -214,7 +218,7 @@ void* FlusherMain(void*) {
     // Started by libc's pthread_create like the program's threads: where
     // this stack ends, theirs end (rt->thread_root_pc).
     uintptr_t stack[128];
-    const int n = UnwindHere(stack, 128);
+    const int n = UnwindHere(stack, 128, ThisThreadStack(false));
     if (n > 1 && n < 128) rt->thread_root_pc.store(stack[n - 1], std::memory_order_release);
   }
   const int timeout_ms =
@@ -231,6 +235,13 @@ void* FlusherMain(void*) {
     if (r > 0) {
       char c = 0;
       if (read(rt->request_pipe[0], &c, 1) != 1) continue;
+      if (c == 'U') {
+        // A sample the walker gave up on: libunwind takes such samples from
+        // now on.
+        std::string error;
+        if (!EnsureLibunwind(&error)) Warn(error + "; samples the walker cannot unwind keep only their first frame");
+        continue;
+      }
       if (c == 'F') {
         // A fatal signal in another thread: write what we have, then let the
         // handler go on (it waits for this byte, with a timeout).

@@ -101,7 +101,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
                 {"checkpoint_s", rt->config.checkpoint_s},
                 {"signal", "SIGRTMIN+" + std::to_string(rt->config.signal_offset)},
                 {"max_depth", rt->config.max_depth},
-                {"unwinder", "libunwind"}};
+                {"unwinder", "cfi-walker, libunwind"}};
   if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
   rt->start_mono_ns = Now(CLOCK_MONOTONIC);
 }
@@ -187,10 +187,7 @@ void Start() {
   SourcesStart(rt->config);  // NVTX compiles --iteration here
   if (!rt->config.follow) StripPreload(rt->own_module);
 
-  std::string error;
-  if (!LoadUnwinder(&error)) {
-    Warn(error + "; call stacks will hold only the sampled instruction");
-  }
+  StartUnwinder();
   rt->signo = SIGRTMIN + rt->config.signal_offset;
   rt->clock = rt->config.clock == SampleClock::kWall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
   rt->period_ns = static_cast<int64_t>(1e9 / rt->config.freq_hz);

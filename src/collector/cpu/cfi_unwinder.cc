@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 
 #include <algorithm>
 #include <atomic>
@@ -700,9 +701,13 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   if (!CacheFind(lookup, modules.generation, &row)) {
     m = modules.Find(lookup);
     if (!m && FoundModule(modules, lookup, &found)) m = &found;
-    if (!m) return CfiStepResult::kFailed;
     uintptr_t instructions = 0, end = 0, start = 0;
-    if (!FindFde(*m, lookup, &cie, &instructions, &end, &start)) return CfiStepResult::kFailed;
+    if (!m || !FindFde(*m, lookup, &cie, &instructions, &end, &start)) {
+      // No CFI: where the loader's entry code called the first
+      // constructors, the stack begins; anywhere else the walk gives up.
+      if (lookup >= modules.root_lo && lookup < modules.root_hi) return CfiStepResult::kRoot;
+      return CfiStepResult::kFailed;
+    }
     Row initial;
     initial.Clear();
     if (!RunInstructions(Reader{cie.instructions, cie.end}, cie, start, UINTPTR_MAX, nullptr, &initial))
@@ -759,9 +764,16 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   next.Set(kCfiRip, next.value[cie.ra_reg]);
   // A stack grows down, so a caller's frame lies above its callee's; a
   // walk that does not move up is looping. Only a signal frame may jump
-  // (to the interrupted context, which this thread's stack must hold).
+  // (to the interrupted context, which this thread's stack must hold). A
+  // frame that keeps its return address in a register may occupy no stack
+  // at all (glibc's vfork pops it into rdi around the system call, CFA =
+  // rsp): the stack pointer stays, the pc moves; a walk that keeps doing
+  // that ends at its capacity.
   const uint64_t sp = regs->value[kCfiRsp];
-  if (!cie.signal_frame && next.value[kCfiRsp] <= sp) return CfiStepResult::kFailed;
+  const bool ra_in_register = row.rules[cie.ra_reg].kind == Rule::kRegister;
+  if (!cie.signal_frame &&
+      (next.value[kCfiRsp] < sp || (next.value[kCfiRsp] == sp && (!ra_in_register || next.value[kCfiRip] == regs->value[kCfiRip]))))
+    return CfiStepResult::kFailed;
   *signal_frame = cie.signal_frame;
   *regs = next;
   return CfiStepResult::kStepped;
@@ -840,6 +852,16 @@ CfiModuleSet LoadedCfiModules() {
   // one it was built with.
   static void* const find_object = dlsym(RTLD_DEFAULT, "_dl_find_object");
   set.find_object = find_object;
+  // The loader's entry (glibc's RTLD_START: _start, then _dl_start_user,
+  // which calls _dl_init for the first constructors, ours among them) has
+  // no CFI; its ELF header is mapped at the loader's base.
+  if (const uintptr_t base = getauxval(AT_BASE)) {
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0) {
+      set.root_lo = base + eh->e_entry;
+      set.root_hi = set.root_lo + kLoaderEntrySize;
+    }
+  }
   FinishCfiModuleSet(&set);
   return set;
 }

@@ -73,6 +73,9 @@ struct CfiModule {
 
 // The modules of the process (one entry per executable segment), sorted by
 // text_lo. Built in normal context; read-only afterwards.
+// Bytes of the loader's entry code (glibc's RTLD_START on x86-64: 61).
+inline constexpr uintptr_t kLoaderEntrySize = 64;
+
 struct CfiModuleSet {
   std::vector<CfiModule> modules;
   // Distinct for every set FinishCfiModuleSet completes: the walker's cache
@@ -81,6 +84,10 @@ struct CfiModuleSet {
   // glibc's _dl_find_object (2.35 and later; null before, and in sets made
   // by tests): how a pc outside `modules` is looked up.
   void* find_object = nullptr;
+  // Code without CFI where a stack begins: the loader's entry, from which
+  // the first constructors run (LoadedCfiModules; 0, 0 in sets made by
+  // tests). A return address there ends the walk at its root.
+  uintptr_t root_lo = 0, root_hi = 0;
   const CfiModule* Find(uintptr_t pc) const;  // SIGNAL-HANDLER CODE
 };
 

@@ -117,6 +117,13 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
                     rt->loader_generation.load(std::memory_order_acquire);
   const UnwindResult unwound = Unwind(uc, frames, t->unwind_capacity, fast,
                                       t->in_loader.load(std::memory_order_relaxed) > 0, t->stack);
+  if (unwound.wants_libunwind && rt->flusher_running) {
+    // The checkpoint thread loads it (EnsureLibunwind). One byte, once per
+    // process: the pipe never fills.
+    const char req = 'U';
+    ssize_t w = write(rt->request_pipe[1], &req, 1);
+    (void)w;
+  }
   int depth = AsHeldCall(frames, unwound.depth);
   if (unwound.partial) {
     partial = true;

@@ -122,7 +122,7 @@ void NoteThreadStart(void* start_routine, void* start_return_address) {
   std::lock_guard<std::mutex> lock(mutex);
   if (known_return != ret) {
     uintptr_t stack[64];
-    const int n = UnwindHere(stack, 64);
+    const int n = UnwindHere(stack, 64, t->stack);
     int from = 0;
     while (from < n && stack[from] != ret) ++from;
     if (from == n) {

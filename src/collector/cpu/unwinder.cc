@@ -34,7 +34,19 @@ struct Api {
   unw_addr_space_t* local_addr_space = nullptr;
 };
 Api api;
-bool loaded = false;
+// Set (release) once `api` is complete: signal handlers read it (acquire).
+std::atomic<bool> loaded{false};
+std::mutex load_mutex;       // EnsureLibunwind
+bool load_tried = false;     // under load_mutex
+std::string load_error;      // under load_mutex, once tried
+// Walks that gave up before libunwind was loaded; the kWalkerFailuresForLibunwind-th
+// asks for it (UnwindResult::wants_libunwind). Not the first: a short
+// process's stray failure (a sample in code without CFI at exit, such as
+// crtstuff's destructor caller) should not cost it libunwind's load, while
+// code that needs libunwind (JIT code with frame pointers) fails at once and
+// often.
+std::atomic<uint32_t> walker_failures{0};
+constexpr uint32_t kWalkerFailuresForLibunwind = 4;
 // libunwind's TLS module id (0: it has no TLS).
 size_t tls_modid = 0;
 
@@ -65,29 +77,23 @@ std::atomic<int> unloads_active{0};
 std::mutex publish_mutex;  // publications; guards `retired`
 std::vector<const CfiModuleSet*>* retired = nullptr;
 std::atomic<uint64_t> walker_samples{0}, libunwind_samples{0};
-std::atomic<bool> walker_started{false};  // LoadUnwinder ran: publications are wanted
+std::atomic<bool> walker_started{false};  // StartUnwinder ran: publications are wanted
 __thread bool t_walking __attribute__((tls_model("initial-exec"))) = false;
 
 constexpr uintptr_t kRedZone = 128;  // the x86-64 ABI's
 
 // The walker over the interrupted context; false when it gave up (the
 // caller falls back to libunwind). SIGNAL-HANDLER CODE.
-bool Walk(const ucontext_t* uc, uintptr_t* out, int capacity, StackBounds stack, UnwindResult* result) {
-  const greg_t* g = uc->uc_mcontext.gregs;
-  const auto sp = static_cast<uintptr_t>(g[REG_RSP]);
-  // Off the thread's own stack (a signal stack, a fiber's): its bounds are
-  // unknown, so it is left to libunwind.
-  if (sp < stack.lo || sp >= stack.hi || (uc->uc_stack.ss_flags & SS_ONSTACK)) return false;
+// The walk from a register set (a signal's context, or the caller's own:
+// UnwindHere). SIGNAL-HANDLER CODE.
+bool WalkFrom(const CfiRegisters& regs, uintptr_t sp, uintptr_t* out, int capacity, StackBounds stack,
+              UnwindResult* result) {
+  if (sp < stack.lo || sp >= stack.hi) return false;
   walks_in_flight.fetch_add(1, std::memory_order_seq_cst);
   t_walking = true;
   bool ok = false;
   const CfiModuleSet* set = nullptr;
   if (unloads_active.load(std::memory_order_seq_cst) == 0 && (set = frame_modules.load(std::memory_order_seq_cst))) {
-    CfiRegisters regs;
-    static constexpr int kGreg[kCfiRegisters] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                                 REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                                 REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-    for (int r = 0; r < kCfiRegisters; ++r) regs.Set(r, static_cast<uint64_t>(g[kGreg[r]]));
     // From the red zone up: a function's epilogue may already have popped a
     // register whose rule still reads its slot below the stack pointer; the
     // kernel leaves the 128 bytes there intact when it delivers a signal.
@@ -102,6 +108,19 @@ bool Walk(const ucontext_t* uc, uintptr_t* out, int capacity, StackBounds stack,
   t_walking = false;
   walks_in_flight.fetch_sub(1, std::memory_order_seq_cst);
   return ok;
+}
+
+bool Walk(const ucontext_t* uc, uintptr_t* out, int capacity, StackBounds stack, UnwindResult* result) {
+  // Off the thread's own stack (a signal stack, a fiber's): its bounds are
+  // unknown, so it is left to libunwind.
+  if (uc->uc_stack.ss_flags & SS_ONSTACK) return false;
+  const greg_t* g = uc->uc_mcontext.gregs;
+  CfiRegisters regs;
+  static constexpr int kGreg[kCfiRegisters] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                               REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                               REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+  for (int r = 0; r < kCfiRegisters; ++r) regs.Set(r, static_cast<uint64_t>(g[kGreg[r]]));
+  return WalkFrom(regs, static_cast<uintptr_t>(g[REG_RSP]), out, capacity, stack, result);
 }
 
 void WaitForWalks() {
@@ -190,38 +209,49 @@ int StepUnwind(unw_context_t* context, int flags, int skip, uintptr_t* out, int 
 
 }  // namespace
 
-bool LoadUnwinder(std::string* error) {
-  if (loaded) return true;
-  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-  // The walker needs nothing of libunwind: it starts either way, with one
-  // publication after the load (before it, the interposed dlopen would
-  // have published a second time).
+void StartUnwinder() {
   walker_started.store(true);
   PublishFrameModules();
-  if (!lib) {
-    *error = std::string("cannot load libunwind.so.8: ") + dlerror();
-    return false;
+}
+
+bool EnsureLibunwind(std::string* error) {
+  if (loaded.load(std::memory_order_acquire)) return PrepareUnwindThread();
+  {
+    std::lock_guard<std::mutex> lock(load_mutex);
+    if (!load_tried) {
+      load_tried = true;
+      // Through the interposed dlopen, like any other load: the walker's
+      // module set is published again, and threads' TLS generation moves.
+      void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+      if (!lib) {
+        const char* why = dlerror();
+        load_error = std::string("cannot load libunwind.so.8: ") + (why ? why : "unknown error");
+      } else if (!Sym(lib, "_ULx86_64_init_local2", api.init_local2) || !Sym(lib, "_ULx86_64_step", api.step) ||
+                 !Sym(lib, "_ULx86_64_get_reg", api.get_reg) || !Sym(lib, "unw_backtrace", api.backtrace) ||
+                 !Sym(lib, "_ULx86_64_set_caching_policy", api.set_caching_policy) ||
+                 !Sym(lib, "_Ux86_64_getcontext", api.getcontext) ||
+                 !Sym(lib, "_ULx86_64_local_addr_space", api.local_addr_space)) {
+        load_error = "libunwind.so.8 lacks the local unwinding API";
+      } else {
+        // Debian's libunwind 1.6 is built without per-thread register-state
+        // caches and turns UNW_CACHE_PER_THREAD into UNW_CACHE_GLOBAL; say
+        // so. The global cache's lock is taken with every signal blocked, so
+        // no sampled thread is ever interrupted while holding it.
+        api.set_caching_policy(*api.local_addr_space, UNW_CACHE_GLOBAL);
+        if (dlinfo(lib, RTLD_DI_TLS_MODID, &tls_modid) != 0) tls_modid = 0;
+        loaded.store(true, std::memory_order_release);
+      }
+    }
+    if (!loaded.load(std::memory_order_acquire)) {
+      if (error) *error = load_error;
+      return false;
+    }
   }
-  if (!Sym(lib, "_ULx86_64_init_local2", api.init_local2) || !Sym(lib, "_ULx86_64_step", api.step) ||
-      !Sym(lib, "_ULx86_64_get_reg", api.get_reg) || !Sym(lib, "unw_backtrace", api.backtrace) ||
-      !Sym(lib, "_ULx86_64_set_caching_policy", api.set_caching_policy) ||
-      !Sym(lib, "_Ux86_64_getcontext", api.getcontext) ||
-      !Sym(lib, "_ULx86_64_local_addr_space", api.local_addr_space)) {
-    *error = "libunwind.so.8 lacks the local unwinding API";
-    return false;
-  }
-  // Debian's libunwind 1.6 is built without per-thread register-state
-  // caches and turns UNW_CACHE_PER_THREAD into UNW_CACHE_GLOBAL; say so.
-  // The global cache's lock is taken with every signal blocked, so no
-  // sampled thread is ever interrupted while holding it.
-  api.set_caching_policy(*api.local_addr_space, UNW_CACHE_GLOBAL);
-  if (dlinfo(lib, RTLD_DI_TLS_MODID, &tls_modid) != 0) tls_modid = 0;
-  loaded = true;
   return PrepareUnwindThread();
 }
 
 bool PrepareUnwindThread() {
-  if (!loaded) return false;
+  if (!loaded.load(std::memory_order_acquire)) return false;
   if (tls_modid != 0) {
     TlsIndex index{tls_modid, 0};
     __tls_get_addr(&index);
@@ -229,7 +259,7 @@ bool PrepareUnwindThread() {
   return true;
 }
 
-bool UnwinderLoaded() { return loaded; }
+bool UnwinderLoaded() { return loaded.load(std::memory_order_acquire); }
 
 UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool in_loader, StackBounds stack) {
   UnwindResult result;
@@ -240,8 +270,13 @@ UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, boo
     walker_samples.fetch_add(1, std::memory_order_relaxed);
     return result;
   }
-  if (in_loader || !loaded) {
-    // libunwind may need the loader's lock, which this thread may hold.
+  const bool have_libunwind = loaded.load(std::memory_order_acquire);
+  if (in_loader || !have_libunwind) {
+    // In the loader, libunwind may need the loader's lock, which this thread
+    // may hold. Not loaded yet: the first such sample asks for it.
+    if (!in_loader && !have_libunwind)
+      result.wants_libunwind =
+          walker_failures.fetch_add(1, std::memory_order_relaxed) + 1 == kWalkerFailuresForLibunwind;
     out[0] = pc;
     result.depth = 1;
     result.partial = true;
@@ -325,6 +360,11 @@ void PublishFrameModules() {
   retired->clear();
 }
 
+bool InStackRootCode(uintptr_t address) {
+  const CfiModuleSet* set = frame_modules.load(std::memory_order_seq_cst);
+  return set && address >= set->root_lo && address < set->root_hi;
+}
+
 void BeginUnload() {
   unloads_active.fetch_add(1, std::memory_order_seq_cst);
   // A dlclose from a handler that interrupted this thread's own walk (not
@@ -341,9 +381,12 @@ void ForkChildUnwinder() {
   walks_in_flight.store(0);
   walker_samples.store(0);  // the child's run counts its own samples
   libunwind_samples.store(0);
+  walker_failures.store(0);
   t_walking = false;
-  // The parent's publication lock may have been held by another thread.
+  // The parent's publication and load locks may have been held by another
+  // thread.
   new (&publish_mutex) std::mutex;
+  new (&load_mutex) std::mutex;
   // A dlclose in progress on another thread has no end in the child: the
   // modules are taken as they are now.
   if (unloads_active.exchange(0) != 0) PublishFrameModules();
@@ -353,8 +396,45 @@ UnwindCounts UnwindCountsSoFar() {
   return {walker_samples.load(std::memory_order_relaxed), libunwind_samples.load(std::memory_order_relaxed)};
 }
 
-int UnwindHere(uintptr_t* out, int max) {
-  if (!loaded || max <= 0) return 0;
+__attribute__((noinline)) int WalkHere(uintptr_t* out, int max, StackBounds stack, int skip) {
+  if (max <= 0 || skip < 0) return 0;
+  // This function's own registers: every one a CFA or register rule may
+  // name (the callee-saved ones, the stack and frame pointers) and the pc.
+  uint64_t r[kCfiRegisters] = {};
+  static_assert(kCfiRegisters == 17, "DWARF numbering: rbx 3, rbp 6, rsp 7, r12-r15 12-15, rip 16");
+  asm volatile(
+      "lea 0(%%rip), %%rax\n\t"
+      "mov %%rax, 128(%0)\n\t"
+      "mov %%rbx, 24(%0)\n\t"
+      "mov %%rbp, 48(%0)\n\t"
+      "mov %%rsp, 56(%0)\n\t"
+      "mov %%r12, 96(%0)\n\t"
+      "mov %%r13, 104(%0)\n\t"
+      "mov %%r14, 112(%0)\n\t"
+      "mov %%r15, 120(%0)\n\t"
+      :
+      : "r"(r)
+      : "rax", "memory");
+  CfiRegisters regs;
+  for (int i = 0; i < kCfiRegisters; ++i) regs.Set(i, r[i]);
+  // This frame and `skip` more are dropped.
+  uintptr_t frames[kMaxHereFrames + 8];
+  const int drop = 1 + (skip > 7 ? 7 : skip);
+  const int capacity = max < kMaxHereFrames ? max + drop : kMaxHereFrames + drop;
+  UnwindResult result;
+  if (!WalkFrom(regs, r[7], frames, capacity, stack, &result) || result.depth <= drop) return 0;
+  for (int i = drop; i < result.depth; ++i) out[i - drop] = frames[i];
+  return result.depth - drop;
+}
+
+__attribute__((noinline)) int UnwindHere(uintptr_t* out, int max, StackBounds walker_stack) {
+  if (max <= 0) return 0;
+  if (!loaded.load(std::memory_order_acquire) && walker_stack.hi != 0) {
+    const int n = WalkHere(out, max, walker_stack, 1);  // without this frame
+    asm volatile("" ::: "memory");  // not a tail call: this frame must exist
+    return n;
+  }
+  if (!EnsureLibunwind(nullptr)) return 0;
   // Both ways start at this function's caller, as unw_backtrace does.
   if (UseTable(false)) return api.backtrace(reinterpret_cast<void**>(out), max);
   unw_context_t context;

@@ -7,8 +7,8 @@
 // (Debian's libunwind.a is not position-independent, so it cannot be linked
 // into the collector library either.)
 //
-// Thread-safety: Load() once before any sampling; Unwind() may then be called
-// concurrently from any thread.
+// Thread-safety: StartUnwinder() once before any sampling; Unwind() may then
+// be called concurrently from any thread.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +16,22 @@
 
 namespace collector {
 
-// Loads libunwind (global cache policy: its lock is held only with every
-// signal blocked) and prepares the calling thread (PrepareUnwindThread). No
-// unwinding here: a warm-up would make the thread's trace table.
-// Returns false with `error` set when libunwind is unavailable. Not
-// signal-safe.
-bool LoadUnwinder(std::string* error);
+// Starts the collector's own walker (cfi_unwinder.h): publishes the module
+// set it reads. Normal context, once, before any sampling.
+void StartUnwinder();
+// Loads libunwind if it is not (global cache policy: its lock is held only
+// with every signal blocked) and prepares the calling thread
+// (PrepareUnwindThread). No unwinding here: a warm-up would make the
+// thread's trace table. Returns false with `error` set when libunwind is
+// unavailable. Normal context; thread-safe.
+//
+// libunwind is loaded only when something needs it: samples the walker
+// gave up on (the fourth asks, through UnwindResult::wants_libunwind, and
+// the checkpoint thread loads it), or an UnwindHere without stack bounds
+// (NVTX push sites, GPU launch sites). A short process that needs neither never
+// loads it: its dlopen, with liblzma's, is a few dozen page faults and
+// relocations per process, most of a short process's start on a VM.
+bool EnsureLibunwind(std::string* error);
 bool UnwinderLoaded();
 
 // Writes the code addresses of the interrupted thread's stack, leaf first, to
@@ -67,7 +77,8 @@ struct StackBounds {
 struct UnwindResult {
   int depth = 0;
   bool cut = false;      // stopped at capacity before the root
-  bool partial = false;  // in_loader and the walker gave up: only the interrupted instruction
+  bool partial = false;  // the walker gave up in_loader or before libunwind was loaded: only the interrupted instruction
+  bool wants_libunwind = false;  // libunwind should be loaded now (EnsureLibunwind)
 };
 UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, bool in_loader, StackBounds stack);
 
@@ -77,7 +88,7 @@ UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, boo
 StackBounds ThisThreadStack(bool main_thread);
 
 // The module set the walker uses, built from dl_iterate_phdr. Normal
-// context: at LoadUnwinder, after each dlopen. Modules a program loads
+// context: at StartUnwinder, after each dlopen. Modules a program loads
 // without dlopen (glibc's own NSS and iconv loads) are unknown to the
 // walker until the next publication; iconv's modules, which glibc may
 // dlclose internally, are never published (their frames go to libunwind).
@@ -88,6 +99,10 @@ void PublishFrameModules();
 // Normal context.
 void BeginUnload();
 void EndUnload();
+// Whether `address` lies in code without CFI where a stack begins (the
+// loader's entry: CfiModuleSet::root_lo..root_hi of the published set), so
+// a stack the walker ended there is complete. Normal context.
+bool InStackRootCode(uintptr_t address);
 // In a fork child: walks in flight in the parent's other threads are gone.
 void ForkChildUnwinder();
 // Samples unwound by the walker and by libunwind (diagnostics).
@@ -97,8 +112,15 @@ struct UnwindCounts {
 UnwindCounts UnwindCountsSoFar();
 
 // The same for the calling thread, from its caller's frame: the return
-// address into the caller first (tests, benchmarks). Normal context.
-int UnwindHere(uintptr_t* out, int max);
+// address into the caller first. With `walker_stack` (the calling thread's
+// stack) and libunwind not loaded, by the walker (at most kMaxHereFrames);
+// otherwise by libunwind, loaded first if need be (its trace cache makes
+// repeated calls from one site cheaper). Normal context.
+inline constexpr int kMaxHereFrames = 256;
+int UnwindHere(uintptr_t* out, int max, StackBounds walker_stack = {});
+// The walker alone, from its caller's frame (dropping `skip` more callers),
+// over the calling thread's `stack`; 0 when it gives up. Normal context.
+int WalkHere(uintptr_t* out, int max, StackBounds stack, int skip = 0);
 
 // Prepares the calling thread for Unwind() in a signal handler; call it in
 // normal context on each thread before its sampling timer is armed. Why:

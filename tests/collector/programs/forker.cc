@@ -9,9 +9,13 @@
 // recording's variables; another is killed by SIGTERM; then the parent burns
 // in child_work. Exits 0 only if the parent saw the child's write and the
 // second child died of SIGTERM.
-//   forker [vfork | vfork-edges | image]
+// vfork-loop N: N vfork children that exec the program as "noop", which
+// exits at once; the parent's samples land where vfork returns (glibc's
+// __vfork keeps its return address in a register there).
+//   forker [vfork | vfork-edges | vfork-loop N | image | noop]
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +47,19 @@ int main(int argc, char** argv) {
     int status2 = 0;
     waitpid(pid, &status2, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && WIFEXITED(status2) && WEXITSTATUS(status2) == 3 ? 0 : 1;
+  }
+  if (argc > 1 && !strcmp(argv[1], "noop")) return 0;
+  if (argc > 2 && !strcmp(argv[1], "vfork-loop")) {
+    for (int i = 0, n = atoi(argv[2]); i < n; ++i) {
+      const pid_t pid = vfork();
+      if (pid == 0) {
+        execl("/proc/self/exe", argv[0], "noop", (char*)nullptr);
+        _exit(127);
+      }
+      int status = 0;
+      if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    }
+    return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "vfork-edges")) {
     parent_work();
