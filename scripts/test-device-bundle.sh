@@ -25,8 +25,8 @@
 #
 # The checks: every tool's --help; ldd of every file with nothing missing;
 # cct-record of a small two-threaded program (examples/workload.cc, built
-# here with g++) and of a shell that runs it (the collector reaches the
-# child through exec); cct-query top and export --to pprof (protobuf);
+# here with g++), of a shell that runs it (the collector reaches the
+# child through exec) and of code without CFI (libunwind is loaded for it); cct-query top and export --to pprof (protobuf);
 # cct-diff of two runs; cct-import of the folded export; the CUPTI adapter
 # dlopen()ed with RTLD_NOW by a tiny C program (no GPU here: cct-record
 # --gpu on stops before loading it without a driver).
@@ -84,6 +84,9 @@ cp -a "$bundle" "$b"
 rm -rf "$tmp/made"
 
 g++ -O2 -g -pthread examples/workload.cc -o "$tmp/workload"
+# Code without CFI: the collector loads libunwind only for samples its own
+# walker gives up on (a plain program never loads it).
+g++ -O2 -g -Itests/collector/programs tests/collector/programs/no_cfi.cc -o "$tmp/no-cfi"
 cat >"$tmp/dlopen.c" <<'EOF'
 #include <dlfcn.h>
 #include <stdio.h>
@@ -156,6 +159,8 @@ checks() {
   step "cct-record -- workload" "$b/tools/cct-record" -o "$w/x.db" --name workload -- "$tmp/workload" 0.3
   step "cct-record -- sh -c workload (a child)" "$b/tools/cct-record" -o "$w/x.db" --name shell -- \
     /bin/sh -c "$tmp/workload 0.2"
+  step "cct-record -- code without CFI (libunwind loaded)" "$b/tools/cct-record" -o "$w/x.db" --name nocfi -- \
+    "$tmp/no-cfi"
   # Complete stacks: each ends at a thread start, named (_start, clone) or
   # at the thread root the collector learns (a stripped libc).
   step "cct-query show: under 10% of the workload's stacks partial" \

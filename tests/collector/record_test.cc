@@ -783,6 +783,16 @@ TEST_CASE("cct-record: fork and exec children are their own runs, linked to the 
   CHECK(by_work["image_work"].parent_run == parent.id);
   CHECK(by_work["image_work"].pid == parent.pid);  // exec keeps the pid
   CHECK(by_work["image_work"].state == store::RunState::kComplete);
+  // The child's metadata is filled at its first write, but its clock
+  // started at the fork: it ran child_work (0.2 s of CPU) and exited, and
+  // began after its parent and before the parent's image.
+  const store::RunMeta& child = by_work["child_work"];
+  CHECK(child.duration_ns >= 190'000'000);
+  CHECK(child.duration_ns < 2'000'000'000);
+  CHECK(child.start_time_ns >= parent.start_time_ns);
+  CHECK(child.start_time_ns + child.duration_ns <= by_work["image_work"].start_time_ns + 50'000'000);
+  CHECK(child.cwd == parent.cwd);
+  CHECK(child.command == parent.command);
 
   const std::string db2 = dir / "nf.db";
   auto r2 = Run(Record(db2, {"--no-follow"}, {Prog("cct-test-forker")}));

@@ -116,6 +116,7 @@ cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iter
 // flush_mutex. Never throws.
 void WriteRun(store::RunState state) noexcept {
   const int64_t duration_ns = Now(CLOCK_MONOTONIC) - rt->start_mono_ns;  // before symbolization's cost
+  EnsureChildMeta();
   try {
     if (!rt->symbolizer) {
       rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info, rt->config.symbol_cache_dir);

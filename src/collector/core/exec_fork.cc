@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collector/core/runtime.h"
+#include "collector/core/run_info.h"
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
 #include "collector/cpu/sampler.h"
@@ -94,8 +95,13 @@ void ForkChild() {
   rt->config.root_key = std::move(root_key);
   rt->run_key = NewRunKey();
   PublishExecOverlay();
-  const store::RunMeta parent_meta = std::move(rt->meta);
-  FillMeta(rt->meta, &parent_meta);
+  // The metadata waits for the child's first write (EnsureChildMeta): a
+  // child that execs before its first sample never needs it, and filling it
+  // (command line, environment, /proc reads) was a third of a shell's fork.
+  rt->child_meta_pending = true;
+  rt->child_start_ns = Now(CLOCK_REALTIME);
+  rt->start_mono_ns = Now(CLOCK_MONOTONIC);
+  rt->child_cwd = CurrentDirectory();
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
   rt->active.store(true);
   // NVTX totals and the GPU's state restart for the child's run.
@@ -226,6 +232,7 @@ void BeforeExec() {
     for (size_t i = 0; i < rt->thread_count.load(); ++i)
       if (ThreadState* t = rt->threads[i].load(); t && t->trie.size() > 1) sampled = true;
     if (!rt->run_created && !sampled) return;
+    EnsureChildMeta();
     rt->meta.extra["exec"] = true;
     rt->meta.diagnostics["final_flush"] = 1;
     WriteRun(store::RunState::kComplete);

@@ -44,7 +44,7 @@ void Warn(const std::string& msg) {
 void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   store::RunMeta fresh;
   fresh.host = store::HostName();
-  fresh.cwd = CurrentDirectory();
+  fresh.cwd = inherit ? rt->child_cwd : CurrentDirectory();  // a forked child: where it was at the fork
   if (inherit) {
     // A forked child: the same image on the same machine, in the directory
     // the parent is in now.
@@ -85,7 +85,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   m = std::move(fresh);
   m.source = "cct-record";
   m.state = store::RunState::kRecording;
-  m.start_time_ns = Now(CLOCK_REALTIME);
+  m.start_time_ns = inherit ? rt->child_start_ns : Now(CLOCK_REALTIME);
   m.command = ProcessCommandLine();
   if (!rt->config.keep_args) MaskSecretArguments(m.command);
   m.name = RunName(rt->config.name, m.command);
@@ -103,7 +103,18 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
                 {"max_depth", rt->config.max_depth},
                 {"unwinder", "cfi-walker, libunwind"}};
   if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
-  rt->start_mono_ns = Now(CLOCK_MONOTONIC);
+  if (!inherit) rt->start_mono_ns = Now(CLOCK_MONOTONIC);  // a forked child's was set at the fork
+}
+
+void EnsureChildMeta() noexcept {
+  if (!rt->child_meta_pending) return;
+  try {
+    const store::RunMeta parent_meta = std::move(rt->meta);
+    FillMeta(rt->meta, &parent_meta);
+  } catch (...) {
+    // Out of memory: the run keeps what could be filled.
+  }
+  rt->child_meta_pending = false;
 }
 
 std::string NewRunKey() {
@@ -139,6 +150,7 @@ void Finish(store::RunState state, std::optional<int> exit_code, std::optional<i
   std::lock_guard<std::mutex> lock(rt->flush_mutex);
   if (rt->finished) return;
   rt->finished = true;
+  EnsureChildMeta();
   rt->meta.exit_code = exit_code;
   rt->meta.term_signal = term_signal;
   rt->meta.diagnostics["final_flush"] = 1;

@@ -245,6 +245,12 @@ struct Runtime {
   // may be reading the previous one), read without a lock.
   std::atomic<const ExecOverlay*> exec_overlay{nullptr};
   int64_t start_mono_ns = 0;
+  // A forked child's metadata is filled at its first write, not at the fork
+  // (EnsureChildMeta): most children exec before any sample and never write.
+  // Until then `meta` is the parent's; these hold what the fork time fixes.
+  bool child_meta_pending = false;
+  int64_t child_start_ns = 0;  // CLOCK_REALTIME at the fork
+  std::string child_cwd;
   std::unique_ptr<Symbolizer> symbolizer;
   // Frames of keys resolved from unloaded modules' files (or named as
   // unresolvable), keyed by LookupKey(); kept across checkpoints.
@@ -388,7 +394,11 @@ void StartFlusher();
 // The run's metadata at its start. `inherit`: the parent's, in a forked
 // child (the same image: executable, modules, compiler, system and user are
 // copied, not read again — no loader lock or NSS lookup after fork).
+// `inherit`: a forked child's, from its parent's (EnsureChildMeta).
 void FillMeta(store::RunMeta& m, const store::RunMeta* inherit = nullptr);
+// A forked child's metadata, from its parent's, if still pending (caller
+// holds flush_mutex; before anything sets fields of rt->meta for a write).
+void EnsureChildMeta() noexcept;
 // A fresh run key (16 hex digits from getrandom).
 std::string NewRunKey();
 // The key children link to as their parent: our run's once it exists, else
