@@ -151,6 +151,12 @@ size_t WriteWithoutCollector(std::string_view all, std::string_view own, char* o
 }
 
 std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+// After the '=' ("" for an entry without one: environments are the
+// program's, anything goes).
+std::string_view ValueOf(std::string_view entry) {
+  const size_t eq = entry.find('=');
+  return eq == std::string_view::npos ? std::string_view() : entry.substr(eq + 1);
+}
 
 constexpr std::string_view kPreloadName = "LD_PRELOAD";
 
@@ -164,7 +170,7 @@ Carry CarryOf(const ExecOverlay& o, std::string_view entry) {
   // --no-follow: the NVTX and CUDA drivers must not load the collector into
   // the child either.
   if (!o.follow && (name == "NVTX_INJECTION64_PATH" || name == "CUDA_INJECTION64_PATH") &&
-      entry.substr(name.size() + 1) == o.own)
+      ValueOf(entry) == o.own)
     return Carry::kDropped;
   return Carry::kAsIs;
 }
@@ -265,7 +271,7 @@ namespace {
 std::string_view PreloadOf(const ExecOverlay& o, const char* const* envp) {
   std::string_view preload;
   for (const char* const* e = envp; e && *e; ++e)
-    if (CarryOf(o, *e) == Carry::kPreload) preload = std::string_view(*e).substr(kPreloadName.size() + 1);
+    if (CarryOf(o, *e) == Carry::kPreload) preload = ValueOf(*e);
   return preload;
 }
 }  // namespace

@@ -103,14 +103,14 @@ CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
 // --- exec --------------------------------------------------------------------
 
 namespace {
-// Runs an exec-like call with the recording's environment: the current
-// image's run is written first, and sampling resumes if the call fails.
 // The most a vfork child builds on its stack; a larger environment is
 // passed on as the program gave it (it still has what the recording set in
 // ours, but an environment the program built without it loses the
 // recording).
 constexpr size_t kMaxStackEnvBytes = 256 * 1024;
 
+// Runs an exec-like call with the recording's environment: the current
+// image's run is written first, and sampling resumes if the call fails.
 template <class Call>
 int ExecWith(char* const envp[], Call call) {
   if (collector::InForeignChild()) {

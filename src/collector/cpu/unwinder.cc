@@ -273,7 +273,8 @@ UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, boo
   const bool have_libunwind = loaded.load(std::memory_order_acquire);
   if (in_loader || !have_libunwind) {
     // In the loader, libunwind may need the loader's lock, which this thread
-    // may hold. Not loaded yet: the first such sample asks for it.
+    // may hold. Not loaded yet: the kWalkerFailuresForLibunwind-th such
+    // sample asks for it.
     if (!in_loader && !have_libunwind)
       result.wants_libunwind =
           walker_failures.fetch_add(1, std::memory_order_relaxed) + 1 == kWalkerFailuresForLibunwind;
@@ -415,8 +416,9 @@ __attribute__((noinline)) int WalkHere(uintptr_t* out, int max, StackBounds stac
       :
       : "r"(r)
       : "rax", "memory");
+  // Only those: the others are the caller's to clobber, unknown to a rule.
   CfiRegisters regs;
-  for (int i = 0; i < kCfiRegisters; ++i) regs.Set(i, r[i]);
+  for (int i : {3, 6, 7, 12, 13, 14, 15, 16}) regs.Set(i, r[i]);
   // This frame and `skip` more are dropped.
   uintptr_t frames[kMaxHereFrames + 8];
   const int drop = 1 + (skip > 7 ? 7 : skip);

@@ -5,8 +5,8 @@
 // vfork-edges: what only a real vfork shows and what a vfork child may do to
 // its parent's profile. The parent burns in parent_work; one child writes a
 // variable the parent then reads (shared memory: vfork, not fork) and execs
-// "image" with an environment of its own, without LD_PRELOAD or the
-// recording's variables; another is killed by SIGTERM; then the parent burns
+// "image" with an environment of its own (no LD_PRELOAD value, none of the
+// recording's variables, entries without "="); another is killed by SIGTERM; then the parent burns
 // in child_work. Exits 0 only if the parent saw the child's write and the
 // second child died of SIGTERM.
 // vfork-loop N: N vfork children that exec the program as "noop", which
@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "vfork-edges")) {
     parent_work();
     static volatile int written_by_child = 0;
-    static char* const custom_env[] = {const_cast<char*>("CCT_TEST_CUSTOM_ENV=1"), nullptr};
+    // Entries without '=' too: environments are whatever programs make them.
+    static char* const custom_env[] = {const_cast<char*>("CCT_TEST_CUSTOM_ENV=1"), const_cast<char*>("LD_PRELOAD"),
+                                       const_cast<char*>("NVTX_INJECTION64_PATH"), nullptr};
     pid_t pid = vfork();
     if (pid == 0) {
       written_by_child = 42;
