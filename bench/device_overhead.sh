@@ -11,8 +11,9 @@
 #
 # Prints, and writes to $OUT/overhead.log: the machine; handler-bench at
 # depth 64 with the handler's own walker, libunwind's trace cache and
-# libunwind stepping; bench/whole_process_bench.py for make -j2 and g++ -O2
-# (perf's column where perf is installed); a PyTorch CPU workload bare and
+# libunwind stepping; bench/whole_process_bench.py for make -j2, g++ -O2,
+# and its per-process (spawn) and per-sample (burn) workloads (perf's
+# column where perf is installed); a PyTorch CPU workload bare and
 # recorded, with the run's diagnostics (which unwinder took its samples) and
 # where its partial samples fell. --torch-only: only that last part.
 #
@@ -53,8 +54,8 @@ now() { date +%s.%N; }
     echo "not carried"
   fi
   echo
-  echo "== bench/whole_process_bench.py --only make,gxx --repeat 5"
-  timeout 300 python3 bench/whole_process_bench.py build --record "$record" --only make,gxx --repeat 5
+  echo "== bench/whole_process_bench.py --only make,gxx,spawn,burn --repeat 5"
+  timeout 360 python3 bench/whole_process_bench.py build --record "$record" --only make,gxx,spawn,burn --repeat 5
   echo
   fi
   echo "== PyTorch on the CPU (a 384x384 matmul/tanh loop), 3 alternating runs"

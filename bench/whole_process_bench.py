@@ -161,12 +161,15 @@ def main():
             "bare": lambda a: a,
             "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a,
         }
-        # The collector preloaded without a recording (what a process pays
-        # for being started by a recorded one that --no-follow did not
-        # strip), when it is where a build tree has it.
-        collector = os.path.join(os.path.dirname(os.path.dirname(record)), "src/collector/libcct-collector.so")
-        if os.path.exists(collector):
-            wrappers["preload only"] = lambda a: ["env", "LD_PRELOAD=" + collector] + a
+        # The collector preloaded without a recording (the part of a
+        # recorded process's cost that is loading the library), where a
+        # build tree or the device bundle has it.
+        root = os.path.dirname(os.path.dirname(record))
+        for collector in (os.path.join(root, "src/collector/libcct-collector.so"),  # a build tree
+                          os.path.join(root, "lib/libcct-collector.so")):  # the device bundle
+            if os.path.exists(collector):
+                wrappers["preload only"] = lambda a, c=collector: ["env", "LD_PRELOAD=" + c] + a
+                break
         if perf:
             # --no-bpf-event: perf 6.1's BPF side-band thread makes it notice
             # the program's end only at the next whole second (perf record of
