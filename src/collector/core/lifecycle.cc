@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/single_threaded.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -244,8 +245,10 @@ void Start() {
 
   rt->active.store(true);
   RegisterThread(Tid(), true);
-  // Threads started before us (by other libraries' constructors).
-  if (DIR* d = opendir("/proc/self/task")) {
+  // Threads started before us (by other libraries' constructors); glibc
+  // knows when there are none, which spares most processes the directory
+  // read (a handful of system calls, each costly on a VM).
+  if (DIR* d = __libc_single_threaded ? nullptr : opendir("/proc/self/task")) {
     const pid_t self = Tid();
     while (dirent* e = readdir(d)) {
       const pid_t tid = static_cast<pid_t>(atoi(e->d_name));

@@ -388,6 +388,12 @@ void ForkChildUnwinder() {
   // thread.
   new (&publish_mutex) std::mutex;
   new (&load_mutex) std::mutex;
+  // A load another thread had in progress never finishes here: the child
+  // may try again.
+  if (!loaded.load(std::memory_order_acquire)) {
+    load_tried = false;
+    load_error.clear();
+  }
   // A dlclose in progress on another thread has no end in the child: the
   // modules are taken as they are now.
   if (unloads_active.exchange(0) != 0) PublishFrameModules();
