@@ -873,10 +873,6 @@ TEST_CASE("cct-record: libunwind is loaded only when the walker gives up on a sa
       if (mod.path.find("libunwind.so") != std::string::npos) return true;
     return false;
   };
-  auto diagnostic = [](const store::RunMeta& m, const std::string& key) -> int64_t {
-    const auto it = m.diagnostics.find(key);
-    return it == m.diagnostics.end() ? -1 : it->second;
-  };
   // Plain compiled code: every sample is the walker's, libunwind never loads.
   const std::string plain = dir / "plain.db";
   auto r = Run(Record(plain, {}, {Prog("cct-test-forker"), "image"}));
@@ -885,8 +881,8 @@ TEST_CASE("cct-record: libunwind is loaded only when the walker gives up on a sa
   auto runs = Runs(plain);
   REQUIRE(runs.size() == 1);
   CHECK_FALSE(has_libunwind(runs[0]));
-  CHECK(diagnostic(runs[0], "walker_samples") > 100);
-  CHECK(diagnostic(runs[0], "libunwind_samples") == 0);
+  CHECK(runs[0].diagnostics.at("walker_samples") > 100);
+  CHECK(runs[0].diagnostics.at("libunwind_samples") == 0);
   // 0.4 s in a function without CFI: the walker's first failure asks for
   // libunwind, the checkpoint thread loads it, and it takes those samples.
   const std::string nocfi = dir / "nocfi.db";
@@ -896,7 +892,7 @@ TEST_CASE("cct-record: libunwind is loaded only when the walker gives up on a sa
   runs = Runs(nocfi);
   REQUIRE(runs.size() == 1);
   CHECK(has_libunwind(runs[0]));
-  CHECK(diagnostic(runs[0], "libunwind_samples") > 100);
+  CHECK(runs[0].diagnostics.at("libunwind_samples") > 100);
 }
 
 TEST_CASE("cct-record: vfork stays vfork; its child's own environment, and its death by a signal, leave the parent's run whole") {

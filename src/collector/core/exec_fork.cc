@@ -204,8 +204,6 @@ void PublishExecOverlay() {
   rt->exec_overlay.store(o, std::memory_order_release);
 }
 
-bool ForeignProcess() { return rt && getpid() != rt->pid; }  // async-signal-safe
-
 // Removes the collector from LD_PRELOAD so children run without it.
 void StripPreload(const std::string& own) {
   const char* pre = getenv("LD_PRELOAD");
@@ -227,7 +225,7 @@ pid_t ForkForVfork() {
 }
 
 void BeforeExec() {
-  if (!rt || rt->finished || ForeignProcess()) return;
+  if (!rt || rt->finished || InForeignChild()) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   {
@@ -257,7 +255,7 @@ void BeforeExec() {
 }
 
 void AfterFailedExec() {
-  if (!rt || rt->finished || ForeignProcess()) return;
+  if (!rt || rt->finished || InForeignChild()) return;
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
     rt->meta.extra->erase("exec");
@@ -327,6 +325,6 @@ ExecEnv ExecEnvironment(const char* const* envp) {
   return out;
 }
 
-bool InForeignChild() { return ForeignProcess(); }
+bool InForeignChild() { return rt && getpid() != rt->pid; }  // async-signal-safe
 
 }  // namespace collector

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "collector/core/runtime.h"
 #include "collector/core/runtime_state.h"
 
 namespace collector::internal {
@@ -25,7 +26,7 @@ void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
   // A vfork child shares our memory: its fault must not stop the parent's
   // sampling or write the parent's run.
-  if (rt && !ForeignProcess() && !rt->fatal_once.exchange(true)) {
+  if (rt && !InForeignChild() && !rt->fatal_once.exchange(true)) {
     rt->active.store(false, std::memory_order_release);
     if (rt->flusher_running && Tid() != rt->flusher_tid.load()) {
       rt->fatal_signal.store(sig);

@@ -47,8 +47,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   fresh.host = store::HostName();
   fresh.cwd = inherit ? rt->child_cwd : CurrentDirectory();  // a forked child: where it was at the fork
   if (inherit) {
-    // A forked child: the same image on the same machine, in the directory
-    // the parent is in now.
+    // A forked child: the same image on the same machine.
     fresh.user = inherit->user;
     fresh.executable = inherit->executable;
     fresh.executable_build_id = inherit->executable_build_id;
@@ -159,7 +158,7 @@ void Finish(store::RunState state, std::optional<int> exit_code, std::optional<i
 }
 
 void OnProcessExit(int status, void*) {
-  if (!rt || rt->finished || ForeignProcess()) return;
+  if (!rt || rt->finished || InForeignChild()) return;
   SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);
@@ -260,7 +259,7 @@ void Start() {
 }
 
 void BeforeExit(int status) {
-  if (!rt || rt->finished || ForeignProcess()) return;
+  if (!rt || rt->finished || InForeignChild()) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);

@@ -71,8 +71,9 @@ struct ExecEnv {
 };
 ExecEnv ExecEnvironment(const char* const* envp);
 // A child that shares or copied this process's memory without a run of its
-// own: a vfork child, mostly. It must write and allocate nothing
-// (interpose.cc). Async-signal-safe.
+// own (its pid is not Runtime::pid): a vfork child, mostly, also a fork
+// under --no-follow or a raw clone. It must write and allocate nothing
+// (interpose.cc, the exit and fatal-signal paths). Async-signal-safe.
 bool InForeignChild();
 void BeforeExit(int status);  // _exit/_Exit
 // vfork where the real one cannot be used (interpose.cc): a fork whose child,

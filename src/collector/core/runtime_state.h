@@ -237,7 +237,7 @@ struct Runtime {
   // The process this state is recording (getpid at Start, and in a forked
   // child that is recorded). Any other pid is a child that shares or copied
   // this memory without a run of its own (a vfork child, a fork under
-  // --no-follow, a raw clone): it writes nothing (ForeignProcess), and what it
+  // --no-follow, a raw clone): it writes nothing (InForeignChild, runtime.h), and what it
   // execs links to run_key.
   pid_t pid = 0;
   // What every exec'd image's environment gets (ExecOverlay): rebuilt in
@@ -392,9 +392,10 @@ void StartFlusher();
 
 // --- lifecycle.cc
 // The run's metadata at its start. `inherit`: the parent's, in a forked
-// child (the same image: executable, modules, compiler, system and user are
-// copied, not read again — no loader lock or NSS lookup after fork).
-// `inherit`: a forked child's, from its parent's (EnsureChildMeta).
+// child, at its first write (EnsureChildMeta): the same image, so
+// executable, modules, compiler, system and user are copied, not read again
+// — no loader lock or NSS lookup after fork — and the start time and cwd
+// are the fork's (Runtime::child_start_ns, child_cwd).
 void FillMeta(store::RunMeta& m, const store::RunMeta* inherit = nullptr);
 // A forked child's metadata, from its parent's, if still pending (caller
 // holds flush_mutex; before anything sets fields of rt->meta for a write).
@@ -424,9 +425,6 @@ void ForkParent();
 void ForkChild();
 // Rebuilds rt->exec_overlay from the config and run keys (normal context).
 void PublishExecOverlay();
-// Whether this process is not the one rt records (Runtime::pid): a vfork
-// child and the like. Async-signal-safe.
-bool ForeignProcess();
 std::string WithoutCollector(const std::string& all, const std::string& own);
 void StripPreload(const std::string& own);
 

@@ -82,8 +82,6 @@ __thread bool t_walking __attribute__((tls_model("initial-exec"))) = false;
 
 constexpr uintptr_t kRedZone = 128;  // the x86-64 ABI's
 
-// The walker over the interrupted context; false when it gave up (the
-// caller falls back to libunwind). SIGNAL-HANDLER CODE.
 // The walk from a register set (a signal's context, or the caller's own:
 // UnwindHere). SIGNAL-HANDLER CODE.
 bool WalkFrom(const CfiRegisters& regs, uintptr_t sp, uintptr_t* out, int capacity, StackBounds stack,
@@ -110,6 +108,8 @@ bool WalkFrom(const CfiRegisters& regs, uintptr_t sp, uintptr_t* out, int capaci
   return ok;
 }
 
+// The walker over the interrupted context; false when it gave up (the
+// caller falls back to libunwind). SIGNAL-HANDLER CODE.
 bool Walk(const ucontext_t* uc, uintptr_t* out, int capacity, StackBounds stack, UnwindResult* result) {
   // Off the thread's own stack (a signal stack, a fiber's): its bounds are
   // unknown, so it is left to libunwind.
@@ -275,7 +275,7 @@ UnwindResult Unwind(void* ucontext, uintptr_t* out, int capacity, bool fast, boo
     // In the loader, libunwind may need the loader's lock, which this thread
     // may hold. Not loaded yet: the kWalkerFailuresForLibunwind-th such
     // sample asks for it.
-    if (!in_loader && !have_libunwind)
+    if (!in_loader)
       result.wants_libunwind =
           walker_failures.fetch_add(1, std::memory_order_relaxed) + 1 == kWalkerFailuresForLibunwind;
     out[0] = pc;
@@ -442,7 +442,9 @@ __attribute__((noinline)) int UnwindHere(uintptr_t* out, int max, StackBounds wa
     asm volatile("" ::: "memory");  // not a tail call: this frame must exist
     return n;
   }
-  if (!EnsureLibunwind(nullptr)) return 0;
+  // Loaded already: no preparation per call (this is normal context, where
+  // libunwind may make the thread's TLS itself).
+  if (!loaded.load(std::memory_order_acquire) && !EnsureLibunwind(nullptr)) return 0;
   // Both ways start at this function's caller, as unw_backtrace does.
   if (UseTable(false)) return api.backtrace(reinterpret_cast<void**>(out), max);
   unw_context_t context;
