@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "store/fault_guard.h"
 
@@ -23,6 +26,10 @@ namespace {
 
 constexpr size_t kInitialMapSize = size_t{1} << 32;  // address space, not disk
 constexpr unsigned kMaxDbs = 8;
+// A pointer that is not in the map (a write transaction's own pages) makes
+// LocateMap read /proc/self/maps; after this many misses it stops trying,
+// and views go unchecked (the tools' FaultGuard still catches a fault).
+constexpr int kMaxLocateTries = 8;
 
 // LMDB's on-disk meta page (data format 1, unchanged since 0.9.0; see
 // MDB_meta in mdb.c): page header (16 bytes), then magic, version, address,
@@ -163,6 +170,54 @@ Status LmdbEnv::GrowMap() {
   return Status::Ok();
 }
 
+const char* LmdbEnv::LocateMap(const char* inside) {
+  const std::lock_guard<std::mutex> lock(locate_mutex_);
+  if (const char* base = map_base_.load(std::memory_order_acquire)) return base;
+  if (locate_tries_ >= kMaxLocateTries) return nullptr;
+  ++locate_tries_;
+  mdb_filehandle_t fd = -1;
+  struct stat st {};
+  if (mdb_env_get_fd(env_, &fd) != 0 || ::fstat(fd, &st) != 0) return nullptr;
+  // LMDB maps the data file shared from offset 0; a key or value it returns
+  // lies in that map or in its private heap. Device and inode are not
+  // compared: on overlay file systems /proc shows the lower file's.
+  std::ifstream maps("/proc/self/maps");
+  const uintptr_t p = reinterpret_cast<uintptr_t>(inside);
+  std::string line;
+  while (std::getline(maps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    unsigned long long offset = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %7s %llx", &lo, &hi, perms, &offset) != 4) continue;
+    if (p < lo || p >= hi) continue;
+    if (perms[3] != 's' || offset != 0) return nullptr;
+    map_length_ = hi - lo;
+    file_bytes_.store(static_cast<uint64_t>(st.st_size), std::memory_order_relaxed);
+    map_base_.store(reinterpret_cast<const char*>(lo), std::memory_order_release);
+    return reinterpret_cast<const char*>(lo);
+  }
+  return nullptr;
+}
+
+Status LmdbEnv::CheckView(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  const char* base = map_base_.load(std::memory_order_acquire);
+  if (base == nullptr && (base = LocateMap(p)) == nullptr) return Status::Ok();
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(base);
+  if (at < lo || at - lo >= map_length_) return Status::Ok();
+  const uint64_t offset = at - lo;
+  const auto inside = [&](uint64_t file_bytes) { return offset <= file_bytes && size <= file_bytes - offset; };
+  if (inside(file_bytes_.load(std::memory_order_relaxed))) return Status::Ok();
+  // Another writer may have grown the file since we last looked.
+  mdb_filehandle_t fd = -1;
+  struct stat st {};
+  if (mdb_env_get_fd(env_, &fd) == 0 && ::fstat(fd, &st) == 0) {
+    file_bytes_.store(static_cast<uint64_t>(st.st_size), std::memory_order_relaxed);
+    if (inside(static_cast<uint64_t>(st.st_size))) return Status::Ok();
+  }
+  return Corrupt(DamageMessage(path_, "a record reaches past the end of the file"));
+}
+
 Result<std::unique_ptr<LmdbTxn>> LmdbEnv::Begin(bool write) {
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, write ? 0 : MDB_RDONLY, &txn);
@@ -209,6 +264,7 @@ Result<std::optional<std::string_view>> LmdbTxn::Get(Dbi dbi, std::string_view k
   const int rc = mdb_get(txn_, dbi, &k, &v);
   if (rc == MDB_NOTFOUND) return std::optional<std::string_view>();
   if (rc != 0) return Error(rc, "read failed");
+  CCT_RETURN_IF_ERROR(env_->CheckView(v.mv_data, v.mv_size));
   return std::optional<std::string_view>(std::string_view(static_cast<const char*>(v.mv_data), v.mv_size));
 }
 
@@ -234,6 +290,12 @@ Status LmdbTxn::ForEach(Dbi dbi, std::string_view from,
   MDB_val v;
   rc = mdb_cursor_get(cur, &k, &v, from.empty() ? MDB_FIRST : MDB_SET_RANGE);
   while (rc == 0) {
+    Status inside = env_->CheckView(k.mv_data, k.mv_size);
+    if (inside.ok()) inside = env_->CheckView(v.mv_data, v.mv_size);
+    if (!inside.ok()) {
+      mdb_cursor_close(cur);
+      return inside;
+    }
     if (!visit(std::string_view(static_cast<const char*>(k.mv_data), k.mv_size),
                std::string_view(static_cast<const char*>(v.mv_data), v.mv_size)))
       break;
@@ -251,6 +313,10 @@ Status LmdbTxn::DeletePrefix(Dbi dbi, std::string_view prefix) {
   MDB_val v;
   rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
   while (rc == 0) {
+    if (Status inside = env_->CheckView(k.mv_data, k.mv_size); !inside.ok()) {
+      mdb_cursor_close(cur);
+      return inside;
+    }
     const std::string_view key(static_cast<const char*>(k.mv_data), k.mv_size);
     if (key.substr(0, prefix.size()) != prefix) break;
     rc = mdb_cursor_del(cur, 0);

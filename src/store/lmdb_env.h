@@ -3,7 +3,9 @@
 // One environment per database file (MDB_NOSUBDIR), named sub-databases,
 // short transactions. Before LMDB maps a file we check its meta pages
 // ourselves: LMDB trusts them, and a truncated file would otherwise fault
-// (SIGBUS) on the first read past its end.
+// (SIGBUS) on the first read past its end. LMDB trusts its leaf nodes' key
+// and data sizes too, so every key and value it hands back is checked to
+// lie inside the file before a caller sees it (a damage status otherwise).
 //
 // Ownership: LmdbEnv owns the MDB_env; LmdbTxn owns one transaction and must
 // not outlive its env. Views returned by Get/ForEach point into the memory
@@ -12,8 +14,11 @@
 // transactions are not tied to threads).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +61,14 @@ class LmdbEnv {
  private:
   LmdbEnv(std::string path, Mode mode) : path_(std::move(path)), mode_(mode) {}
   cct::Status GrowMap();
+  // Whether [data, data + size), a key or value LMDB returned, lies inside
+  // the file when it points into LMDB's map: kCorrupt if it reaches past the
+  // end. Thread-safe.
+  cct::Status CheckView(const void* data, size_t size);
+  // The start of LMDB's map of the file, found from a pointer into it; null
+  // when `inside` is not in it (a page a write transaction dirtied lives in
+  // memory LMDB allocated) or the map cannot be found.
+  const char* LocateMap(const char* inside);
   friend class LmdbTxn;
   friend cct::Status WithWriteTxn(LmdbEnv& env, const std::function<cct::Status(LmdbTxn&)>& body);
 
@@ -63,6 +76,12 @@ class LmdbEnv {
   Mode mode_;
   MDB_env* env_ = nullptr;
   size_t map_size_ = 0;
+
+  std::mutex locate_mutex_;
+  int locate_tries_ = 0;  // guarded by locate_mutex_
+  std::atomic<const char*> map_base_{nullptr};
+  size_t map_length_ = 0;  // written before map_base_ is published
+  std::atomic<uint64_t> file_bytes_{0};  // the file's size when last looked at
 };
 
 class LmdbTxn {

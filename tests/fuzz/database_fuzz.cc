@@ -13,8 +13,15 @@
 // and a fault anywhere else (our decoders) is a finding. LMDB's own
 // assertions (mdb_assert, SIGABRT) are findings too: damaged databases must
 // never abort (issue 23).
+//
+// A damaged B-tree page can also make LMDB loop forever while a database is
+// opened (open-findings/, README.md). The tools bound opening with
+// store::OpenDeadline; here opening gets kOpenSeconds (a timer on its own
+// signal: libFuzzer's -timeout owns SIGALRM), then the input ends the same
+// way as a fault inside LMDB. A hang anywhere else stays a finding.
 #include <dirent.h>
 #include <dlfcn.h>
+#include <time.h>
 #include <sanitizer/lsan_interface.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -31,6 +38,10 @@ namespace {
 
 sigjmp_buf jump;
 volatile sig_atomic_t armed = 0;
+volatile sig_atomic_t opening = 0;
+constexpr int kOpenSeconds = 3;
+const int kOpenSignal = SIGRTMIN + 3;
+timer_t open_timer;
 const void* lmdb_base = nullptr;
 struct sigaction previous[2];
 
@@ -45,6 +56,20 @@ void OnFault(int sig, siginfo_t* info, void* context) {
   // Not LMDB's: let the sanitizer's or libFuzzer's handler report it.
   sigaction(sig, &previous[sig == SIGBUS ? 1 : 0], nullptr);
   (void)info;
+}
+
+void OnOpenDeadline(int) {
+  if (armed && opening) {
+    armed = 0;
+    opening = 0;
+    siglongjmp(jump, 1);
+  }
+}
+
+void ArmOpenDeadline(int seconds) {
+  itimerspec when{};
+  when.it_value.tv_sec = seconds;
+  timer_settime(open_timer, 0, &when, nullptr);
 }
 
 std::unique_ptr<store::Database>* current = nullptr;
@@ -67,7 +92,11 @@ void CloseFilesOf(const std::string& path) {
 }
 
 void ReadEverything(const std::string& path) {
+  opening = 1;
+  ArmOpenDeadline(kOpenSeconds);
   auto db = store::Database::Open(path, store::Database::Mode::kRead);
+  ArmOpenDeadline(0);
+  opening = 0;
   if (!db.ok()) {
     FUZZ_CHECK(!db.status().message().empty());
     return;
@@ -105,6 +134,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigaction(SIGSEGV, &sa, &previous[0]);
   sigaction(SIGBUS, &sa, &previous[1]);
+  struct sigaction deadline {};
+  deadline.sa_handler = OnOpenDeadline;
+  deadline.sa_flags = SA_NODEFER;
+  sigaction(kOpenSignal, &deadline, nullptr);
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = kOpenSignal;
+  if (timer_create(CLOCK_MONOTONIC, &ev, &open_timer) != 0) std::abort();
   return 0;
 }
 

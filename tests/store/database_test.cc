@@ -352,6 +352,82 @@ TEST_CASE("damaged and foreign database files: exit 2 with one clear line") {
   CHECK(err.find("no such database") != std::string::npos);
 }
 
+TEST_CASE("a record whose stored sizes reach past the end of the file: a damage status, not SIGBUS") {
+  // LMDB trusts a leaf node's key and data sizes: a damaged one hands back a
+  // view that runs off the end of the mapped file, and the first byte read
+  // past the end is SIGBUS in whoever decodes it (found by database_fuzz:
+  // a key size that put a run record's first byte past the end).
+  testutil::TempDir dir;
+  const std::string good = dir / "good.db";
+  {
+    auto db = Database::Open(good, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    RunMeta m = MakeMeta("r");
+    REQUIRE((*db)->CreateRun(m).ok());
+    REQUIRE(m.id == 1);
+  }
+  const std::string data = testutil::ReadFileOrDie(good);
+  // LMDB's leaf node (mdb.c, MDB_node): data size low and high 16 bits,
+  // flags, key size, then the key and the data. Run 1's key is 00 00 00 01
+  // (four bytes), its data a JSON object.
+  const std::string node_tail("\x04\x00\x00\x00\x00\x01{", 7);
+  const size_t at = data.find(node_tail);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(data.find(node_tail, at + 1) == std::string::npos);
+  const size_t node = at - 6;
+  REQUIRE(data[node + 4] == 0);  // flags: plain data, not on overflow pages
+  REQUIRE(data[node + 5] == 0);
+  REQUIRE(data.size() < 60000);  // so that the sizes below reach past it
+
+  struct Damage {
+    std::string name;
+    size_t field;    // offset in the node
+    uint32_t value;  // little-endian, 4 bytes for the data size, 2 for the key size
+    bool point_read;  // GetRun too (LMDB itself compares the key on a point read)
+  };
+  // 15 MiB of data: past the file, inside LMDB's 4 GiB map. A key of 65535
+  // bytes: the record's first byte is past the file.
+  for (const Damage& d : {Damage{"data size", 0, 15u << 20, true}, Damage{"key size", 6, 0xffff, false}}) {
+    CAPTURE(d.name);
+    std::string bytes = data;
+    for (size_t i = 0; i < (d.field == 0 ? 4u : 2u); ++i) bytes[node + d.field + i] = static_cast<char>(d.value >> (8 * i));
+    const std::string path = dir / "damaged.db";
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-lock");
+    testutil::WriteFileOrDie(path, bytes);
+
+    // In a child: a fault kills it, not the test.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto db = Database::Open(path, Database::Mode::kRead);
+      if (!db.ok()) ::_exit(10);
+      auto runs = (*db)->ListRuns();  // a cursor walk
+      if (runs.ok() || runs.status().code() != ErrorCode::kCorrupt ||
+          runs.status().message().find("past the end of the file") == std::string::npos)
+        ::_exit(11);
+      if (d.point_read) {
+        auto run = (*db)->GetRun(1);
+        if (run.ok() || run.status().message().find("past the end of the file") == std::string::npos) ::_exit(12);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK_FALSE(WIFSIGNALED(status));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+
+    // The tool: one line naming the damage (not the fault guard's generic one).
+    int rc = 0;
+    std::string err;
+    Query(path, {"runs"}, &rc, &err);
+    CHECK(rc == 2);
+    CHECK(testutil::LineCount(err) == 1);
+    CHECK_MESSAGE(err.find("past the end of the file") != std::string::npos, err);
+  }
+}
+
 TEST_CASE("several processes write runs into one database at once") {
   testutil::TempDir dir;
   const std::string db = dir / "shared.db";
