@@ -40,6 +40,12 @@ constexpr size_t kPageHeader = 16;
 constexpr size_t kMetaMagic = kPageHeader + 0;
 constexpr size_t kMetaVersion = kPageHeader + 4;
 constexpr size_t kMetaPageSize = kPageHeader + 24;  // mm_dbs[0].md_pad
+// Each MDB_db: pad, flags, depth, three page counts, entries, then the root
+// page (P_INVALID, all ones, for an empty table).
+constexpr size_t kMetaDbs = kPageHeader + 24;
+constexpr size_t kDbSize = 48;
+constexpr size_t kDbRoot = 40;
+constexpr uint64_t kNoPage = ~uint64_t{0};
 constexpr size_t kMetaLastPage = kPageHeader + 24 + 2 * 48;
 constexpr size_t kMetaTxnId = kMetaLastPage + 8;
 constexpr size_t kMetaEnd = kMetaTxnId + 8;
@@ -104,9 +110,19 @@ Status CheckFile(const std::string& path, bool allow_empty) {
   struct stat after {};
   const uint64_t final_size = ::fstat(fd, &after) == 0 ? static_cast<uint64_t>(after.st_size) : size;
   ::close(fd);
+  const unsigned char* meta = head;
   if (Load<uint32_t>(second + kMetaMagic) == kLmdbMagic && Load<uint64_t>(second + kMetaTxnId) > txnid) {
+    meta = second;
     last_page = Load<uint64_t>(second + kMetaLastPage);
     txnid = Load<uint64_t>(second + kMetaTxnId);
+  }
+  // The free-page and main tables' roots: LMDB asserts (aborts) on a root
+  // that is one of the two meta pages, and reads wherever any other points.
+  for (size_t db = 0; db < 2; ++db) {
+    const uint64_t root = Load<uint64_t>(meta + kMetaDbs + db * kDbSize + kDbRoot);
+    if (root != kNoPage && (root < 2 || root > last_page))
+      return Corrupt(path + " is damaged: its header names page " + std::to_string(root) + " as the root of a table (" +
+                     std::to_string(last_page + 1) + " pages)");
   }
   if (last_page > (uint64_t{1} << 40) || (last_page + 1) * psize > final_size)
     return Corrupt(path + " is damaged: the file is truncated (" + std::to_string(final_size) + " bytes, its header expects " +

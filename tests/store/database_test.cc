@@ -428,6 +428,38 @@ TEST_CASE("a record whose stored sizes reach past the end of the file: a damage 
   }
 }
 
+TEST_CASE("a header whose table root is a meta page: a damage status, not LMDB's abort") {
+  // LMDB asserts 'root > 1' (and aborts the process) when a table's root is
+  // one of its two header pages (found by database_fuzz).
+  testutil::TempDir dir;
+  const std::string path = dir / "t.db";
+  {
+    auto db = Database::Open(path, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    RunMeta m = MakeMeta("r");
+    REQUIRE((*db)->CreateRun(m).ok());
+  }
+  std::string bytes = testutil::ReadFileOrDie(path);
+  // LMDB's meta pages (mdb.c, MDB_meta) are pages 0 and 1 (4 KiB each here):
+  // a 16-byte page header, magic, version, address, map size, then the
+  // free-page and main tables' MDB_db records (48 bytes, the root page
+  // number at 40). The main table's root, in both.
+  REQUIRE(bytes.size() >= 3 * 4096);
+  for (size_t page : {size_t{0}, size_t{4096}}) {
+    const size_t root = page + 16 + 24 + 48 + 40;
+    uint64_t was = 0;
+    std::memcpy(&was, bytes.data() + root, 8);
+    REQUIRE(was >= 2);  // an intact file's root is a data page
+    const uint64_t meta_page = page == 0 ? 0 : 1;
+    std::memcpy(bytes.data() + root, &meta_page, 8);
+  }
+  testutil::WriteFileOrDie(path, bytes);
+  auto db = Database::Open(path, Database::Mode::kRead);  // before the fix: abort()
+  REQUIRE_FALSE(db.ok());
+  CHECK(db.status().code() == ErrorCode::kCorrupt);
+  CHECK_MESSAGE(db.status().message().find("root of a table") != std::string::npos, db.status().message());
+}
+
 TEST_CASE("several processes write runs into one database at once") {
   testutil::TempDir dir;
   const std::string db = dir / "shared.db";
