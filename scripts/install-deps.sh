@@ -25,6 +25,8 @@ test_packages=(
   golang-go chromium texlive-latex-base texlive-latex-recommended
   # the sanitizer build and the libFuzzer targets (scripts/test-sanitizers.sh)
   clang libclang-rt-14-dev
+  # the Python-frame tests build a CPython extension (tests/collector/programs/py_ext.cc)
+  python3-dev
 )
 [ "$with_tests" = 1 ] && packages+=("${test_packages[@]}")
 missing=()

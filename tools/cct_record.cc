@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
        "thread at that moment (PyTorch's backward pass runs on its autograd thread); off")
       ("iteration", po::value<std::string>(), "NVTX range name pattern (RE2 regular expression) whose instances "
                                               "are iterations (cct-query iterations, RUN@iter=K)")
+      ("python", po::value<std::string>()->default_value("auto"),
+       "auto: when the program is CPython 3.10 to 3.13, its Python functions, files and lines take the "
+       "place of the interpreter's eval-loop frames; off: native frames only")
       ("gpu", po::value<std::string>()->default_value("auto"),
        "auto: trace GPU work (CUPTI) when a driver and a GPU are present; on: required (exit 125 when "
        "tracing cannot start); off: never touch CUDA")
@@ -172,6 +175,10 @@ int main(int argc, char** argv) {
   if (inherit != "main" && inherit != "off")
     cli::Fail(kTool, "--nvtx-inherit must be main or off, not '" + inherit + "'", kExitOwnError);
   config.nvtx_inherit_main = inherit == "main";
+  const std::string python = vm["python"].as<std::string>();
+  if (python != "auto" && python != "off")
+    cli::Fail(kTool, "--python must be auto or off, not '" + python + "'", kExitOwnError);
+  config.python = python == "off" ? collector::PythonMode::kOff : collector::PythonMode::kAuto;
   if (vm.count("iteration")) {
     config.iteration_regex = vm["iteration"].as<std::string>();
     if (auto pattern = cct::Pattern::Compile(config.iteration_regex, "--iteration pattern"); !pattern.ok())

@@ -24,6 +24,7 @@
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
 #include "collector/nvtx/nvtx_ranges.h"
+#include "collector/python/python_frames.h"
 #include "store/run_file.h"
 
 namespace collector::internal {
@@ -47,6 +48,7 @@ const SymbolFrames& Named(uint64_t lk, const std::string& function, const std::s
 // file; any other address is in a module still loaded and goes to the live
 // symbolizer (whose results stay cached across checkpoints).
 const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
+  if (IsPythonKey(key)) return python::PythonSymbolFrames(key);
   const uint32_t epoch = static_cast<uint32_t>(key >> kEpochShift);
   const uintptr_t address = KeyAddress(key);
   const uint64_t lk = LookupKey(key, return_address);

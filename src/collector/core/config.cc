@@ -98,6 +98,11 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
     else if (s == "prefix") c.nvtx_placement = NvtxPlacement::kPrefix;
     else return cct::BadInput("CCT_RECORD_NVTX_MODE must be interleaved or prefix, not '" + s + "'");
   }
+  if (const char* v = env("CCT_RECORD_PYTHON")) {
+    const std::string s = v;
+    if (s != "auto" && s != "off") return cct::BadInput("CCT_RECORD_PYTHON must be auto or off, not '" + s + "'");
+    c.python = s == "off" ? PythonMode::kOff : PythonMode::kAuto;
+  }
   if (const char* v = env("CCT_RECORD_NVTX_INHERIT")) {
     const std::string s = v;
     if (s != "main" && s != "off") return cct::BadInput("CCT_RECORD_NVTX_INHERIT must be main or off, not '" + s + "'");
@@ -162,6 +167,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   e["CCT_RECORD_MAX_DEPTH"] = std::to_string(c.max_depth);
   e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
   if (c.nvtx_inherit_main) e["CCT_RECORD_NVTX_INHERIT"] = "main";
+  e["CCT_RECORD_PYTHON"] = c.python == PythonMode::kOff ? "off" : "auto";
   e["CCT_RECORD_GPU"] = c.gpu == GpuTracing::kOn ? "on" : c.gpu == GpuTracing::kOff ? "off" : "auto";
   if (c.gpu_pc_sampling) {
     e["CCT_RECORD_GPU_PC_SAMPLING"] = "1";

@@ -21,6 +21,10 @@ enum class SampleClock { kCpu, kWall };
 // (interleaved), or all first, then the CPU stack (prefix; for interpreters).
 enum class NvtxPlacement { kInterleaved, kPrefix };
 
+// Python frames (python/python_frames.h): auto (read them when the program
+// is a CPython whose layout we know), off (native frames only).
+enum class PythonMode { kAuto, kOff };
+
 // GPU tracing: auto (when a driver and a GPU are present), on (required:
 // cct-record fails with 125 when it cannot start), off (CUDA untouched).
 enum class GpuTracing { kAuto, kOn, kOff };
@@ -61,6 +65,7 @@ struct CollectorConfig {
   // under whatever the main thread had open.
   bool nvtx_inherit_main = false;
   GpuTracing gpu = GpuTracing::kAuto;  // CCT_RECORD_GPU: auto | on | off
+  PythonMode python = PythonMode::kAuto;  // CCT_RECORD_PYTHON: auto | off
   static constexpr uint32_t kMinPcPeriod = 5, kMaxPcPeriod = 31, kDefaultPcPeriod = 15;  // CUPTI's range
   bool gpu_pc_sampling = false;        // CCT_RECORD_GPU_PC_SAMPLING: 1 = PC sampling (gins)
   // CCT_RECORD_GPU_PC_PERIOD: one PC sample every 2^N cycles per SM

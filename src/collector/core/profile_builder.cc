@@ -173,6 +173,15 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
       node = GpuKernelNode(tree_, node, name);
     } else if (IsGpuKey(key)) {
       node = GpuPlaceholderNode(tree_, node, static_cast<cct::GpuOpKind>(key & 0xff));
+    } else if (IsPythonLineKey(key)) {
+      // The statement the innermost Python frame is at: a line node, like
+      // a native leaf's, with whatever native frames ran it below.
+      const SymbolFrames& py = lookup(key, true);
+      if (!py.empty() && py.back().line != 0) {
+        const SymbolFrame& f = py.back();
+        node = tree_.InternChild(
+            node, tree_.InternFrame(cct::FrameKind::kLine, cct::LineName(f.file, f.line), f.module, f.file, f.line));
+      }
     } else {
       // A frame that returns to its caller is looked up at its call
       // instruction; the leaf, at the sampled instruction. In the range trie

@@ -127,6 +127,17 @@ struct ThreadState {
   int unwind_capacity = 0;
   uintptr_t* unwind = nullptr;
   uint64_t* keys = nullptr;
+  // Python frames (python/python_frames.h), in the same mapping as `keys`:
+  // a sample's Python frame keys and group ends (max_depth each), and its
+  // path with them spliced in (spliced_capacity keys). py_tstate: this
+  // thread's PyThreadState once found (1: none, looked again after
+  // py_retry samples). Only the thread's own handler touches them.
+  uint64_t* py_keys = nullptr;
+  int32_t* py_groups = nullptr;
+  uint64_t* spliced = nullptr;
+  int spliced_capacity = 0;
+  uintptr_t py_tstate = 0;
+  uint32_t py_retry = 0;
   // The loader generation (Runtime::loader_generation) at which this thread
   // last prepared its libunwind state on itself (PrepareUnwindThread); the
   // handler takes libunwind's fast path only while it is current. -1: never

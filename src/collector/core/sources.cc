@@ -9,6 +9,7 @@ extern const Source kCpuSamplerSource;  // cpu/sampler.cc
 extern const Source kThreadTimeSource;  // cpu/thread_time.cc
 extern const Source kNvtxSource;        // nvtx/nvtx_ranges.cc
 extern const Source kGpuSource;         // gpu/launch_capture.cc
+extern const Source kPythonSource;      // python/python_frames.cc
 
 namespace {
 constexpr const Source* kSources[] = {
@@ -16,6 +17,7 @@ constexpr const Source* kSources[] = {
     &kThreadTimeSource,  // after the sampler: its thread_exiting disarms the timer first
     &kNvtxSource,
     &kGpuSource,
+    &kPythonSource,
 };
 }  // namespace
 

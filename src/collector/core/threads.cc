@@ -41,7 +41,13 @@ ThreadState* AddThread(pid_t tid) {
   t->max_depth = rt->config.max_depth;
   t->unwind_capacity = t->max_depth + kWalkSlack + kUnwindSlack;
   const size_t unwind_bytes = sizeof(uintptr_t) * static_cast<size_t>(t->unwind_capacity);
-  const size_t keys_bytes = sizeof(uint64_t) * static_cast<size_t>(t->max_depth + kMaxRanges + 3);
+  // keys, then the Python frames' buffers (python_frames.h): frame keys,
+  // group ends, and the spliced path (each eval-loop frame may become many
+  // Python frames, plus one line key).
+  const size_t key_count = static_cast<size_t>(t->max_depth + kMaxRanges + 3);
+  const size_t depth = static_cast<size_t>(t->max_depth);
+  const size_t spliced_count = key_count + depth + 1;
+  const size_t keys_bytes = sizeof(uint64_t) * (key_count + depth + spliced_count) + sizeof(int32_t) * depth;
   void* u = mmap(nullptr, unwind_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   void* k = mmap(nullptr, keys_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (u == MAP_FAILED || k == MAP_FAILED) {
@@ -53,6 +59,10 @@ ThreadState* AddThread(pid_t tid) {
   }
   t->unwind = static_cast<uintptr_t*>(u);
   t->keys = static_cast<uint64_t*>(k);
+  t->py_keys = t->keys + key_count;
+  t->spliced = t->py_keys + depth;
+  t->spliced_capacity = static_cast<int>(spliced_count);
+  t->py_groups = reinterpret_cast<int32_t*>(t->spliced + spliced_count);
   t->tid = tid;
   t->index = static_cast<uint32_t>(slot);
   // The thread's clock now: its first sample measures from registration.

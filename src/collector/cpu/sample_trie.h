@@ -45,9 +45,26 @@ inline constexpr uint64_t kGpuKeyBit = uint64_t{1} << 61;
 inline uint64_t MakeRangeKey(uint32_t name_id, bool mark = false) {
   return kRangeKeyBit | (mark ? kMarkKeyBit : 0) | name_id;
 }
-inline bool IsRangeKey(uint64_t key) { return (key & (kRangeKeyBit | kGpuKeyBit)) == kRangeKeyBit; }
+// A Python frame (python/python_frames.h): its code object's address (8-byte
+// aligned, 47 bits) and the instruction's index in code units (15 bits,
+// clamped); with kPythonLineBit, the line node of a sample's innermost
+// Python frame.
+inline constexpr uint64_t kPythonKeyBit = uint64_t{1} << 60;
+inline constexpr uint64_t kPythonLineBit = uint64_t{1} << 15;
+inline constexpr uint32_t kPythonMaxIndex = 0x7fff;
+inline uint64_t MakePythonKey(uintptr_t code, uint32_t index) {
+  return kRangeKeyBit | kPythonKeyBit | (((uint64_t{code} >> 3) & ((uint64_t{1} << 44) - 1)) << 16) |
+         (index < kPythonMaxIndex ? index : kPythonMaxIndex);
+}
+inline bool IsPythonKey(uint64_t key) {
+  return (key & (kRangeKeyBit | kGpuKeyBit | kPythonKeyBit)) == (kRangeKeyBit | kPythonKeyBit);
+}
+inline bool IsPythonLineKey(uint64_t key) { return IsPythonKey(key) && (key & kPythonLineBit) != 0; }
+inline uintptr_t PythonKeyCode(uint64_t key) { return static_cast<uintptr_t>(((key >> 16) & ((uint64_t{1} << 44) - 1)) << 3); }
+inline uint32_t PythonKeyIndex(uint64_t key) { return static_cast<uint32_t>(key & kPythonMaxIndex); }
+inline bool IsRangeKey(uint64_t key) { return (key & (kRangeKeyBit | kGpuKeyBit | kPythonKeyBit)) == kRangeKeyBit; }
 inline bool IsMarkKey(uint64_t key) {
-  return (key & (kRangeKeyBit | kMarkKeyBit | kGpuKeyBit)) == (kRangeKeyBit | kMarkKeyBit);
+  return (key & (kRangeKeyBit | kMarkKeyBit | kGpuKeyBit | kPythonKeyBit)) == (kRangeKeyBit | kMarkKeyBit);
 }
 inline uint32_t RangeNameId(uint64_t key) { return static_cast<uint32_t>(key); }
 // A GPU operation placeholder (`op` is a cct::GpuOpKind) and, below it, a

@@ -28,6 +28,7 @@
 
 #include "collector/core/runtime.h"
 #include "collector/core/source.h"
+#include "collector/python/python_frames.h"
 
 namespace collector {
 namespace internal {
@@ -147,7 +148,18 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
   int k = PathKeys(t, frames, depth, partial, t->range_count.load(std::memory_order_relaxed),
                    rt->epoch.load(std::memory_order_relaxed), t->keys);
   if (deep) t->keys[k++] = kTruncatedKey;
-  if (!t->trie.AddSample(t->keys, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t* path = t->keys;
+  if (python::Process().enabled) {
+    const python::PythonStack py = python::WalkPythonFrames(t, t->py_keys, t->py_groups, t->max_depth);
+    if (py.count > 0) {
+      bool mismatched = false;
+      k = python::SplicePython(t->keys, k, t->py_keys, t->py_groups, py, python::Process().code, t->spliced,
+                               t->spliced_capacity, &mismatched);
+      path = t->spliced;
+      python::CountSplice(mismatched);
+    }
+  }
+  if (!t->trie.AddSample(path, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
   // A sample that cost c (an unwind that steps, on a thread off the fast
   // path; a deep stack) holds off the next ones for kThrottleFactor * c
   // after it. The handler's share of the thread's time stays near

@@ -1,0 +1,503 @@
+#include "collector/python/python_frames.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/core/runtime_state.h"
+#include "collector/core/source.h"
+
+namespace collector::python {
+namespace {
+
+constinit PythonProcess g_process{};
+
+// Samples with Python frames, walks ended by an unreadable frame, samples
+// whose groups and eval-loop frames did not all match (run diagnostics).
+std::atomic<uint64_t> g_spliced{0}, g_bad_reads{0}, g_mismatched{0};
+
+// A thread state pointer meaning "looked, this thread has none": the walk
+// looks again every kRetrySamples samples (a thread may start running
+// Python later, through PyGILState_Ensure).
+constexpr uintptr_t kNoTState = 1;
+constexpr uint32_t kRetrySamples = 64;
+constexpr int kMaxInterpreters = 64;
+constexpr int kMaxThreadStates = 4096;
+constexpr uint32_t kMaxFrameBytes = 128;
+constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
+
+// Reads `n` bytes at `address` of our own memory without faulting.
+// SIGNAL-HANDLER CODE.
+bool SafeRead(uintptr_t address, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{reinterpret_cast<void*>(address), n};
+  return syscall(SYS_process_vm_readv, g_process.pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+// Several 8-byte words in one system call. SIGNAL-HANDLER CODE.
+bool SafeReadWords(const uintptr_t* addresses, uint64_t* out, int n) {
+  iovec local[4], remote[4];
+  for (int i = 0; i < n; ++i) {
+    local[i] = iovec{&out[i], 8};
+    remote[i] = iovec{reinterpret_cast<void*>(addresses[i]), 8};
+  }
+  return syscall(SYS_process_vm_readv, g_process.pid, local, n, remote, n, 0) == static_cast<ssize_t>(8 * n);
+}
+
+template <class T>
+T At(const unsigned char* block, uint32_t offset) {
+  T v;
+  std::memcpy(&v, block + offset, sizeof v);
+  return v;
+}
+
+// The calling thread's PyThreadState: the interpreters' thread lists,
+// matched on thread_id (pthread_self, which CPython stores). 0: none.
+// SIGNAL-HANDLER CODE.
+uintptr_t FindThreadState(const PyLayout& l, uint64_t self) {
+  uint64_t interp = 0;
+  if (!SafeRead(g_process.runtime + l.runtime_interpreters_head, &interp, 8)) return 0;
+  for (int i = 0; interp != 0 && i < kMaxInterpreters; ++i) {
+    uint64_t ts = 0;
+    if (!SafeRead(interp + l.interp_threads_head, &ts, 8)) return 0;
+    for (int j = 0; ts != 0 && j < kMaxThreadStates; ++j) {
+      const uintptr_t at[2] = {static_cast<uintptr_t>(ts) + l.tstate_thread_id, static_cast<uintptr_t>(ts) + l.tstate_next};
+      uint64_t v[2];
+      if (!SafeReadWords(at, v, 2)) return 0;
+      if (v[0] == self) return static_cast<uintptr_t>(ts);
+      ts = v[1];
+    }
+    if (!SafeRead(interp + l.interp_next, &interp, 8)) return 0;
+  }
+  return 0;
+}
+
+uint32_t InstructionIndex(const PyLayout& l, const unsigned char* frame, uintptr_t code) {
+  if (l.instr == InstrKind::kLastiIndex) {
+    const int32_t lasti = At<int32_t>(frame, l.frame_instr);
+    return lasti > 0 ? static_cast<uint32_t>(lasti) : 0;
+  }
+  const uintptr_t instr = At<uintptr_t>(frame, l.frame_instr);
+  const uintptr_t first = code + l.code_instructions;
+  if (instr < first) return 0;  // before the first instruction (prev_instr at a frame's start)
+  const uintptr_t units = (instr - first) / 2;
+  return units < kPythonMaxIndex ? static_cast<uint32_t>(units) : kPythonMaxIndex;
+}
+
+}  // namespace
+
+const PythonProcess& Process() { return g_process; }
+
+void CountSplice(bool mismatched) {
+  g_spliced.fetch_add(1, std::memory_order_relaxed);
+  if (mismatched) g_mismatched.fetch_add(1, std::memory_order_relaxed);
+}
+
+PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* group_end, int max) {
+  PythonStack s;
+  const PythonProcess& p = g_process;
+  if (!p.enabled || max <= 0) return s;
+  const PyLayout& l = p.layout;
+  const uint64_t self = static_cast<uint64_t>(pthread_self());
+  uintptr_t ts = t->py_tstate;
+  if (ts == kNoTState) {
+    if (++t->py_retry < kRetrySamples) return s;
+    ts = 0;
+  }
+  t->py_retry = 0;
+  // The thread state's frame root and data-stack chunk, checked against
+  // the thread (a cached state may have been freed and reused).
+  uint64_t f[3] = {};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (ts == 0 && (ts = FindThreadState(l, self)) == 0) break;
+    const int n = l.tstate_datastack_chunk >= 0 ? 3 : 2;
+    const uintptr_t at[3] = {ts + l.tstate_thread_id, ts + l.tstate_frame,
+                             ts + static_cast<uint32_t>(l.tstate_datastack_chunk >= 0 ? l.tstate_datastack_chunk : 0)};
+    if (SafeReadWords(at, f, n) && f[0] == self) break;
+    ts = 0;
+  }
+  t->py_tstate = ts != 0 ? ts : kNoTState;
+  if (ts == 0) return s;
+  uintptr_t frame = static_cast<uintptr_t>(f[1]);
+  // The current frame (through the C frame before 3.13) and the chunk the
+  // newest frames live in, in one read.
+  uintptr_t chunk_lo = 0, chunk_hi = 0;
+  {
+    uintptr_t at[3];
+    uint64_t v[3] = {};
+    int n = 0;
+    const bool via_cframe = l.cframe_current_frame >= 0 && frame != 0;
+    if (via_cframe) at[n++] = frame + static_cast<uint32_t>(l.cframe_current_frame);
+    const bool chunk = l.tstate_datastack_chunk >= 0 && f[2] != 0;
+    if (chunk) at[n++] = static_cast<uintptr_t>(f[2]) + 8;  // _PyStackChunk.size
+    if (n > 0 && !SafeReadWords(at, v, n)) {
+      g_bad_reads.fetch_add(1, std::memory_order_relaxed);
+      return s;
+    }
+    if (via_cframe) frame = static_cast<uintptr_t>(v[0]);
+    if (chunk) {
+      const uint64_t size = v[n - 1];
+      if (size > 0 && size <= kMaxChunkBytes) {
+        chunk_lo = static_cast<uintptr_t>(f[2]);
+        chunk_hi = chunk_lo + size;
+      }
+    }
+  }
+  const uint32_t bytes = l.frame_bytes <= kMaxFrameBytes ? l.frame_bytes : kMaxFrameBytes;
+  unsigned char block[kMaxFrameBytes];
+  int n = 0;
+  int start = 0;  // first frame of the current group
+  while (frame != 0 && n < max) {
+    if ((frame & 7) != 0) {
+      g_bad_reads.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    if (frame >= chunk_lo && frame + bytes <= chunk_hi) {
+      std::memcpy(block, reinterpret_cast<const void*>(frame), bytes);
+    } else if (!SafeRead(frame, block, bytes)) {
+      g_bad_reads.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+    const uintptr_t previous = At<uintptr_t>(block, l.frame_previous);
+    if (l.entry == EntryKind::kShimFrame && At<uint8_t>(block, static_cast<uint32_t>(l.frame_owner)) == l.owner_cstack) {
+      if (n > start) group_end[s.groups++] = n;
+      start = n;
+      frame = previous;
+      continue;
+    }
+    const uintptr_t code = At<uintptr_t>(block, l.frame_code);
+    keys[n++] = MakePythonKey(code, InstructionIndex(l, block, code));
+    if (l.entry == EntryKind::kOnePerFrame ||
+        (l.entry == EntryKind::kIsEntryFlag && At<uint8_t>(block, static_cast<uint32_t>(l.frame_is_entry)) != 0)) {
+      group_end[s.groups++] = n;
+      start = n;
+    }
+    frame = previous;
+  }
+  if (n > start) group_end[s.groups++] = n;
+  s.count = n;
+  s.complete = frame == 0;
+  return s;
+}
+
+namespace {
+
+// A str object's text (compact strings; every string CPython makes for
+// code objects is one), at most kMaxText bytes of UTF-8.
+constexpr size_t kMaxText = 4096;
+bool ReadText(const PyLayout& l, uintptr_t object, std::string* out) {
+  if (object == 0 || (object & 7) != 0) return false;
+  // The ASCII header only: a short string can end right after it, at the
+  // end of a mapping.
+  unsigned char head[80];
+  if (l.ascii_size > sizeof head || !SafeRead(object, head, l.ascii_size)) return false;
+  const int64_t length = At<int64_t>(head, l.unicode_length);
+  const uint32_t state = At<uint32_t>(head, l.unicode_state);
+  if (length < 0 || length > static_cast<int64_t>(kMaxText)) return false;
+  const bool compact = (state >> l.state_compact_bit) & 1;
+  const bool ascii = (state >> l.state_ascii_bit) & 1;
+  const unsigned kind = (state >> l.state_kind_shift) & 7;
+  if (!compact || (kind != 1 && kind != 2 && kind != 4)) return false;
+  const uintptr_t data = object + (ascii ? l.ascii_size : l.compact_size);
+  std::vector<unsigned char> raw(static_cast<size_t>(length) * kind);
+  if (!raw.empty() && !SafeRead(data, raw.data(), raw.size())) return false;
+  out->clear();
+  for (int64_t i = 0; i < length; ++i) {
+    uint32_t c = 0;
+    std::memcpy(&c, raw.data() + i * kind, kind);
+    if (c < 0x80) {
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out->push_back(static_cast<char>(0xc0 | (c >> 6)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    } else if (c < 0x10000) {
+      out->push_back(static_cast<char>(0xe0 | (c >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    } else if (c < 0x110000) {
+      out->push_back(static_cast<char>(0xf0 | (c >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+constexpr size_t kMaxLineTable = size_t{1} << 20;
+
+}  // namespace
+
+PythonFrameInfo ResolvePythonKey(uint64_t key) {
+  PythonFrameInfo info;
+  const PythonProcess& p = g_process;
+  if (!p.enabled) return info;
+  const PyLayout& l = p.layout;
+  const uintptr_t code = PythonKeyCode(key);
+  uint64_t type = 0;
+  if (!SafeRead(code + l.ob_type, &type, 8) || type != p.code_type) return info;
+  uint64_t filename = 0, name = 0, linetable = 0;
+  int32_t first_line = 0;
+  const uintptr_t name_at = code + (l.code_qualname >= 0 ? static_cast<uint32_t>(l.code_qualname) : l.code_name);
+  const uintptr_t at[3] = {code + l.code_filename, name_at, code + l.code_linetable};
+  uint64_t v[3];
+  if (!SafeReadWords(at, v, 3) || !SafeRead(code + l.code_firstlineno, &first_line, 4)) return info;
+  filename = v[0];
+  name = v[1];
+  linetable = v[2];
+  if (!ReadText(l, name, &info.function)) return info;
+  if (!ReadText(l, filename, &info.file)) info.file.clear();
+  info.first_line = first_line > 0 ? static_cast<uint32_t>(first_line) : 0;
+  int64_t table_size = 0;
+  if (linetable != 0 && SafeRead(linetable + l.bytes_size, &table_size, 8) && table_size > 0 &&
+      static_cast<size_t>(table_size) <= kMaxLineTable) {
+    std::vector<unsigned char> table(static_cast<size_t>(table_size));
+    if (SafeRead(linetable + l.bytes_data, table.data(), table.size()))
+      info.line = LineOfInstruction(l.minor, table, first_line, PythonKeyIndex(key));
+  }
+  if (info.line == 0) info.line = info.first_line;
+  int32_t first_traceable = 0;
+  if (l.code_first_traceable >= 0 &&
+      SafeRead(code + static_cast<uint32_t>(l.code_first_traceable), &first_traceable, 4) && first_traceable > 0)
+    info.hidden = PythonKeyIndex(key) < static_cast<uint32_t>(first_traceable);
+  info.ok = true;
+  return info;
+}
+
+namespace {
+// Names by frame key, and per thread slot the trie nodes already looked at
+// by ResolveNewPythonKeys; under `mutex`. Made on first use: the collector
+// starts before this file's dynamic initializers would run. Entries are
+// never erased, so references handed out stay valid.
+struct Names {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, SymbolFrames> by_key;
+  std::vector<size_t> scanned;
+};
+Names* g_names = nullptr;
+Names& names() {
+  static Names* first = g_names = new Names;  // never destroyed: the final write runs in exit handlers
+  (void)first;
+  return *g_names;
+}
+
+const SymbolFrames& NameLocked(Names& n, uint64_t key) {
+  const uint64_t frame_key = key & ~kPythonLineBit;
+  auto it = n.by_key.find(frame_key);
+  if (it != n.by_key.end()) return it->second;
+  SymbolFrames frames;
+  const PythonFrameInfo info = ResolvePythonKey(frame_key);
+  if (!info.ok) {
+    char name[64];
+    std::snprintf(name, sizeof name, "<python code 0x%lx>", static_cast<unsigned long>(PythonKeyCode(frame_key)));
+    SymbolFrame f;
+    f.function = name;
+    frames.push_back(std::move(f));
+  } else if (!info.hidden) {
+    SymbolFrame f;
+    f.function = info.function;
+    f.module = info.file;
+    f.file = info.file;
+    f.line = info.line;
+    f.decl_file = info.file;
+    f.decl_line = info.first_line;
+    frames.push_back(std::move(f));
+  }
+  return n.by_key.emplace(frame_key, std::move(frames)).first->second;
+}
+
+// The resolver thread: names new Python keys every kResolveIntervalMs,
+// whatever the checkpoint thread is doing (a checkpoint that symbolizes a
+// large library can take longer than a script's last function runs).
+void* ResolverMain(void*) {
+  for (;;) {
+    ::usleep(kResolveIntervalMs * 1000);
+    ResolveNewPythonKeys();
+  }
+  return nullptr;
+}
+
+void StartResolver() {
+  // Like the checkpoint thread: libc's own pthread_create (not registered,
+  // not sampled), taking no signals.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  auto real_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  pthread_t thread;
+  if (real_create != nullptr && real_create(&thread, nullptr, ResolverMain, nullptr) == 0) pthread_detach(thread);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// A fork child: the parent's names and trie positions are not its own (its
+// tries restart empty), and the mutex may have been held by a parent
+// thread that does not exist here. The old set is left, not freed.
+void ForgetPythonNames() {
+  names();
+  g_names = new Names;
+}
+}  // namespace
+
+const SymbolFrames& PythonSymbolFrames(uint64_t key) {
+  Names& n = names();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  return NameLocked(n, key);
+}
+
+void ResolveNewPythonKeys() {
+  if (!g_process.enabled) return;
+  Names& n = names();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  const size_t threads = internal::rt->thread_count.load(std::memory_order_acquire);
+  if (n.scanned.size() < threads) n.scanned.resize(threads, 1);
+  for (size_t slot = 0; slot < threads; ++slot) {
+    const internal::ThreadState* t = internal::rt->threads[slot].load(std::memory_order_acquire);
+    if (t == nullptr) continue;
+    const size_t size = t->trie.size();
+    for (size_t i = n.scanned[slot]; i < size; ++i) {
+      const uint64_t key = t->trie.key(static_cast<SampleTrie::NodeIndex>(i));
+      if (IsPythonKey(key)) NameLocked(n, key);
+    }
+    if (size > n.scanned[slot]) n.scanned[slot] = size;
+  }
+}
+
+namespace {
+
+using internal::rt;
+
+// Which CPython this is, from Py_Version (3.11+) or Py_GetVersion's text.
+bool ReadVersion(int* major, int* minor, std::string* text) {
+  if (const auto* hex = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"))) {
+    *major = static_cast<int>((*hex >> 24) & 0xff);
+    *minor = static_cast<int>((*hex >> 16) & 0xff);
+    *text = std::to_string(*major) + "." + std::to_string(*minor) + "." + std::to_string((*hex >> 8) & 0xff);
+    return true;
+  }
+  using GetVersion = const char* (*)();
+  auto get = reinterpret_cast<GetVersion>(dlsym(RTLD_DEFAULT, "Py_GetVersion"));
+  if (get == nullptr) return false;
+  const char* v = get();
+  int micro = 0;
+  if (v == nullptr || std::sscanf(v, "%d.%d.%d", major, minor, &micro) < 2) return false;
+  *text = std::to_string(*major) + "." + std::to_string(*minor) + "." + std::to_string(micro);
+  return true;
+}
+
+// The executable PT_LOAD segment that holds `address`.
+void ExecutableSegment(uintptr_t address, uintptr_t* lo, uintptr_t* hi) {
+  struct Find {
+    uintptr_t address, lo = 0, hi = 0;
+  } find{address};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* f = static_cast<Find*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (f->address >= lo && f->address < hi) {
+            f->lo = lo;
+            f->hi = hi;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &find);
+  *lo = find.lo;
+  *hi = find.hi;
+}
+
+bool Attach() {
+  if (rt->config.python == PythonMode::kOff) return true;
+  void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+  void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  void* code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  if (runtime == nullptr || eval == nullptr || code_type == nullptr) return true;  // not CPython
+  int major = 0, minor = 0;
+  std::string version;
+  if (!ReadVersion(&major, &minor, &version)) return true;
+  std::optional<PyLayout> layout;
+  if (major == 3 && minor >= 13) {
+    layout = LayoutFromDebugOffsets(std::span(static_cast<const unsigned char*>(runtime), 4096), minor);
+    if (!layout) layout = LayoutFor(minor);
+  } else if (major == 3) {
+    layout = LayoutFor(minor);
+  }
+  if (!layout) {
+    internal::Warn("Python " + version + " is not one whose frames cctdb can read (3.10 to 3.13): its stacks show the interpreter's native frames only");
+    return true;
+  }
+  Dl_info info{};
+  void* entry = nullptr;
+  const auto* sym = static_cast<const ElfW(Sym)*>(nullptr);
+  if (dladdr1(eval, &info, &entry, RTLD_DL_SYMENT) != 0) sym = static_cast<const ElfW(Sym)*>(entry);
+  if (sym == nullptr || sym->st_size == 0) {
+    internal::Warn("Python " + version + ": the size of _PyEval_EvalFrameDefault is unknown; its stacks show native frames only");
+    return true;
+  }
+  g_process.layout = *layout;
+  g_process.runtime = reinterpret_cast<uintptr_t>(runtime);
+  g_process.code_type = reinterpret_cast<uintptr_t>(code_type);
+  g_process.code.eval_lo = reinterpret_cast<uintptr_t>(eval);
+  g_process.code.eval_hi = g_process.code.eval_lo + sym->st_size;
+  ExecutableSegment(g_process.code.eval_lo, &g_process.code.text_lo, &g_process.code.text_hi);
+  g_process.pid = static_cast<int>(getpid());
+  std::snprintf(g_process.version, sizeof g_process.version, "%s", version.c_str());
+  // A process that may not read its own memory this way (a seccomp filter)
+  // would lose every Python frame silently: check once.
+  uint64_t probe = 0;
+  if (!SafeRead(g_process.runtime, &probe, 8)) {
+    internal::Warn("Python " + version + ": process_vm_readv is not permitted here; stacks show the interpreter's native frames only");
+    return true;
+  }
+  g_process.enabled = true;
+  StartResolver();
+  return true;
+}
+
+void ForkChild() {
+  g_process.pid = static_cast<int>(getpid());
+  ForgetPythonNames();
+  if (g_process.enabled) StartResolver();
+  g_spliced.store(0);
+  g_bad_reads.store(0);
+  g_mismatched.store(0);
+}
+
+void AddToRun(internal::RunContext& run) {
+  if (!g_process.enabled) return;
+  run.meta.diagnostics["python_minor"] = g_process.layout.minor;
+  run.meta.diagnostics["python_samples"] = static_cast<int64_t>(g_spliced.load());
+  run.meta.diagnostics["python_bad_reads"] = static_cast<int64_t>(g_bad_reads.load());
+  run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());
+}
+
+}  // namespace
+}  // namespace collector::python
+
+namespace collector::internal {
+extern const Source kPythonSource = {
+    .name = "python",
+    .attach = python::Attach,
+    .add_to_run = python::AddToRun,
+    .fork_child = python::ForkChild,
+};
+}  // namespace collector::internal

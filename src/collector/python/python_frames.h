@@ -1,0 +1,126 @@
+// Python frames in sampled stacks: the Python source (kPythonSource).
+//
+// When the profiled program is CPython (3.10 to 3.13), each sample's native
+// stack has _PyEval_EvalFrameDefault frames where Python code runs. The
+// sampling handler reads the sampled thread's own Python frame chain
+// (PyThreadState → current frame → previous …) and SplicePython puts the
+// Python frames in place of the eval-loop frames that run them, the way
+// py-spy's --native merges them: one C-level eval call runs one Python
+// frame in 3.10 and a run of them since 3.11 (delimited by is_entry or by
+// a shim frame, cpython_layout.h). The innermost Python frame also gets a
+// line key, so a Python statement is a line node like a native one.
+//
+// Reading another object's memory from a signal handler: the thread reads
+// its own chain while it is stopped in the handler, so the chain is
+// consistent but for the instructions that link or unlink a frame. A frame
+// is read directly only when it lies in a data-stack chunk the thread
+// state currently lists (mapped for as long as it is listed); anything else
+// — the thread state, a generator's frame, a frame being popped — is read
+// with process_vm_readv on our own pid, which fails with EFAULT instead of
+// faulting. A failed read ends the walk; the sample then keeps its native
+// eval-loop frames for the part that could not be matched.
+//
+// Keys (sample_trie.h, MakePythonKey) hold the code object's address and the
+// instruction index; ResolvePythonKey names them at checkpoints, again with
+// process_vm_readv, checking that the object is still a code object.
+//
+// SIGNAL-HANDLER CODE: WalkPythonFrames and SplicePython are
+// async-signal-safe (no allocation, no locks; system calls only
+// process_vm_readv). The rest runs in normal context.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "collector/cpu/symbolizer.h"
+#include "collector/python/cpython_layout.h"
+
+namespace collector::internal {
+struct ThreadState;
+}
+
+namespace collector::python {
+
+// Where the interpreter's code is: its eval loop, and the executable
+// segment of the module that holds it (libpython, or a statically linked
+// python binary).
+struct InterpreterCode {
+  uintptr_t eval_lo = 0, eval_hi = 0;
+  uintptr_t text_lo = 0, text_hi = 0;
+};
+
+// What Attach found (read by the handler; written before sampling starts).
+// Constant-initialized: Attach runs from the collector's constructor,
+// possibly before this file's dynamic initializers would.
+struct PythonProcess {
+  bool enabled = false;
+  PyLayout layout;
+  uintptr_t runtime = 0;    // &_PyRuntime
+  uintptr_t code_type = 0;  // &PyCode_Type
+  InterpreterCode code;
+  int pid = 0;              // ours (a fork child updates it)
+  char version[16] = {};    // "3.11.7"
+};
+const PythonProcess& Process();
+
+// One sample's Python frames, innermost first, and the C-level eval calls
+// they belong to: group_end[g] is one past the last frame of group g
+// (groups innermost first).
+struct PythonStack {
+  int count = 0;
+  int groups = 0;
+  bool complete = false;  // reached the outermost frame
+};
+
+// Reads the calling thread's Python frames into `keys` (at most `max`) and
+// `group_end` (at most `max`). SIGNAL-HANDLER CODE.
+PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* group_end, int max);
+
+// Splices Python frames into a sample path: `in` (root first, `n` keys)
+// into `out` (capacity `cap`), each eval-loop address key replaced by its
+// group's frames, outermost first, and the innermost frame followed by its
+// line key; the interpreter's own frames between the outermost and the
+// innermost Python frame are left out. Groups are matched to eval-loop keys
+// from the root when both
+// the native path (no leading kPartialKey) and the Python walk are
+// complete, from the innermost end otherwise; unmatched eval-loop keys stay
+// as they are, unmatched groups are left out. Returns the key count; `in`
+// is copied as it is when nothing matched or the result would not fit.
+// `mismatched` (optional): set when not every group and eval-loop key was
+// matched. SIGNAL-HANDLER CODE.
+int SplicePython(const uint64_t* in, int n, const uint64_t* py, const int32_t* group_end, const PythonStack& stack,
+                 const InterpreterCode& code, uint64_t* out, int cap, bool* mismatched = nullptr);
+
+// Counts for the run's diagnostics (SIGNAL-HANDLER CODE: relaxed atomics).
+void CountSplice(bool mismatched);
+
+// A Python frame's names for the profile: function (qualified name), file,
+// and the line of the key's instruction. `ok` false when the code object is
+// gone or unreadable.
+struct PythonFrameInfo {
+  bool ok = false;
+  std::string function;
+  std::string file;
+  uint32_t line = 0;
+  uint32_t first_line = 0;
+  // Still in the frame's prologue (before _co_firsttraceable): a call being
+  // set up, or one of CPython's own shims; left out of the profile, as
+  // CPython's tracebacks leave it out.
+  bool hidden = false;
+};
+PythonFrameInfo ResolvePythonKey(uint64_t key);
+
+// The profile's frames for a Python key (cached; thread-safe; the
+// reference stays valid): one function frame whose module and file are the
+// .py path, or none for a hidden frame.
+const SymbolFrames& PythonSymbolFrames(uint64_t key);
+
+// Names the Python keys sampled since the last call. A code object lives
+// as long as its function, and the interpreter frees the program's own at
+// finalization, before the collector's final write: a thread of ours (not
+// sampled) calls this every kResolveIntervalMs while the program runs.
+// Thread-safe (the names have their own mutex).
+inline constexpr int kResolveIntervalMs = 50;
+void ResolveNewPythonKeys();
+
+}  // namespace collector::python

@@ -1,0 +1,72 @@
+// cct_test_ext: a CPython extension for the Python-frame tests
+// (tests/collector/python_test.cc): native work called from Python, a
+// Python callable called from C (a second C-level eval call), and NVTX
+// ranges pushed from Python through the NVTX3 headers.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <time.h>
+#ifdef CCT_TEST_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+static double ThreadSeconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// Not static and not inlined: the test looks for this frame by name.
+extern "C" __attribute__((noinline)) double cct_ext_spin_native(double seconds) {
+  const double t0 = ThreadSeconds();
+  volatile double x = 0;
+  while (ThreadSeconds() - t0 < seconds)
+    for (int i = 0; i < 1000; ++i) x += i * 0.5;
+  return x;
+}
+
+static PyObject* Spin(PyObject* self, PyObject* args) {
+  (void)self;
+  double seconds = 0;
+  if (!PyArg_ParseTuple(args, "d", &seconds)) return NULL;
+  return PyFloat_FromDouble(cct_ext_spin_native(seconds));
+}
+
+// Named as the test looks for it (C linkage: no C++ signature in the name).
+extern "C" PyObject* cct_ext_call(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* fn = NULL;
+  if (!PyArg_ParseTuple(args, "O", &fn)) return NULL;
+  return PyObject_CallNoArgs(fn);
+}
+
+static PyObject* Push(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name = NULL;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+#ifdef CCT_TEST_NVTX
+  nvtxRangePushA(name);
+#endif
+  Py_RETURN_NONE;
+}
+
+static PyObject* Pop(PyObject* self, PyObject* args) {
+  (void)self;
+  (void)args;
+#ifdef CCT_TEST_NVTX
+  nvtxRangePop();
+#endif
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef kMethods[] = {
+    {"spin", Spin, METH_VARARGS, "burn SECONDS of thread CPU time in native code"},
+    {"call", cct_ext_call, METH_VARARGS, "call a Python callable from C"},
+    {"push", Push, METH_VARARGS, "nvtxRangePushA(NAME)"},
+    {"pop", Pop, METH_NOARGS, "nvtxRangePop()"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "cct_test_ext", NULL, -1, kMethods,
+                                     NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit_cct_test_ext(void) { return PyModule_Create(&kModule); }

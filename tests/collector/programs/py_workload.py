@@ -1,0 +1,153 @@
+# The Python-frame tests' workload (tests/collector/python_test.cc).
+#   py_workload.py split    alpha 0.6 s, beta 0.3 s on a threading.Thread,
+#                           gamma recursing 30 deep, native_work (0.4 s in
+#                           the C extension); prints "MEASURED NAME NS" from
+#                           time.thread_time(), as the native programs do
+#   py_workload.py pure     alpha, beta and gamma only (no extension)
+#   py_workload.py shapes   a generator, a coroutine, an exception through
+#                           50 frames, with SIGALRM from signal.setitimer
+#   py_workload.py threads  1,000 short threading.Threads
+#   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
+import asyncio
+import signal
+import sys
+import threading
+import time
+
+# The C extension (built for the system's python3); `pure` needs none, so
+# that any CPython can run it.
+if sys.argv[1] != "pure":
+    import cct_test_ext as ext
+
+
+def measured(name, seconds):
+    print(f"MEASURED {name} {int(seconds * 1e9)}", flush=True)
+
+
+def alpha():
+    t0 = time.thread_time()
+    s = 0
+    while time.thread_time() - t0 < 0.6:
+        s += 1
+    measured("alpha", time.thread_time() - t0)
+
+
+def beta():
+    t0 = time.thread_time()
+    s = 0
+    while time.thread_time() - t0 < 0.3:
+        s += 1
+    measured("beta", time.thread_time() - t0)
+
+
+def gamma(n):
+    if n == 0:
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.2:
+            pass
+        return
+    gamma(n - 1)
+
+
+def native_work():
+    t0 = time.thread_time()
+    ext.spin(0.4)
+    measured("native_work", time.thread_time() - t0)
+
+
+def burn(seconds):
+    t0 = time.thread_time()
+    while time.thread_time() - t0 < seconds:
+        pass
+
+
+def pure():
+    th = threading.Thread(target=beta, name="beta-thread")
+    th.start()
+    alpha()
+    th.join()
+    t0 = time.thread_time()
+    gamma(30)
+    measured("gamma", time.thread_time() - t0)
+
+
+def split():
+    pure()
+    native_work()
+    # A Python function called back from C: a second C-level eval call.
+    t0 = time.thread_time()
+    ext.call(called_from_c)
+    measured("called_from_c", time.thread_time() - t0)
+
+
+def called_from_c():
+    burn(0.2)
+
+
+def generator():
+    for _ in range(4):
+        burn(0.05)
+        yield 1
+
+
+async def coroutine():
+    await asyncio.sleep(0)
+    burn(0.15)
+
+
+def raiser(n):
+    if n == 0:
+        burn(0.1)
+        raise ValueError("deep")
+    raiser(n - 1)
+
+
+def shapes():
+    alarms = [0]
+
+    def on_alarm(signum, frame):
+        alarms[0] += 1
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)
+    total = sum(generator())
+    asyncio.run(coroutine())
+    try:
+        raiser(49)  # 50 raiser frames
+    except ValueError:
+        pass
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    print(f"GENERATED {total}", flush=True)
+    print(f"ALARMS {alarms[0]}", flush=True)
+
+
+def short():
+    burn(0.0005)
+
+
+def threads():
+    for batch in range(10):
+        ts = [threading.Thread(target=short) for _ in range(100)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    print("THREADS 1000", flush=True)
+
+
+def inside_range():
+    burn(0.2)
+
+
+def with_range():
+    ext.push("py-range")
+    inside_range()
+    ext.pop()
+
+
+def nvtx():
+    with_range()
+
+
+if __name__ == "__main__":
+    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx}[sys.argv[1]]()

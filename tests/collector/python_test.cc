@@ -1,0 +1,269 @@
+// Python frames in recorded trees (python/python_frames.h): the workload
+// (programs/py_workload.py) measures its own functions with
+// time.thread_time(); its C extension (programs/py_ext.cc) is built for the
+// system's python3 when its headers are installed. Other CPythons found on
+// the machine (pyenv's 3.10, 3.12, 3.13) run the extension-free workload.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "cct/tree.h"
+#include "store/database.h"
+#include "tests/test_util.h"
+
+using testutil::Run;
+using testutil::TempDir;
+using testutil::Tool;
+
+namespace {
+
+const char* kPython = "/usr/bin/python3";
+
+std::string Workload() { return testutil::SourceDir() + "/tests/collector/programs/py_workload.py"; }
+std::string ExtensionDir() { return testutil::BuildDir() + "/tests/collector"; }
+
+bool HaveExtension() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(ExtensionDir(), ec))
+    if (e.path().filename().string().starts_with("cct_test_ext")) return true;
+  return false;
+}
+
+testutil::RunResult Record(const std::string& db, const std::string& python, const std::string& mode,
+                           std::vector<std::string> opts = {}) {
+  std::vector<std::string> argv{Tool("cct-record"), "-o", db};
+  argv.insert(argv.end(), opts.begin(), opts.end());
+  argv.insert(argv.end(), {"--", python, Workload(), mode});
+  return Run(argv, {{"PYTHONPATH", ExtensionDir()}}, 120);
+}
+
+cct::Tree OnlyTree(const std::string& db, store::RunMeta* meta = nullptr) {
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto runs = (*d)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  if (meta) *meta = runs->front();
+  auto t = (*d)->ReadTree(runs->front().id);
+  REQUIRE(t.ok());
+  return std::move(*t);
+}
+
+std::map<std::string, double> Measured(const std::string& out) {
+  std::map<std::string, double> m;
+  std::istringstream in(out);
+  std::string tag, name;
+  double v;
+  while (in >> tag >> name >> v)
+    if (tag == "MEASURED") m[name] = v;
+  return m;
+}
+
+bool IsFunction(const cct::Tree& t, cct::NodeId n, std::string_view name) {
+  return t.kind(n) == cct::FrameKind::kFunction && t.name(n) == name;
+}
+
+// cputime of every node under a `name` function node, counted once.
+double InclusiveOf(const cct::Tree& t, std::string_view name) {
+  const cct::MetricId m = t.metrics().Find("cputime");
+  REQUIRE(m != cct::kNoMetric);
+  std::vector<char> inside(t.size(), 0);
+  double sum = 0;
+  for (cct::NodeId n = 0; n < t.size(); ++n) {
+    inside[n] = (n != 0 && inside[t.parent(n)]) || IsFunction(t, n, name);
+    if (inside[n]) sum += t.Value(n, m);
+  }
+  return sum;
+}
+
+bool HasAncestor(const cct::Tree& t, cct::NodeId n, std::string_view name) {
+  for (cct::NodeId a = t.parent(n); a != 0; a = t.parent(a))
+    if (IsFunction(t, a, name)) return true;
+  return false;
+}
+
+double SubtreeValue(const cct::Tree& t, cct::NodeId top, cct::MetricId metric) {
+  double sum = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    for (cct::NodeId a = n; a != 0; a = t.parent(a))
+      if (a == top) {
+        sum += t.Value(n, metric);
+        break;
+      }
+  return sum;
+}
+
+int LongestChain(const cct::Tree& t, std::string_view name) {
+  int deepest = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    int chain = 0;
+    for (cct::NodeId a = n; a != 0 && IsFunction(t, a, name); a = t.parent(a)) ++chain;
+    deepest = std::max(deepest, chain);
+  }
+  return deepest;
+}
+
+// The checks every CPython's recording of alpha, beta and gamma must pass.
+void CheckPureSplit(const cct::Tree& t, const std::map<std::string, double>& measured) {
+  for (const char* name : {"alpha", "beta", "gamma"}) {
+    REQUIRE(measured.count(name) == 1);
+    const double got = InclusiveOf(t, name), want = measured.at(name);
+    INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
+    CHECK(std::abs(got - want) <= 0.10 * want);
+  }
+  // gamma(30) .. gamma(0): 31 nested frames, no more, no fewer.
+  CHECK(LongestChain(t, "gamma") == 31);
+  // Python frames name their file, and the statements are line nodes.
+  bool file = false, line = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (IsFunction(t, n, "alpha") && t.str(t.frame(n).file).ends_with("py_workload.py")) file = true;
+    if (t.kind(n) == cct::FrameKind::kLine && t.name(n).starts_with("py_workload.py:") && HasAncestor(t, n, "alpha"))
+      line = true;
+  }
+  CHECK(file);
+  CHECK(line);
+  // The interpreter's eval loop is replaced, not left beside them.
+  for (cct::NodeId n = 1; n < t.size(); ++n)
+    if (IsFunction(t, n, "alpha")) CHECK(t.name(t.parent(n)) == "pure");
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("preload");
+
+TEST_CASE("Python: functions within 10% of time.thread_time(); C extension frames under their Python caller; "
+          "31-deep recursion exact") {
+  if (!HaveExtension()) {
+    MESSAGE("skipped: the test extension needs python3-dev (install-deps.sh --tests)");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = Record(db, kPython, "split");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto measured = Measured(r.out);
+  store::RunMeta meta;
+  const cct::Tree t = OnlyTree(db, &meta);
+  CheckPureSplit(t, measured);
+  CHECK(meta.diagnostics.at("python_samples") > 0);
+  CHECK(meta.diagnostics.at("python_bad_reads") == 0);
+  for (const char* name : {"native_work", "called_from_c"}) {
+    REQUIRE(measured.count(name) == 1);
+    const double got = InclusiveOf(t, name), want = measured.at(name);
+    INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
+    CHECK(std::abs(got - want) <= 0.10 * want);
+  }
+  // The extension's native function sits under the Python function that
+  // called it, and the Python function C called back under that C call.
+  const cct::MetricId cpu = t.metrics().Find("cputime");
+  double spin_under = 0, spin_elsewhere = 0;
+  bool callback_under_c = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (IsFunction(t, n, "cct_ext_spin_native")) {
+      const double v = SubtreeValue(t, n, cpu);
+      (HasAncestor(t, n, "native_work") ? spin_under : spin_elsewhere) += v;
+    }
+    if (IsFunction(t, n, "called_from_c") && HasAncestor(t, n, "cct_ext_call") && HasAncestor(t, n, "split")) callback_under_c = true;
+  }
+  CHECK(spin_under >= 0.9 * measured.at("native_work"));
+  CHECK(spin_elsewhere == 0);
+  CHECK(callback_under_c);
+  // top --by line shows the workload's statements.
+  const auto top = Run({Tool("cct-query"), "-d", db, "top", "latest", "--by", "line", "-n", "5"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("py_workload.py:") != std::string::npos);
+}
+
+TEST_CASE("Python: every CPython found here (3.10 to 3.13) gives the same tree for the same script") {
+  std::vector<std::string> pythons = {kPython};
+  const char* home = std::getenv("HOME");
+  for (const char* v : {"3.10", "3.11", "3.12", "3.13"}) {
+    // pyenv's builds, where a developer has them; CI has Debian's only.
+    std::error_code ec;
+    if (home == nullptr) break;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(home) + "/.pyenv/versions", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with(std::string(v) + ".")) pythons.push_back(e.path().string() + "/bin/python" + v);
+    }
+  }
+  for (const std::string& python : pythons) {
+    if (!std::filesystem::exists(python)) continue;
+    CAPTURE(python);
+    TempDir dir;
+    const std::string db = dir / "py.db";
+    const auto r = Record(db, python, "pure");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    store::RunMeta meta;
+    const cct::Tree t = OnlyTree(db, &meta);
+    CheckPureSplit(t, Measured(r.out));
+    CHECK(meta.diagnostics.count("python_minor") == 1);
+  }
+}
+
+TEST_CASE("Python: generators, coroutines, a 50-frame exception and the script's own SIGALRM timer") {
+  if (!HaveExtension()) return;
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = Record(db, kPython, "shapes");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("GENERATED 4") != std::string::npos);
+  // setitimer(0.01) through ~0.5 s of work: the handler ran, many times.
+  std::istringstream in(r.out.substr(r.out.find("ALARMS")));
+  std::string tag;
+  int alarms = 0;
+  in >> tag >> alarms;
+  CHECK(alarms >= 10);
+  const cct::Tree t = OnlyTree(db);
+  // The generator's frames under the function that iterated it; the
+  // coroutine's under the event loop; every raiser level.
+  bool generator = false, coroutine = false;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (IsFunction(t, n, "burn") && HasAncestor(t, n, "generator") && HasAncestor(t, n, "shapes")) generator = true;
+    if (IsFunction(t, n, "burn") && HasAncestor(t, n, "coroutine") && HasAncestor(t, n, "shapes")) coroutine = true;
+  }
+  CHECK(generator);
+  CHECK(coroutine);
+  CHECK(LongestChain(t, "raiser") == 50);
+}
+
+TEST_CASE("Python: 1,000 threads started and ended by Python, sampled at 4 kHz") {
+  if (!HaveExtension()) return;
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = Record(db, kPython, "threads", {"--freq", "4000"});
+  INFO(r.err);
+  CHECK_FALSE(r.timed_out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("THREADS 1000") != std::string::npos);
+  store::RunMeta meta;
+  const cct::Tree t = OnlyTree(db, &meta);
+  CHECK(meta.diagnostics.at("threads") >= 1001);
+  CHECK(InclusiveOf(t, "short") > 0);
+}
+
+TEST_CASE("Python: --python off keeps the interpreter's native frames") {
+  if (!HaveExtension()) return;
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = Record(db, kPython, "pure", {"--python", "off"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  store::RunMeta meta;
+  const cct::Tree t = OnlyTree(db, &meta);
+  CHECK(InclusiveOf(t, "alpha") == 0);
+  CHECK(InclusiveOf(t, "_PyEval_EvalFrameDefault") > 0);
+  CHECK(meta.diagnostics.count("python_samples") == 0);
+  const auto bad = Run({Tool("cct-record"), "-o", dir / "x.db", "--python", "sometimes", "--", "true"});
+  CHECK(bad.exit_code == 125);  // cct-record's own errors
+  CHECK(testutil::LineCount(bad.err) == 1);
+}
+
+TEST_SUITE_END();
