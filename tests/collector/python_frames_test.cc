@@ -31,7 +31,7 @@ std::vector<uint64_t> Splice(const std::vector<uint64_t>& in, const std::vector<
   s.complete = complete;
   std::vector<uint64_t> out(in.size() + py.size() + 1);
   const int n = python::SplicePython(in.data(), static_cast<int>(in.size()), py.data(), groups.data(), s, kCode,
-                                     out.data(), static_cast<int>(out.size()), mismatched);
+                                     out.data(), static_cast<int>(out.size()), {}, mismatched);
   out.resize(static_cast<size_t>(n));
   return out;
 }
@@ -78,6 +78,39 @@ TEST_CASE("Python splice: the interpreter's call machinery between Python frames
   const std::vector<uint64_t> want = {Interp(0x10), Py(1), Native(0x40), Py(0), Py(0) | kPythonLineBit,
                                       Interp(0x70), Native(0x80)};
   CHECK(out == want);
+}
+
+TEST_CASE("Python splice: an NVTX range moves to just after the Python frame that pushed it") {
+  // One eval-loop frame runs py3 (outermost) .. py0; a range pushed by py2
+  // (two Python frames active: py3, py2) was put by PathKeys before the
+  // eval key, another pushed by py0 (four active) after it; a third, with
+  // no Python frames known, stays where it was.
+  const uint64_t r1 = MakeRangeKey(1), r2 = MakeRangeKey(2), r3 = MakeRangeKey(3);
+  const std::vector<uint64_t> in = {Native(1), r3, r1, Eval(2), r2, Native(4)};
+  const std::vector<uint64_t> py = {Py(0), Py(1), Py(2), Py(3)};
+  const int32_t depths[] = {-1, 2, 4};  // r3, r1, r2 in push order (as PathKeys emits them)
+  PythonStack s;
+  s.count = 4;
+  s.groups = 1;
+  s.complete = true;
+  const int32_t groups[] = {4};
+  python::SpliceOptions options;
+  options.range_py_depth = depths;
+  options.ranges = 3;
+  std::vector<uint64_t> out(16);
+  int n = python::SplicePython(in.data(), static_cast<int>(in.size()), py.data(), groups, s, kCode, out.data(), 16,
+                               options);
+  out.resize(static_cast<size_t>(n));
+  CHECK(out == std::vector<uint64_t>{Native(1), r3, Py(3), Py(2), r1, Py(1), Py(0), r2, Py(0) | kPythonLineBit,
+                                     Native(4)});
+  // A range's own path (at its pop): nothing after the innermost frame.
+  options.line_key = false;
+  options.cut_after_innermost = true;
+  out.assign(16, 0);
+  n = python::SplicePython(in.data(), static_cast<int>(in.size()), py.data(), groups, s, kCode, out.data(), 16,
+                           options);
+  out.resize(static_cast<size_t>(n));
+  CHECK(out == std::vector<uint64_t>{Native(1), r3, Py(3), Py(2), r1, Py(1), Py(0), r2});
 }
 
 TEST_CASE("Python splice: mismatches match from the root, or from the innermost end of a partial stack") {

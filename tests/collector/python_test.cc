@@ -249,6 +249,38 @@ TEST_CASE("Python: 1,000 threads started and ended by Python, sampled at 4 kHz")
   CHECK(InclusiveOf(t, "short") > 0);
 }
 
+TEST_CASE("Python: an NVTX range pushed from Python sits between the Python function that pushed it and its callees") {
+  if (!HaveExtension()) return;
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = Record(db, kPython, "nvtx");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  if (r.out.find("NVTX available 1") == std::string::npos) {
+    MESSAGE("skipped: the test extension was built without NVTX3's headers");
+    return;
+  }
+  const double want = Measured(r.out).at("with_range");
+  const cct::Tree t = OnlyTree(db);
+  const cct::MetricId cpu = t.metrics().Find("cputime"), wall = t.metrics().Find("nvtx:time");
+  REQUIRE(wall != cct::kNoMetric);
+  // One range node: under with_range (pushed there), above inside_range
+  // (called inside it), holding the samples and the range's own duration.
+  int ranges = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (t.kind(n) != cct::FrameKind::kNvtx || t.name(n) != "py-range") continue;
+    ++ranges;
+    CHECK(IsFunction(t, t.parent(n), "with_range"));
+    bool inside = false;
+    for (cct::NodeId c = 1; c < t.size(); ++c)
+      if (t.parent(c) == n && IsFunction(t, c, "inside_range")) inside = true;
+    CHECK(inside);
+    CHECK(std::abs(SubtreeValue(t, n, cpu) - want) <= 0.10 * want);
+    CHECK(t.Value(n, wall) >= 0.9 * want);
+  }
+  CHECK(ranges == 1);
+}
+
 TEST_CASE("Python: --python off keeps the interpreter's native frames") {
   if (!HaveExtension()) return;
   TempDir dir;

@@ -210,7 +210,9 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
           in_collector[i] = true;
           break;
         }
-        if (Hidden(f)) continue;
+        // A Python function is the user's, whatever its name (one called
+        // nvtx_step or clone is not NVTX's stub or thread-start code).
+        if (!IsPythonKey(key) && Hidden(f)) continue;
         node = tree_.InternChild(node, FunctionFrame(f));
       }
     }

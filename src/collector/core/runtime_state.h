@@ -85,6 +85,8 @@ constexpr int kMaxDepth = 512;
 constexpr int kWalkSlack = 16384;
 constexpr int kMaxRanges = 128;
 constexpr int kRangeFrames = 16384;
+// Python frames kept for the open ranges' pushes, all ranges together.
+constexpr int kRangePyFrames = 4096;
 constexpr size_t kMaxThreads = 16384;
 
 // SIGNAL-HANDLER CODE: async-signal-safe.
@@ -157,11 +159,23 @@ struct ThreadState {
     uint32_t depth = 0;          // frames up to the caller of the push
     uint32_t domain = 0;
     bool iteration = false;
+    // Python frames at the push (python_frames.h), in range_py from
+    // py_offset: py_count keys, innermost first (-1: not walked), and
+    // py_groups group ends; py_complete: the walk reached the outermost.
+    uint32_t py_offset = 0;
+    int32_t py_count = -1;
+    int32_t py_groups = 0;
+    bool py_complete = false;
   };
   OpenRange ranges[kMaxRanges];
+  // How many Python frames were active at a range's push, for the splice
+  // (-1: unknown).
+  static int32_t RangePythonDepth(const OpenRange& r) { return r.py_complete ? r.py_count : -1; }
   std::atomic<int> range_count{0};
   int range_overflow = 0;  // pushes beyond kMaxRanges, popped first
   uintptr_t range_frames[kRangeFrames];
+  uint64_t range_py[kRangePyFrames];
+  int32_t range_py_groups[kRangePyFrames];
   SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
   std::string nvtx_name;   // from nvtxNameOsThread; under registry_mutex
   // GPU launch sites (gpu_runtime.h): written by this thread at CUDA calls.

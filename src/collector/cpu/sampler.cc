@@ -145,16 +145,21 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
   }
   // The stack root first, for merging in the open NVTX ranges.
   for (int i = 0, j = depth - 1; i < j; ++i, --j) std::swap(frames[i], frames[j]);
-  int k = PathKeys(t, frames, depth, partial, t->range_count.load(std::memory_order_relaxed),
-                   rt->epoch.load(std::memory_order_relaxed), t->keys);
+  const int open = t->range_count.load(std::memory_order_relaxed);
+  int k = PathKeys(t, frames, depth, partial, open, rt->epoch.load(std::memory_order_relaxed), t->keys);
   if (deep) t->keys[k++] = kTruncatedKey;
   const uint64_t* path = t->keys;
   if (python::Process().enabled) {
     const python::PythonStack py = python::WalkPythonFrames(t, t->py_keys, t->py_groups, t->max_depth);
     if (py.count > 0) {
       bool mismatched = false;
+      int32_t depths[kMaxRanges];
+      for (int r = 0; r < open; ++r) depths[r] = ThreadState::RangePythonDepth(t->ranges[r]);
+      python::SpliceOptions options;
+      options.range_py_depth = depths;
+      options.ranges = open;
       k = python::SplicePython(t->keys, k, t->py_keys, t->py_groups, py, python::Process().code, t->spliced,
-                               t->spliced_capacity, &mismatched);
+                               t->spliced_capacity, options, &mismatched);
       path = t->spliced;
       python::CountSplice(mismatched);
     }

@@ -15,6 +15,7 @@
 
 #include "cct/tree.h"
 #include "collector/core/runtime_state.h"
+#include "collector/python/python_frames.h"
 #include "collector/core/source.h"
 #include "collector/gpu/gpu_runtime.h"  // CurrentIteration
 
@@ -283,6 +284,20 @@ void NvtxPush(uint32_t domain, uint32_t name) {
   e.depth = room > 0 ? static_cast<uint32_t>(CallerStack(t->range_frames + e.frames_offset,
                                                           room < kMaxDepth ? room : kMaxDepth))
                      : 0;
+  e.py_count = -1;
+  if (python::Process().enabled) {
+    // The Python frames too, so that the range sits under the Python
+    // function that pushed it (python::SplicePython).
+    e.py_offset = c == 0 ? 0 : t->ranges[c - 1].py_offset + static_cast<uint32_t>(std::max(t->ranges[c - 1].py_count, 0));
+    const int py_room = kRangePyFrames - static_cast<int>(e.py_offset);
+    if (py_room > 0) {
+      const python::PythonStack py =
+          python::WalkPythonFrames(t, t->range_py + e.py_offset, t->range_py_groups + e.py_offset, py_room);
+      e.py_count = py.count;
+      e.py_groups = py.groups;
+      e.py_complete = py.complete;
+    }
+  }
   e.key = MakeRangeKey(name);
   e.domain = domain;
   bool iteration;
@@ -297,6 +312,9 @@ void NvtxPush(uint32_t domain, uint32_t name) {
   PublishMainRanges(t);
   if (iteration) IterationBegin(e.start_ns);
 }
+
+// Python frames kept in a range's own path (its pop-time splice).
+constexpr int kPythonRangeFrames = kMaxDepth;
 
 void NvtxPop(uint32_t domain) {
   if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
@@ -316,8 +334,29 @@ void NvtxPop(uint32_t domain) {
   uint64_t keys[kMaxDepth + kMaxRanges + 2];
   int k = PathKeys(t, t->range_frames + e.frames_offset, static_cast<int>(e.depth), false, idx,
                    rt->epoch.load(std::memory_order_relaxed), keys);
-  keys[k++] = e.key;
-  if (!t->range_trie.AddSample(keys, k, now - e.start_ns)) Problem("nvtx_lost_ranges");
+  uint64_t* path = keys;
+  // With the Python frames of the push, as samples have them, so that the
+  // range's node is the samples' one.
+  uint64_t spliced[kMaxDepth + kPythonRangeFrames + kMaxRanges + 3];
+  if (e.py_count > 0) {
+    int32_t depths[kMaxRanges];
+    for (int r = 0; r < idx; ++r) depths[r] = ThreadState::RangePythonDepth(t->ranges[r]);
+    python::PythonStack py;
+    py.count = std::min(e.py_count, kPythonRangeFrames);
+    py.groups = e.py_groups;
+    py.complete = e.py_complete && e.py_count <= kPythonRangeFrames;
+    while (py.groups > 0 && t->range_py_groups[e.py_offset + py.groups - 1] > py.count) --py.groups;
+    python::SpliceOptions options;
+    options.line_key = false;
+    options.cut_after_innermost = true;
+    options.range_py_depth = depths;
+    options.ranges = idx;
+    k = python::SplicePython(keys, k, t->range_py + e.py_offset, t->range_py_groups + e.py_offset, py,
+                             python::Process().code, spliced, static_cast<int>(std::size(spliced)) - 1, options);
+    path = spliced;
+  }
+  path[k++] = e.key;
+  if (!t->range_trie.AddSample(path, k, now - e.start_ns)) Problem("nvtx_lost_ranges");
   // Hide the entries from idx up while they move (the handler may run).
   t->range_count.store(idx, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);

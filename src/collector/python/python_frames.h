@@ -76,20 +76,36 @@ struct PythonStack {
 // `group_end` (at most `max`). SIGNAL-HANDLER CODE.
 PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* group_end, int max);
 
+// How SplicePython treats what surrounds the Python frames.
+struct SpliceOptions {
+  // The innermost Python frame is followed by its line key (sample paths;
+  // not a range's own path, whose range node must sit where samples put it).
+  bool line_key = true;
+  // Nothing after the innermost Python frame (and the ranges placed with
+  // it): a range's own path, where what follows is the push call itself.
+  bool cut_after_innermost = false;
+  // The open NVTX ranges in push order (the range keys of `in`, in order):
+  // how many Python frames were active at each push (-1: unknown).
+  const int32_t* range_py_depth = nullptr;
+  int ranges = 0;
+};
+
 // Splices Python frames into a sample path: `in` (root first, `n` keys)
 // into `out` (capacity `cap`), each eval-loop address key replaced by its
 // group's frames, outermost first, and the innermost frame followed by its
 // line key; the interpreter's own frames between the outermost and the
-// innermost Python frame are left out. Groups are matched to eval-loop keys
-// from the root when both
-// the native path (no leading kPartialKey) and the Python walk are
-// complete, from the innermost end otherwise; unmatched eval-loop keys stay
-// as they are, unmatched groups are left out. Returns the key count; `in`
-// is copied as it is when nothing matched or the result would not fit.
-// `mismatched` (optional): set when not every group and eval-loop key was
-// matched. SIGNAL-HANDLER CODE.
+// innermost Python frame are left out, and an NVTX range anchored at an
+// eval-loop key moves to just after the Python frame that pushed it.
+// Groups are matched to eval-loop keys from the root when both the native
+// path (no leading kPartialKey) and the Python walk are complete, from the
+// innermost end otherwise; unmatched eval-loop keys stay as they are,
+// unmatched groups are left out. Returns the key count; `in` is copied as
+// it is when nothing matched or the result would not fit. `mismatched`
+// (optional): set when not every group and eval-loop key was matched.
+// SIGNAL-HANDLER CODE.
 int SplicePython(const uint64_t* in, int n, const uint64_t* py, const int32_t* group_end, const PythonStack& stack,
-                 const InterpreterCode& code, uint64_t* out, int cap, bool* mismatched = nullptr);
+                 const InterpreterCode& code, uint64_t* out, int cap, const SpliceOptions& options = {},
+                 bool* mismatched = nullptr);
 
 // Counts for the run's diagnostics (SIGNAL-HANDLER CODE: relaxed atomics).
 void CountSplice(bool mismatched);

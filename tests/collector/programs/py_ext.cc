@@ -69,4 +69,12 @@ static PyMethodDef kMethods[] = {
 static struct PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "cct_test_ext", NULL, -1, kMethods,
                                      NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit_cct_test_ext(void) { return PyModule_Create(&kModule); }
+PyMODINIT_FUNC PyInit_cct_test_ext(void) {
+  PyObject* m = PyModule_Create(&kModule);
+#ifdef CCT_TEST_NVTX
+  if (m != NULL) PyModule_AddIntConstant(m, "HAVE_NVTX", 1);
+#else
+  if (m != NULL) PyModule_AddIntConstant(m, "HAVE_NVTX", 0);
+#endif
+  return m;
+}

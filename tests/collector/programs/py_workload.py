@@ -146,7 +146,10 @@ def with_range():
 
 
 def nvtx():
+    print(f"NVTX available {ext.HAVE_NVTX}", flush=True)
+    t0 = time.thread_time()
     with_range()
+    measured("with_range", time.thread_time() - t0)
 
 
 if __name__ == "__main__":
