@@ -281,6 +281,39 @@ TEST_CASE("Python: an NVTX range pushed from Python sits between the Python func
   CHECK(ranges == 1);
 }
 
+TEST_CASE("Python: a kernel launched from a Python method sits under it, its line and its caller") {
+  // The fake CUDA of the GPU tests (programs/fake_gpu.cc) called by ctypes;
+  // only where the toolkit has CUPTI (it is built then).
+  const std::string fake = testutil::BuildDir() + "/tests/collector/libcct-test-fakegpu.so";
+  if (!std::filesystem::exists(fake)) {
+    MESSAGE("skipped: no fake CUDA adapter in this build (CUDA toolkit without CUPTI)");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = Run({Tool("cct-record"), "-o", db, "--", kPython, Workload(), "gpu", fake},
+                     {{"CCT_GPU_ADAPTER", fake}}, 120);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = OnlyTree(db);
+  const cct::MetricId gpu = t.metrics().Find("gker");
+  REQUIRE(gpu != cct::kNoMetric);
+  // step → Model.forward → (its line) → … → scale_kernel: all 3 ms there.
+  double under = 0, total = 0;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    if (t.kind(n) != cct::FrameKind::kKernel) continue;
+    const double v = SubtreeValue(t, n, gpu);  // the kernel node and below
+    total += v;
+    bool line = false;
+    for (cct::NodeId a = t.parent(n); a != 0 && !line; a = t.parent(a))
+      line = t.kind(a) == cct::FrameKind::kLine && t.name(a).starts_with("py_workload.py:") &&
+             IsFunction(t, t.parent(a), "Model.forward");
+    if (line && HasAncestor(t, n, "step")) under += v;
+  }
+  CHECK(total == doctest::Approx(3e6).epsilon(0.01));
+  CHECK(under == doctest::Approx(total));
+}
+
 TEST_CASE("Python: --python off keeps the interpreter's native frames") {
   if (!HaveExtension()) return;
   TempDir dir;

@@ -10,6 +10,7 @@
 #include "cct/tree_ops.h"
 #include "collector/core/runtime.h"
 #include "collector/core/runtime_state.h"
+#include "collector/python/python_frames.h"
 #include "collector/core/source.h"
 #include "collector/gpu/gpu_runtime.h"
 #include "collector/nvtx/nvtx_ranges.h"
@@ -83,12 +84,34 @@ bool CaptureLaunch(uint64_t op_key, uint64_t kernel_key, uint32_t* thread_index,
   if (depth > kMaxDepth) depth = kMaxDepth;
   uintptr_t frames[kMaxDepth];
   for (int i = 0; i < depth; ++i) frames[i] = buf[n - 1 - i];
-  uint64_t keys[kMaxDepth + kMaxRanges + 4];
+  // Room for Python frames spliced in (python_frames.h): each eval-loop
+  // frame may become many, plus a line key.
+  uint64_t keys[2 * kMaxDepth + kMaxRanges + 5];
   const int open = t->range_count.load(std::memory_order_relaxed);
   // --nvtx-inherit main: a thread without ranges of its own works for the
   // main thread's open ones; they come first, like prefix placement.
-  int k = open == 0 && t->index != 0 && rt->config.nvtx_inherit_main ? MainThreadRanges(keys) : 0;
-  k += PathKeys(t, frames, depth, false, open, rt->epoch.load(std::memory_order_relaxed), keys + k);
+  const int prefix = open == 0 && t->index != 0 && rt->config.nvtx_inherit_main ? MainThreadRanges(keys) : 0;
+  int k = prefix + PathKeys(t, frames, depth, false, open, rt->epoch.load(std::memory_order_relaxed), keys + prefix);
+  if (python::Process().enabled) {
+    // The Python caller, as CPU samples show it: a kernel launched from a
+    // Python forward() sits under forward and its line.
+    uint64_t py_keys[kMaxDepth];
+    int32_t py_groups[kMaxDepth];
+    const python::PythonStack py = python::WalkPythonFrames(t, py_keys, py_groups, kMaxDepth);
+    if (py.count > 0) {
+      int32_t depths[kMaxRanges];
+      for (int r = 0; r < open; ++r) depths[r] = ThreadState::RangePythonDepth(t->ranges[r]);
+      python::SpliceOptions options;
+      options.range_py_depth = depths;
+      options.ranges = open;
+      uint64_t spliced[std::size(keys)];
+      const int room = static_cast<int>(std::size(keys)) - prefix - 2;  // the op and kernel keys follow
+      const int m = python::SplicePython(keys + prefix, k - prefix, py_keys, py_groups, py, python::Process().code,
+                                         spliced, room, options);
+      std::copy(spliced, spliced + m, keys + prefix);
+      k = prefix + m;
+    }
+  }
   keys[k++] = op_key;
   if (kernel_key) keys[k++] = kernel_key;
   const SampleTrie::NodeIndex leaf = t->launch_trie.AddSampleAt(keys, k, 0);

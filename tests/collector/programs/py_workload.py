@@ -8,15 +8,17 @@
 #                           50 frames, with SIGALRM from signal.setitimer
 #   py_workload.py threads  1,000 short threading.Threads
 #   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
+#   py_workload.py gpu LIB  kernels launched from Python through the tests'
+#                           fake CUDA (libcct-test-fakegpu.so, by ctypes)
 import asyncio
 import signal
 import sys
 import threading
 import time
 
-# The C extension (built for the system's python3); `pure` needs none, so
+# The C extension (built for the system's python3); `pure` and `gpu` need none, so
 # that any CPython can run it.
-if sys.argv[1] != "pure":
+if sys.argv[1] not in ("pure", "gpu"):
     import cct_test_ext as ext
 
 
@@ -152,5 +154,31 @@ def nvtx():
     measured("with_range", time.thread_time() - t0)
 
 
+class Model:
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def forward(self):
+        # scale_kernel(float*, int, float), 1 ms of GPU time, 3 launches
+        for _ in range(3):
+            self.cuda.fakecuda_launch(b"_Z12scale_kernelPfif", 64, 256, 32, 1000000)
+
+
+def step(model):
+    model.forward()
+
+
+def gpu():
+    import ctypes
+    cuda = ctypes.CDLL(sys.argv[2])
+    cuda.fakecuda_init()
+    cuda.fakecuda_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint16,
+                                     ctypes.c_uint64]
+    cuda.fakecuda_sync.argtypes = [ctypes.c_uint64]
+    step(Model(cuda))
+    cuda.fakecuda_sync(1000000)
+    burn(0.05)
+
+
 if __name__ == "__main__":
-    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx}[sys.argv[1]]()
+    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx, "gpu": gpu}[sys.argv[1]]()
