@@ -15,6 +15,8 @@ namespace {
 PyLayout Layout310() {
   PyLayout l;
   l.minor = 10;
+  l.runtime_tss_key = 584;
+  l.tstate_bytes = 280;
   l.runtime_interpreters_head = 32;
   l.interp_next = 0;
   l.interp_threads_head = 8;  // tstate_head
@@ -39,6 +41,8 @@ PyLayout Layout310() {
 PyLayout Layout311() {
   PyLayout l;
   l.minor = 11;
+  l.runtime_tss_key = 592;
+  l.tstate_bytes = 360;
   l.runtime_interpreters_head = 40;
   l.interp_next = 0;
   l.interp_threads_head = 16;
@@ -70,6 +74,8 @@ PyLayout Layout311() {
 PyLayout Layout312() {
   PyLayout l;
   l.minor = 12;
+  l.runtime_tss_key = 1544;
+  l.tstate_bytes = 288;
   l.runtime_interpreters_head = 40;
   l.interp_next = 0;
   l.interp_threads_head = 72;
@@ -101,6 +107,8 @@ PyLayout Layout312() {
 PyLayout Layout313() {
   PyLayout l;
   l.minor = 13;
+  l.runtime_tss_key = 2160;
+  l.tstate_bytes = 304;
   l.runtime_interpreters_head = 632;
   l.interp_next = 7264;
   l.interp_threads_head = 7344;
@@ -250,6 +258,7 @@ std::optional<PyLayout> LayoutFromDebugOffsets(std::span<const unsigned char> by
   take(40, kLarge, &l.runtime_interpreters_head);
   take(64, kLarge, &l.interp_next);
   take(72, kLarge, &l.interp_threads_head);
+  take(152, kObject, &l.tstate_bytes);
   take(168, kObject, &l.tstate_next);
   take(184, kObject, &l.tstate_frame);
   take(192, kObject, &l.tstate_thread_id);

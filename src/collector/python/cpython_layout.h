@@ -39,12 +39,17 @@ struct PyLayout {
   int minor = 0;  // 3.minor
   // _PyRuntimeState
   uint32_t runtime_interpreters_head = 0;
+  // The Py_tss_t (int initialized, pthread_key_t key) under which
+  // PyGILState keeps each thread's own PyThreadState. -1: unknown (the
+  // walk then searches the interpreters' thread lists).
+  int32_t runtime_tss_key = -1;
   // PyInterpreterState
   uint32_t interp_next = 0;
   uint32_t interp_threads_head = 0;
   // PyThreadState
   uint32_t tstate_next = 0;
   uint32_t tstate_thread_id = 0;  // pthread_self() of the thread
+  uint32_t tstate_bytes = 0;      // sizeof(PyThreadState): its root C frame (3.11, 3.12) is inside
   // 3.10: the current PyFrameObject; 3.11/3.12: the _PyCFrame, whose
   // current_frame is at cframe_current_frame; 3.13: the current frame.
   uint32_t tstate_frame = 0;

@@ -106,56 +106,124 @@ void CountSplice(bool mismatched) {
   if (mismatched) g_mismatched.fetch_add(1, std::memory_order_relaxed);
 }
 
+namespace {
+
+// Whether PyGILState's thread-specific key gives each thread its own
+// PyThreadState (the table's offset can be wrong for a patch release):
+// 0 not known yet, 1 checked against the thread lists, -1 it did not match.
+std::atomic<int> g_tss_checked{0};
+
+// The calling thread's PyThreadState from PyGILState's key: no system
+// call, and a state that is registered to this thread is alive (CPython
+// clears the key before it frees the state). 0: none, or unknown (*known
+// false). SIGNAL-HANDLER CODE: pthread_getspecific reads the thread's own
+// key array.
+uintptr_t ThreadStateFromKey(const PyLayout& l, bool* known) {
+  *known = false;
+  if (l.runtime_tss_key < 0 || g_tss_checked.load(std::memory_order_relaxed) < 0) return 0;
+  int initialized = 0;
+  pthread_key_t key{};
+  const auto* tss = reinterpret_cast<const unsigned char*>(g_process.runtime + static_cast<uint32_t>(l.runtime_tss_key));
+  std::memcpy(&initialized, tss, sizeof initialized);  // _PyRuntime: the interpreter's own static data
+  std::memcpy(&key, tss + 4, sizeof key);
+  if (initialized != 1) return 0;  // not initialized yet: look the slow way
+  *known = true;
+  return reinterpret_cast<uintptr_t>(pthread_getspecific(key));
+}
+
+}  // namespace
+
 PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* group_end, int max) {
   PythonStack s;
   const PythonProcess& p = g_process;
   if (!p.enabled || max <= 0) return s;
   const PyLayout& l = p.layout;
   const uint64_t self = static_cast<uint64_t>(pthread_self());
-  uintptr_t ts = t->py_tstate;
-  if (ts == kNoTState) {
-    if (++t->py_retry < kRetrySamples) return s;
-    ts = 0;
-  }
-  t->py_retry = 0;
-  // The thread state's frame root and data-stack chunk, checked against
-  // the thread (a cached state may have been freed and reused).
+  // f: the state's frame root and data-stack chunk.
   uint64_t f[3] = {};
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (ts == 0 && (ts = FindThreadState(l, self)) == 0) break;
-    const int n = l.tstate_datastack_chunk >= 0 ? 3 : 2;
-    const uintptr_t at[3] = {ts + l.tstate_thread_id, ts + l.tstate_frame,
-                             ts + static_cast<uint32_t>(l.tstate_datastack_chunk >= 0 ? l.tstate_datastack_chunk : 0)};
-    if (SafeReadWords(at, f, n) && f[0] == self) break;
-    ts = 0;
+  bool known = false;
+  uintptr_t ts = ThreadStateFromKey(l, &known);
+  const int checked = g_tss_checked.load(std::memory_order_relaxed);
+  if (known && checked == 1) {
+    if (ts == 0) return s;  // this thread runs no Python
+    f[0] = self;
+    std::memcpy(&f[1], reinterpret_cast<const void*>(ts + l.tstate_frame), 8);
+    if (l.tstate_datastack_chunk >= 0)
+      std::memcpy(&f[2], reinterpret_cast<const void*>(ts + static_cast<uint32_t>(l.tstate_datastack_chunk)), 8);
+  } else {
+    // The interpreters' thread lists, read with process_vm_readv; the first
+    // thread found both ways settles whether the key can be trusted.
+    const uintptr_t from_key = known ? ts : 0;
+    ts = t->py_tstate;
+    if (ts == kNoTState) {
+      if (++t->py_retry < kRetrySamples) return s;
+      ts = 0;
+    }
+    t->py_retry = 0;
+    // The state's thread, frame root and chunk, checked against the thread
+    // (a cached state may have been freed and reused).
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (ts == 0 && (ts = FindThreadState(l, self)) == 0) break;
+      const int n = l.tstate_datastack_chunk >= 0 ? 3 : 2;
+      const uintptr_t at[3] = {ts + l.tstate_thread_id, ts + l.tstate_frame,
+                               ts + static_cast<uint32_t>(l.tstate_datastack_chunk >= 0 ? l.tstate_datastack_chunk : 0)};
+      if (SafeReadWords(at, f, n) && f[0] == self) break;
+      ts = 0;
+    }
+    t->py_tstate = ts != 0 ? ts : kNoTState;
+    if (ts == 0) return s;
+    if (known && checked == 0 && from_key != 0) {
+      int expected = 0;
+      g_tss_checked.compare_exchange_strong(expected, from_key == ts ? 1 : -1, std::memory_order_relaxed);
+    }
   }
-  t->py_tstate = ts != 0 ? ts : kNoTState;
-  if (ts == 0) return s;
   uintptr_t frame = static_cast<uintptr_t>(f[1]);
   // The current frame (through the C frame before 3.13) and the chunk the
-  // newest frames live in, in one read.
-  uintptr_t chunk_lo = 0, chunk_hi = 0;
-  {
-    uintptr_t at[3];
-    uint64_t v[3] = {};
-    int n = 0;
-    const bool via_cframe = l.cframe_current_frame >= 0 && frame != 0;
-    if (via_cframe) at[n++] = frame + static_cast<uint32_t>(l.cframe_current_frame);
-    const bool chunk = l.tstate_datastack_chunk >= 0 && f[2] != 0;
-    if (chunk) at[n++] = static_cast<uintptr_t>(f[2]) + 8;  // _PyStackChunk.size
-    if (n > 0 && !SafeReadWords(at, v, n)) {
+  // newest frames live in. The C frame is a local of the eval loop on this
+  // thread's stack, or the state's root one: read directly when it is
+  // there, else without faulting.
+  if (l.cframe_current_frame >= 0 && frame != 0) {
+    const uintptr_t at = frame + static_cast<uint32_t>(l.cframe_current_frame);
+    const bool on_stack = t->stack.lo != 0 && at >= t->stack.lo && at + 8 <= t->stack.hi;
+    const bool in_state = checked == 1 && known && at >= ts && at + 8 <= ts + l.tstate_bytes;
+    uint64_t v = 0;
+    if (on_stack || in_state) {
+      std::memcpy(&v, reinterpret_cast<const void*>(at), 8);
+    } else if (!SafeRead(at, &v, 8)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       return s;
     }
-    if (via_cframe) frame = static_cast<uintptr_t>(v[0]);
-    if (chunk) {
-      const uint64_t size = v[n - 1];
-      if (size > 0 && size <= kMaxChunkBytes) {
-        chunk_lo = static_cast<uintptr_t>(f[2]);
-        chunk_hi = chunk_lo + size;
-      }
-    }
+    frame = static_cast<uintptr_t>(v);
   }
+  // The data-stack chunks the state lists (newest first) are mapped until
+  // it unlists them; a frame in one is read directly. A frame elsewhere is
+  // a generator's, or one being popped from a chunk just freed: read
+  // without faulting.
+  constexpr int kMaxChunks = 8;
+  uintptr_t chunk_lo[kMaxChunks], chunk_hi[kMaxChunks];
+  int chunks = 0;
+  const bool trusted = checked == 1 && known;
+  for (uintptr_t c = static_cast<uintptr_t>(f[2]); l.tstate_datastack_chunk >= 0 && c != 0 && chunks < kMaxChunks;) {
+    uint64_t head[2] = {};  // _PyStackChunk: previous, size
+    if (trusted) {
+      std::memcpy(head, reinterpret_cast<const void*>(c), sizeof head);
+    } else if (!SafeRead(c, head, sizeof head)) {
+      break;
+    }
+    if (head[1] == 0 || head[1] > kMaxChunkBytes) break;
+    chunk_lo[chunks] = c;
+    chunk_hi[chunks++] = c + head[1];
+    c = static_cast<uintptr_t>(head[0]);
+  }
+  auto in_chunk = [&](uintptr_t frame, uint32_t bytes) {
+    for (int i = 0; i < chunks; ++i)
+      if (frame >= chunk_lo[i] && frame + bytes <= chunk_hi[i]) return true;
+    return false;
+  };
+  // 3.10's frames are heap objects, each owned by the next one in (f_back)
+  // and freed only after the state stops pointing at it: alive while on the
+  // chain, read directly once the state is the thread's own.
+  const bool heap_frames_alive = trusted && l.tstate_datastack_chunk < 0;
   const uint32_t bytes = l.frame_bytes <= kMaxFrameBytes ? l.frame_bytes : kMaxFrameBytes;
   unsigned char block[kMaxFrameBytes];
   int n = 0;
@@ -165,7 +233,7 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       break;
     }
-    if (frame >= chunk_lo && frame + bytes <= chunk_hi) {
+    if (heap_frames_alive || in_chunk(frame, bytes)) {
       std::memcpy(block, reinterpret_cast<const void*>(frame), bytes);
     } else if (!SafeRead(frame, block, bytes)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
