@@ -233,7 +233,10 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       break;
     }
-    if (heap_frames_alive || in_chunk(frame, bytes)) {
+    // 3.12+'s shim frames are locals of the eval loop: on this thread's
+    // stack, which is mapped wherever a stale pointer into it points.
+    const bool on_stack = t->stack.lo != 0 && frame >= t->stack.lo && frame + bytes <= t->stack.hi;
+    if (heap_frames_alive || on_stack || in_chunk(frame, bytes)) {
       std::memcpy(block, reinterpret_cast<const void*>(frame), bytes);
     } else if (!SafeRead(frame, block, bytes)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
@@ -553,6 +556,9 @@ void ForkChild() {
 void AddToRun(internal::RunContext& run) {
   if (!g_process.enabled) return;
   run.meta.diagnostics["python_minor"] = g_process.layout.minor;
+  // 1: threads' states came from PyGILState's key (no system call per
+  // sample); 0 or -1: from the thread lists (a slower walk).
+  run.meta.diagnostics["python_thread_key"] = g_tss_checked.load();
   run.meta.diagnostics["python_samples"] = static_cast<int64_t>(g_spliced.load());
   run.meta.diagnostics["python_bad_reads"] = static_cast<int64_t>(g_bad_reads.load());
   run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());

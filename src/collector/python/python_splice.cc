@@ -102,7 +102,8 @@ int SplicePython(const uint64_t* in, int n, const uint64_t* py, const int32_t* g
       }
       i = j - 1;
     }
-    bool placed[kMaxMoving] = {};
+    bool placed[kMaxMoving];
+    for (int m = 0; m < moving; ++m) placed[m] = false;
     for (int f = hi - 1; f >= lo; --f) {
       const int x = stack.count - 1 - f;  // this frame's place from the outermost, 0-based
       for (int m = 0; m < moving; ++m) {
