@@ -112,6 +112,19 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
   return r;
 }
 
+std::map<std::string, double> Measured(const std::string& out) {
+  std::map<std::string, double> m;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string tag, name;
+    double v = 0;
+    if (fields >> tag >> name >> v && tag == "MEASURED") m[name] = v;
+  }
+  return m;
+}
+
 size_t LineCount(const std::string& s) {
   size_t n = 0;
   for (char c : s) n += c == '\n';

@@ -31,6 +31,10 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
 // Number of lines in s (a final line without '\n' counts).
 size_t LineCount(const std::string& s);
 
+// A workload's own measurements: the "MEASURED NAME VALUE" lines of its
+// output (the test programs print them), by name.
+std::map<std::string, double> Measured(const std::string& out);
+
 class TempDir {
  public:
   TempDir();

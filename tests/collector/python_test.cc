@@ -54,16 +54,6 @@ cct::Tree OnlyTree(const std::string& db, store::RunMeta* meta = nullptr) {
   return std::move(*t);
 }
 
-std::map<std::string, double> Measured(const std::string& out) {
-  std::map<std::string, double> m;
-  std::istringstream in(out);
-  std::string tag, name;
-  double v;
-  while (in >> tag >> name >> v)
-    if (tag == "MEASURED") m[name] = v;
-  return m;
-}
-
 bool IsFunction(const cct::Tree& t, cct::NodeId n, std::string_view name) {
   return t.kind(n) == cct::FrameKind::kFunction && t.name(n) == name;
 }
@@ -147,7 +137,7 @@ TEST_CASE("Python: functions within 10% of time.thread_time(); C extension frame
   const auto r = Record(db, kPython, "split");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto measured = Measured(r.out);
+  const auto measured = testutil::Measured(r.out);
   store::RunMeta meta;
   const cct::Tree t = OnlyTree(db, &meta);
   CheckPureSplit(t, measured);
@@ -202,7 +192,7 @@ TEST_CASE("Python: every CPython found here (3.10 to 3.13) gives the same tree f
     REQUIRE(r.exit_code == 0);
     store::RunMeta meta;
     const cct::Tree t = OnlyTree(db, &meta);
-    CheckPureSplit(t, Measured(r.out));
+    CheckPureSplit(t, testutil::Measured(r.out));
     CHECK(meta.diagnostics.count("python_minor") == 1);
   }
 }
@@ -260,7 +250,7 @@ TEST_CASE("Python: an NVTX range pushed from Python sits between the Python func
     MESSAGE("skipped: the test extension was built without NVTX3's headers");
     return;
   }
-  const double want = Measured(r.out).at("with_range");
+  const double want = testutil::Measured(r.out).at("with_range");
   const cct::Tree t = OnlyTree(db);
   const cct::MetricId cpu = t.metrics().Find("cputime"), wall = t.metrics().Find("nvtx:time");
   REQUIRE(wall != cct::kNoMetric);

@@ -100,16 +100,6 @@ bool HasFrame(const cct::Tree& t, const std::function<bool(std::string_view)>& m
   return false;
 }
 
-std::map<std::string, double> Measured(const std::string& out) {
-  std::map<std::string, double> m;
-  std::istringstream in(out);
-  std::string tag, name;
-  double v;
-  while (in >> tag >> name >> v)
-    if (tag == "MEASURED") m[name] = v;
-  return m;
-}
-
 int StatusOf(const testutil::RunResult& r) { return r.signal ? 128 + r.signal : r.exit_code; }
 
 }  // namespace
@@ -125,7 +115,7 @@ TEST_CASE("cct-record: per-function CPU time within 10% of the program's own mea
   auto r = Run(Record(db, {}, {Prog("cct-test-cpu-split")}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto measured = Measured(r.out);
+  const auto measured = testutil::Measured(r.out);
   REQUIRE(measured.size() == 5);
   const auto runs = Runs(db);
   REQUIRE(runs.size() == 1);
@@ -1294,7 +1284,7 @@ TEST_CASE("cct-record: 1,000 threads of 0.5 ms: the unsampled share is reported;
   // At least the 0.5 ms each of the 1,000 threads burned in it; at most what
   // the threads measured on their own clocks (which includes their start-up
   // before the collector saw them).
-  const double measured = Measured(r2.out).at("thread_cpu_ns");
+  const double measured = testutil::Measured(r2.out).at("thread_cpu_ns");
   CHECK(work >= 0.9 * 1000 * 500000);
   CHECK(work <= 1.05 * measured);
   CHECK(runs2[0].diagnostics.at("accounted_unsampled_ns") > 0);

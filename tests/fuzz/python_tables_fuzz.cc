@@ -12,15 +12,7 @@
 #include <vector>
 
 #include "collector/python/cpython_layout.h"
-
-namespace {
-void Property(bool ok, const char* what) {
-  if (!ok) {
-    __builtin_printf("property failed: %s\n", what);
-    std::abort();
-  }
-}
-}  // namespace
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace collector::python;
@@ -33,12 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(&index, data + 5, 4);
   const std::vector<unsigned char> table(data + kHead, data + size);
   const uint32_t line = LineOfInstruction(minor, table, first_line, index);
-  Property(line == LineOfInstruction(minor, table, first_line, index), "deterministic");
+  FUZZ_CHECK(line == LineOfInstruction(minor, table, first_line, index));
   if (const auto l = LayoutFromDebugOffsets(table, 13)) {
-    Property(l->frame_previous + 8 <= l->frame_bytes, "previous inside the frame read");
-    Property(l->frame_code + 8 <= l->frame_bytes, "code inside the frame read");
-    Property(l->frame_instr + 8 <= l->frame_bytes, "instruction inside the frame read");
-    Property(static_cast<uint32_t>(l->frame_owner) + 1 <= l->frame_bytes, "owner inside the frame read");
+    FUZZ_CHECK(l->frame_previous + 8 <= l->frame_bytes);
+    FUZZ_CHECK(l->frame_code + 8 <= l->frame_bytes);
+    FUZZ_CHECK(l->frame_instr + 8 <= l->frame_bytes);
+    FUZZ_CHECK(static_cast<uint32_t>(l->frame_owner) + 1 <= l->frame_bytes);
   }
   return 0;
 }
