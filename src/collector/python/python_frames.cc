@@ -6,14 +6,13 @@
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <signal.h>
 #include <unistd.h>
 
-#include <signal.h>
-
 #include <atomic>
-#include <mutex>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -178,10 +177,9 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
     }
   }
   uintptr_t frame = static_cast<uintptr_t>(f[1]);
-  // The current frame (through the C frame before 3.13) and the chunk the
-  // newest frames live in. The C frame is a local of the eval loop on this
-  // thread's stack, or the state's root one: read directly when it is
-  // there, else without faulting.
+  // The current frame, through the C frame before 3.13: a local of the
+  // eval loop on this thread's stack, or the state's root one; read
+  // directly when it is there, else without faulting.
   if (l.cframe_current_frame >= 0 && frame != 0) {
     const uintptr_t at = frame + static_cast<uint32_t>(l.cframe_current_frame);
     const bool on_stack = t->stack.lo != 0 && at >= t->stack.lo && at + 8 <= t->stack.hi;
@@ -398,7 +396,12 @@ const SymbolFrames& NameLocked(Names& n, uint64_t key) {
 void* ResolverMain(void*) {
   for (;;) {
     ::usleep(kResolveIntervalMs * 1000);
-    ResolveNewPythonKeys();
+    // Nothing may escape into the host program (an allocation failure
+    // would end it): those keys are named at the next write instead.
+    try {
+      ResolveNewPythonKeys();
+    } catch (...) {
+    }
   }
   return nullptr;
 }

@@ -10,15 +10,19 @@
 // a shim frame, cpython_layout.h). The innermost Python frame also gets a
 // line key, so a Python statement is a line node like a native one.
 //
-// Reading another object's memory from a signal handler: the thread reads
+// Reading the interpreter's memory from a signal handler: the thread reads
 // its own chain while it is stopped in the handler, so the chain is
-// consistent but for the instructions that link or unlink a frame. A frame
-// is read directly only when it lies in a data-stack chunk the thread
-// state currently lists (mapped for as long as it is listed); anything else
-// — the thread state, a generator's frame, a frame being popped — is read
-// with process_vm_readv on our own pid, which fails with EFAULT instead of
-// faulting. A failed read ends the walk; the sample then keeps its native
-// eval-loop frames for the part that could not be matched.
+// consistent but for the instructions that link or unlink a frame. The
+// thread's state comes from PyGILState's thread-specific key (a state
+// registered to the thread is alive; the key is trusted once it matched
+// the interpreters' thread lists). A frame is read directly when it lies in
+// a data-stack chunk the state lists (mapped until the state unlists it) or
+// on the thread's own stack (3.12+'s shim frames); 3.10's heap frames,
+// owned along the chain, directly too. Anything else — a generator's
+// frame, a frame being popped from a chunk just freed, the thread lists —
+// is read with process_vm_readv on our own pid, which fails with EFAULT
+// instead of faulting. A failed read ends the walk; the sample then keeps
+// its native eval-loop frames for the part that could not be matched.
 //
 // Keys (sample_trie.h, MakePythonKey) hold the code object's address and the
 // instruction index; ResolvePythonKey names them at checkpoints, again with
