@@ -38,6 +38,7 @@ void ForkParent() {
   rt->modules_mutex.unlock();
   rt->flush_mutex.unlock();
   rt->trim_mutex.unlock();
+  RaiseDeferredFatal();
 }
 namespace {
 // Set by ForkForVfork around its fork, for ForkChild in the child.
@@ -57,6 +58,7 @@ void ForkChild() {
   new (&rt->nvtx_mutex) std::mutex;
   ThreadState* self = t_state;
   rt->active.store(false);
+  rt->deferred_fatal.store(0);  // a signal the parent got while it forked was the parent's
   // Loader calls other threads had in progress do not exist in the child.
   rt->loaders_active.store(self ? self->in_loader.load() : 0);
   rt->flusher_running = false;
@@ -228,6 +230,7 @@ void BeforeExec() {
   if (!rt || rt->finished || InForeignChild()) return;
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
+  bool written = false;
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
     // A forked child that execs before anything was sampled has no run of
@@ -235,12 +238,16 @@ void BeforeExec() {
     bool sampled = false;
     for (size_t i = 0; i < rt->thread_count.load(); ++i)
       if (ThreadState* t = rt->threads[i].load(); t && t->trie.size() > 1) sampled = true;
-    if (!rt->run_created && !sampled) return;
-    EnsureChildMeta();
-    rt->meta.extra["exec"] = true;
-    rt->meta.diagnostics["final_flush"] = 1;
-    WriteRun(store::RunState::kComplete);
+    if (rt->run_created || sampled) {
+      EnsureChildMeta();
+      rt->meta.extra["exec"] = true;
+      rt->meta.diagnostics["final_flush"] = 1;
+      WriteRun(store::RunState::kComplete);
+      written = true;
+    }
   }
+  RaiseDeferredFatal();  // not carried into the new image: it ends this one, as without us
+  if (!written) return;
   // A sample signal still pending would kill the new image (its default
   // action): take it now.
   sigset_t set;
@@ -261,6 +268,7 @@ void AfterFailedExec() {
     rt->meta.extra->erase("exec");
     rt->meta.diagnostics.erase("final_flush");
   }
+  RaiseDeferredFatal();
   SourcesResume();
 }
 

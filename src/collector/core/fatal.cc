@@ -24,9 +24,20 @@ constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTE
 
 void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
+  // This thread was writing (its run at exit or exec) or forking: the
+  // checkpoint thread would wait for the mutex this thread holds, and this
+  // handler for it, until the deadline. A termination signal waits for the
+  // write to end instead (RaiseDeferredFatal); a fault dies at once.
+  const bool holds_flush = rt && !InForeignChild() && HoldsFlushMutex();
+  if (holds_flush && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)) {
+    int none = 0;
+    rt->deferred_fatal.compare_exchange_strong(none, sig);
+    errno = saved_errno;
+    return;
+  }
   // A vfork child shares our memory: its fault must not stop the parent's
   // sampling or write the parent's run.
-  if (rt && !InForeignChild() && !rt->fatal_once.exchange(true)) {
+  if (rt && !InForeignChild() && !holds_flush && !rt->fatal_once.exchange(true)) {
     rt->active.store(false, std::memory_order_release);
     if (rt->flusher_running && Tid() != rt->flusher_tid.load()) {
       rt->fatal_signal.store(sig);
@@ -68,6 +79,16 @@ void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
 }
 
 }  // namespace
+
+bool HoldsFlushMutex() {  // SIGNAL-HANDLER CODE
+  // glibc's pthread_mutex_t keeps the owner's thread id while it is locked.
+  return rt->flush_mutex.native_handle()->__data.__owner == Tid();
+}
+
+void RaiseDeferredFatal() {
+  if (!rt) return;
+  if (const int sig = rt->deferred_fatal.exchange(0)) raise(sig);
+}
 
 void InstallFatalHandlers() {
   for (int sig : kFatalSignals) {

@@ -147,14 +147,17 @@ void PublishRunKeys() {
 
 // The last write of this process's run.
 void Finish(store::RunState state, std::optional<int> exit_code, std::optional<int> term_signal) {
-  std::lock_guard<std::mutex> lock(rt->flush_mutex);
-  if (rt->finished) return;
-  rt->finished = true;
-  EnsureChildMeta();
-  rt->meta.exit_code = exit_code;
-  rt->meta.term_signal = term_signal;
-  rt->meta.diagnostics["final_flush"] = 1;
-  WriteRun(state);
+  {
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    if (rt->finished) return;
+    rt->finished = true;
+    EnsureChildMeta();
+    rt->meta.exit_code = exit_code;
+    rt->meta.term_signal = term_signal;
+    rt->meta.diagnostics["final_flush"] = 1;
+    WriteRun(state);
+  }
+  RaiseDeferredFatal();  // a SIGTERM that came during the write: as without us, it ends the process
 }
 
 void OnProcessExit(int status, void*) {

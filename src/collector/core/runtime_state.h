@@ -341,6 +341,12 @@ struct Runtime {
   std::atomic<uint32_t> current_iteration{kNoIteration};
 
   std::atomic<int> fatal_signal{0};
+  // A termination signal (SIGTERM, SIGINT, SIGHUP) that arrived on a thread
+  // while it held flush_mutex (writing its run at exit or exec, or forking):
+  // the checkpoint thread could not have written, so the handler left it
+  // here and the thread raises it again once the mutex is released
+  // (RaiseDeferredFatal).
+  std::atomic<int> deferred_fatal{0};
   std::atomic<bool> fatal_once{false};
   pthread_t flusher{};
   std::atomic<pid_t> flusher_tid{0};
@@ -395,6 +401,14 @@ std::string ThreadName(const ThreadState& t);
 // records the loader generation it is good for. Normal context, on `t`'s
 // own thread.
 void PrepareUnwind(ThreadState* t);
+
+// --- fatal.cc
+// Whether the calling thread holds flush_mutex (glibc's mutex records its
+// owner). Async-signal-safe.
+bool HoldsFlushMutex();
+// Raises a termination signal deferred while this thread held flush_mutex
+// (Runtime::deferred_fatal). Call after releasing it; normal context.
+void RaiseDeferredFatal();
 
 // --- path_keys.cc
 int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool truncated, int open, uint32_t epoch,

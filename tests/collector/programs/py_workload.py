@@ -8,6 +8,8 @@
 #                           50 frames, with SIGALRM from signal.setitimer
 #   py_workload.py threads  1,000 short threading.Threads
 #   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
+#   py_workload.py pool     a multiprocessing pool started and terminated
+#                           (its workers get SIGTERM as they exit)
 #   py_workload.py gpu LIB  kernels launched from Python through the tests'
 #                           fake CUDA (libcct-test-fakegpu.so, by ctypes)
 import asyncio
@@ -18,7 +20,7 @@ import time
 
 # The C extension (built for the system's python3); `pure` and `gpu` need none, so
 # that any CPython can run it.
-if sys.argv[1] not in ("pure", "gpu"):
+if sys.argv[1] not in ("pure", "gpu", "pool"):
     import cct_test_ext as ext
 
 
@@ -154,6 +156,18 @@ def nvtx():
     measured("with_range", time.thread_time() - t0)
 
 
+def square(n):
+    return n * n
+
+
+def pool():
+    import multiprocessing
+    t0 = time.monotonic()
+    with multiprocessing.get_context("fork").Pool(2) as p:
+        total = sum(p.map(square, range(8)))
+    print(f"POOL {total} {time.monotonic() - t0:.3f}", flush=True)
+
+
 class Model:
     def __init__(self, cuda):
         self.cuda = cuda
@@ -181,4 +195,5 @@ def gpu():
 
 
 if __name__ == "__main__":
-    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx, "gpu": gpu}[sys.argv[1]]()
+    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx, "gpu": gpu,
+     "pool": pool}[sys.argv[1]]()
