@@ -352,21 +352,26 @@ TEST_CASE("damaged and foreign database files: exit 2 with one clear line") {
   CHECK(err.find("no such database") != std::string::npos);
 }
 
+namespace {
+// A database at `path` holding one run, id 1, without a tree: a small file
+// (a handful of pages) for the damage tests to edit.
+std::string OneRunDatabase(const std::string& path) {
+  auto db = Database::Open(path, Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  RunMeta m = MakeMeta("r");
+  REQUIRE((*db)->CreateRun(m).ok());
+  REQUIRE(m.id == 1);
+  return path;
+}
+}  // namespace
+
 TEST_CASE("a record whose stored sizes reach past the end of the file: a damage status, not SIGBUS") {
   // LMDB trusts a leaf node's key and data sizes: a damaged one hands back a
   // view that runs off the end of the mapped file, and the first byte read
   // past the end is SIGBUS in whoever decodes it (found by database_fuzz:
   // a key size that put a run record's first byte past the end).
   testutil::TempDir dir;
-  const std::string good = dir / "good.db";
-  {
-    auto db = Database::Open(good, Database::Mode::kWrite);
-    REQUIRE(db.ok());
-    RunMeta m = MakeMeta("r");
-    REQUIRE((*db)->CreateRun(m).ok());
-    REQUIRE(m.id == 1);
-  }
-  const std::string data = testutil::ReadFileOrDie(good);
+  const std::string data = testutil::ReadFileOrDie(OneRunDatabase(dir / "good.db"));
   // LMDB's leaf node (mdb.c, MDB_node): data size low and high 16 bits,
   // flags, key size, then the key and the data. Run 1's key is 00 00 00 01
   // (four bytes), its data a JSON object.
@@ -432,13 +437,7 @@ TEST_CASE("a header whose table root is a meta page: a damage status, not LMDB's
   // LMDB asserts 'root > 1' (and aborts the process) when a table's root is
   // one of its two header pages (found by database_fuzz).
   testutil::TempDir dir;
-  const std::string path = dir / "t.db";
-  {
-    auto db = Database::Open(path, Database::Mode::kWrite);
-    REQUIRE(db.ok());
-    RunMeta m = MakeMeta("r");
-    REQUIRE((*db)->CreateRun(m).ok());
-  }
+  const std::string path = OneRunDatabase(dir / "t.db");
   std::string bytes = testutil::ReadFileOrDie(path);
   // LMDB's meta pages (mdb.c, MDB_meta) are pages 0 and 1 (4 KiB each here):
   // a 16-byte page header, magic, version, address, map size, then the
