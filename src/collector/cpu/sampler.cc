@@ -1,11 +1,13 @@
 // The CPU sampler: per-thread timers (a perf task-clock event, else POSIX
 // timers) deliver rt->signo to each thread; OnSample unwinds the thread's
-// stack and adds it, merged with its open NVTX ranges, to its trie.
+// stack and adds it, merged with its open NVTX ranges (and, in a CPython
+// program, with its Python frames: python/python_frames.h), to its trie.
 // SIGNAL-HANDLER CODE: the functions marked so run in signal handlers and
 // are async-signal-safe (no allocation, no locks, only async-signal-safe
 // calls); keep them so.
-// OnSample is SIGNAL-HANDLER CODE (with PathKeys,
-// FindThread, Unwind and SampleTrie::AddSample, which they call); the timer
+// OnSample is SIGNAL-HANDLER CODE (with PathKeys, FindThread, Unwind,
+// WalkPythonFrames, SplicePython and SampleTrie::AddSample, which they
+// call); the timer
 // functions and the source's hooks run in normal context. What makes
 // unwinding safe here (no malloc, no TLS allocation, no lock a sampled
 // thread can hold) is described at Unwind (unwinder.h) and PrepareUnwind
