@@ -259,6 +259,28 @@ Status LmdbTxn::Error(int rc, const char* what) const {
 }
 
 Result<std::optional<Dbi>> LmdbTxn::OpenDb(const std::string& name, bool create) {
+  // The table's record in the main table (an MDB_db, its root page at
+  // kDbRoot): LMDB asserts (aborts) on a root that is a meta page and
+  // follows any other, so it is checked first, as CheckFile checks the
+  // header's. The main table is opened by name NULL first: that sets its
+  // key comparison, without which mdb_get on it crashes.
+  MDB_dbi main = 0;
+  if (mdb_dbi_open(txn_, nullptr, 0, &main) == 0) {
+    MDB_val k{name.size(), const_cast<char*>(name.data())};
+    MDB_val v;
+    const int got = mdb_get(txn_, main, &k, &v);
+    // A failed read leaves the transaction unusable: report it as opening
+    // the table would have.
+    if (got != 0 && got != MDB_NOTFOUND) return Error(got, "cannot open table");
+    if (got == 0 && v.mv_size == kDbSize) {
+      CCT_RETURN_IF_ERROR(env_->CheckView(v.mv_data, v.mv_size));
+      const uint64_t root = Load<uint64_t>(static_cast<const unsigned char*>(v.mv_data) + kDbRoot);
+      MDB_envinfo info;
+      if (root != kNoPage && (root < 2 || (mdb_env_info(env_->env_, &info) == 0 && root > info.me_last_pgno)))
+        return Corrupt(DamageMessage(env_->path(), "table '" + name + "' names page " + std::to_string(root) +
+                                                       " as its root"));
+    }
+  }
   MDB_dbi dbi = 0;
   const int rc = mdb_dbi_open(txn_, name.c_str(), create ? MDB_CREATE : 0, &dbi);
   if (rc == MDB_NOTFOUND) return std::optional<Dbi>();

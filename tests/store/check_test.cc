@@ -120,13 +120,13 @@ TEST_CASE("check: intact, one damaged section, a zeroed page LMDB asserts on") {
       CHECK((r.exit_code == 0 || r.exit_code == 2));
       if (r.exit_code == 2) {
         CHECK(testutil::LineCount(r.err) == 1);
-        CHECK(r.err.find("damaged") != std::string::npos);
+        CHECK_MESSAGE(r.err.find("damaged") != std::string::npos, r.err);
         lmdb_asserts += r.err.find("LMDB: Assertion") != std::string::npos;
       }
     }
     auto c = store::CheckDatabase(zeroed);
     if (!c.ok()) {
-      CHECK(c.status().message().find("damaged") != std::string::npos);
+      CHECK_MESSAGE(c.status().message().find("damaged") != std::string::npos, c.status().message());
       continue;
     }
     // Ids are found (listed or probed) once each, within the counter.

@@ -459,6 +459,37 @@ TEST_CASE("a header whose table root is a meta page: a damage status, not LMDB's
   CHECK_MESSAGE(db.status().message().find("root of a table") != std::string::npos, db.status().message());
 }
 
+TEST_CASE("a named table whose root is a meta page: a damage status, not LMDB's abort") {
+  // The same assertion through a named table's record in the main table
+  // (found by database_fuzz after the header check).
+  testutil::TempDir dir;
+  const std::string path = OneRunDatabase(dir / "t.db");
+  std::string bytes = testutil::ReadFileOrDie(path);
+  // The main table's leaf node for "meta" (mdb.c, MDB_node): data size,
+  // flags F_SUBDATA (2), key size 4, the key, then the table's MDB_db
+  // record (48 bytes, the root page number at 40).
+  // Copy-on-write leaves older copies of the main table's leaf in the file:
+  // every one is changed.
+  const std::string node_tail("\x02\x00\x04\x00meta", 8);
+  int changed = 0;
+  for (size_t at = bytes.find(node_tail); at != std::string::npos; at = bytes.find(node_tail, at + 1)) {
+    const size_t root = at + node_tail.size() + 40;
+    uint64_t was = 0;
+    std::memcpy(&was, bytes.data() + root, 8);
+    REQUIRE(was >= 2);
+    const uint64_t meta_page = 1;
+    std::memcpy(bytes.data() + root, &meta_page, 8);
+    ++changed;
+  }
+  REQUIRE(changed >= 1);
+  testutil::WriteFileOrDie(path, bytes);
+  auto db = Database::Open(path, Database::Mode::kRead);  // before the fix: abort()
+  REQUIRE_FALSE(db.ok());
+  CHECK(db.status().code() == ErrorCode::kCorrupt);
+  CHECK_MESSAGE(db.status().message().find("table 'meta' names page 1 as its root") != std::string::npos,
+                db.status().message());
+}
+
 TEST_CASE("several processes write runs into one database at once") {
   testutil::TempDir dir;
   const std::string db = dir / "shared.db";
