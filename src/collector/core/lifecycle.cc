@@ -198,7 +198,7 @@ void Start() {
   rt->config = std::move(**parsed);
   rt->run_key = NewRunKey();
   rt->own_module = OwnModule();
-  dl_iterate_phdr(OwnTextRange, nullptr);
+  FindOwnText();
   SourcesStart(rt->config);  // NVTX compiles --iteration here
   if (!rt->config.follow) StripPreload(rt->own_module);
 

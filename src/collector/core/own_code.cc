@@ -2,30 +2,18 @@
 // (nvtx/nvtx_ranges.cc) and launch capture (gpu/launch_capture.cc) trim
 // these from the leaf end of the stacks they record. own_text_lo/hi are set
 // once in Start; OutermostFrame takes trim_mutex (its symbolizer's guard).
-#include <link.h>
-
 #include <mutex>
 
 #include "collector/core/runtime_state.h"
+#include "collector/cpu/modules.h"
 
 namespace collector::internal {
 
 // The collector's own code, skipped at the leaf end of push-time stacks.
 uintptr_t own_text_lo = 0, own_text_hi = 0;
 
-int OwnTextRange(dl_phdr_info* info, size_t, void*) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-    const auto self = reinterpret_cast<uintptr_t>(&OwnTextRange);
-    if (self >= lo && self < hi) {
-      own_text_lo = lo;
-      own_text_hi = hi;
-      return 1;
-    }
-  }
-  return 0;
+void FindOwnText() {
+  ExecutableSegment(reinterpret_cast<uintptr_t>(&FindOwnText), &own_text_lo, &own_text_hi);
 }
 
 // The outermost (not inlined) frame at a return address, resolved outside

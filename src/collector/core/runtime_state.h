@@ -417,7 +417,7 @@ int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool trun
 // --- own_code.cc: the collector's own text and the outermost frame at an
 // address, for trimming NVTX and launch stacks.
 extern uintptr_t own_text_lo, own_text_hi;
-int OwnTextRange(dl_phdr_info* info, size_t, void*);
+void FindOwnText();  // sets own_text_lo/hi (Start)
 SymbolFrame OutermostFrame(uintptr_t address);  // takes trim_mutex
 
 // --- checkpoint.cc: writing the run and the checkpoint thread

@@ -88,6 +88,30 @@ std::string BuildIdInNotes(const unsigned char* notes, size_t size) {
   return {};
 }
 
+void ExecutableSegment(uintptr_t address, uintptr_t* lo, uintptr_t* hi) {
+  struct Find {
+    uintptr_t address, lo = 0, hi = 0;
+  } find{address};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* f = static_cast<Find*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          const uintptr_t seg_lo = info->dlpi_addr + ph.p_vaddr, seg_hi = seg_lo + ph.p_memsz;
+          if (f->address >= seg_lo && f->address < seg_hi) {
+            f->lo = seg_lo;
+            f->hi = seg_hi;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &find);
+  *lo = find.lo;
+  *hi = find.hi;
+}
+
 std::vector<ModuleImage> LoadedModules() {
   std::vector<ModuleImage> out;
   out.reserve(32);

@@ -34,6 +34,10 @@ struct ModuleImage {
 // the mapped PT_NOTE segments (no file I/O). The vDSO is left out.
 std::vector<ModuleImage> LoadedModules();
 
+// The executable PT_LOAD segment of a loaded module that holds `address`,
+// as [*lo, *hi); both 0 when none does. From dl_iterate_phdr; normal context.
+void ExecutableSegment(uintptr_t address, uintptr_t* lo, uintptr_t* hi);
+
 // The NT_GNU_BUILD_ID descriptor (raw bytes) in a PT_NOTE area of `size`
 // bytes; "" when absent or malformed (every length is checked against
 // `size`). Pure; the one note parser (run_info's hex form uses it).

@@ -18,6 +18,7 @@
 
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
+#include "collector/cpu/modules.h"
 
 namespace collector::python {
 namespace {
@@ -472,31 +473,6 @@ bool ReadVersion(int* major, int* minor, std::string* text) {
   if (v == nullptr || std::sscanf(v, "%d.%d.%d", major, minor, &micro) < 2) return false;
   *text = std::to_string(*major) + "." + std::to_string(*minor) + "." + std::to_string(micro);
   return true;
-}
-
-// The executable PT_LOAD segment that holds `address`.
-void ExecutableSegment(uintptr_t address, uintptr_t* lo, uintptr_t* hi) {
-  struct Find {
-    uintptr_t address, lo = 0, hi = 0;
-  } find{address};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* f = static_cast<Find*>(data);
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
-          const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-          if (f->address >= lo && f->address < hi) {
-            f->lo = lo;
-            f->hi = hi;
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &find);
-  *lo = find.lo;
-  *hi = find.hi;
 }
 
 bool Attach() {
