@@ -46,6 +46,9 @@ constexpr size_t kMetaDbs = kPageHeader + 24;
 constexpr size_t kDbSize = 48;
 constexpr size_t kDbRoot = 40;
 constexpr uint64_t kNoPage = ~uint64_t{0};
+// A table's root as LMDB may follow it: none (empty), or a data page of the
+// file (LMDB asserts, and aborts, on a meta page).
+bool ValidRoot(uint64_t root, uint64_t last_page) { return root == kNoPage || (root >= 2 && root <= last_page); }
 constexpr size_t kMetaLastPage = kPageHeader + 24 + 2 * 48;
 constexpr size_t kMetaTxnId = kMetaLastPage + 8;
 constexpr size_t kMetaEnd = kMetaTxnId + 8;
@@ -120,7 +123,7 @@ Status CheckFile(const std::string& path, bool allow_empty) {
   // that is one of the two meta pages, and reads wherever any other points.
   for (size_t db = 0; db < 2; ++db) {
     const uint64_t root = Load<uint64_t>(meta + kMetaDbs + db * kDbSize + kDbRoot);
-    if (root != kNoPage && (root < 2 || root > last_page))
+    if (!ValidRoot(root, last_page))
       return Corrupt(path + " is damaged: its header names page " + std::to_string(root) + " as the root of a table (" +
                      std::to_string(last_page + 1) + " pages)");
   }
@@ -186,14 +189,20 @@ Status LmdbEnv::GrowMap() {
   return Status::Ok();
 }
 
+std::optional<uint64_t> LmdbEnv::FileBytes() const {
+  mdb_filehandle_t fd = -1;
+  struct stat st {};
+  if (mdb_env_get_fd(env_, &fd) != 0 || ::fstat(fd, &st) != 0) return std::nullopt;
+  return static_cast<uint64_t>(st.st_size);
+}
+
 const char* LmdbEnv::LocateMap(const char* inside) {
   const std::lock_guard<std::mutex> lock(locate_mutex_);
   if (const char* base = map_base_.load(std::memory_order_acquire)) return base;
   if (locate_tries_ >= kMaxLocateTries) return nullptr;
   ++locate_tries_;
-  mdb_filehandle_t fd = -1;
-  struct stat st {};
-  if (mdb_env_get_fd(env_, &fd) != 0 || ::fstat(fd, &st) != 0) return nullptr;
+  const std::optional<uint64_t> file_bytes = FileBytes();
+  if (!file_bytes) return nullptr;
   // LMDB maps the data file shared from offset 0; a key or value it returns
   // lies in that map or in its private heap. Device and inode are not
   // compared: on overlay file systems /proc shows the lower file's.
@@ -208,7 +217,7 @@ const char* LmdbEnv::LocateMap(const char* inside) {
     if (p < lo || p >= hi) continue;
     if (perms[3] != 's' || offset != 0) return nullptr;
     map_length_ = hi - lo;
-    file_bytes_.store(static_cast<uint64_t>(st.st_size), std::memory_order_relaxed);
+    file_bytes_.store(*file_bytes, std::memory_order_relaxed);
     map_base_.store(reinterpret_cast<const char*>(lo), std::memory_order_release);
     return reinterpret_cast<const char*>(lo);
   }
@@ -225,11 +234,9 @@ Status LmdbEnv::CheckView(const void* data, size_t size) {
   const auto inside = [&](uint64_t file_bytes) { return offset <= file_bytes && size <= file_bytes - offset; };
   if (inside(file_bytes_.load(std::memory_order_relaxed))) return Status::Ok();
   // Another writer may have grown the file since we last looked.
-  mdb_filehandle_t fd = -1;
-  struct stat st {};
-  if (mdb_env_get_fd(env_, &fd) == 0 && ::fstat(fd, &st) == 0) {
-    file_bytes_.store(static_cast<uint64_t>(st.st_size), std::memory_order_relaxed);
-    if (inside(static_cast<uint64_t>(st.st_size))) return Status::Ok();
+  if (const std::optional<uint64_t> now = FileBytes()) {
+    file_bytes_.store(*now, std::memory_order_relaxed);
+    if (inside(*now)) return Status::Ok();
   }
   return Corrupt(DamageMessage(path_, "a record reaches past the end of the file"));
 }
@@ -276,7 +283,8 @@ Result<std::optional<Dbi>> LmdbTxn::OpenDb(const std::string& name, bool create)
       CCT_RETURN_IF_ERROR(env_->CheckView(v.mv_data, v.mv_size));
       const uint64_t root = Load<uint64_t>(static_cast<const unsigned char*>(v.mv_data) + kDbRoot);
       MDB_envinfo info;
-      if (root != kNoPage && (root < 2 || (mdb_env_info(env_->env_, &info) == 0 && root > info.me_last_pgno)))
+      const uint64_t last_page = mdb_env_info(env_->env_, &info) == 0 ? info.me_last_pgno : kNoPage - 1;
+      if (!ValidRoot(root, last_page))
         return Corrupt(DamageMessage(env_->path(), "table '" + name + "' names page " + std::to_string(root) +
                                                        " as its root"));
     }

@@ -69,6 +69,7 @@ class LmdbEnv {
   // when `inside` is not in it (a page a write transaction dirtied lives in
   // memory LMDB allocated) or the map cannot be found.
   const char* LocateMap(const char* inside);
+  std::optional<uint64_t> FileBytes() const;  // the data file's size now
   friend class LmdbTxn;
   friend cct::Status WithWriteTxn(LmdbEnv& env, const std::function<cct::Status(LmdbTxn&)>& body);
 
