@@ -144,7 +144,14 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
   bool known = false;
   uintptr_t ts = ThreadStateFromKey(l, &known);
   const int checked = g_tss_checked.load(std::memory_order_relaxed);
-  if (known && checked == 1) {
+  // The state is this thread's own, from the checked key: alive, and what
+  // it lists is mapped.
+  const bool trusted = known && checked == 1;
+  // This thread's stack: mapped wherever a stale pointer into it points.
+  auto on_stack = [&](uintptr_t at, uint32_t bytes) {
+    return t->stack.lo != 0 && at >= t->stack.lo && at + bytes <= t->stack.hi;
+  };
+  if (trusted) {
     if (ts == 0) return s;  // this thread runs no Python
     f[0] = self;
     std::memcpy(&f[1], reinterpret_cast<const void*>(ts + l.tstate_frame), 8);
@@ -183,10 +190,9 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
   // directly when it is there, else without faulting.
   if (l.cframe_current_frame >= 0 && frame != 0) {
     const uintptr_t at = frame + static_cast<uint32_t>(l.cframe_current_frame);
-    const bool on_stack = t->stack.lo != 0 && at >= t->stack.lo && at + 8 <= t->stack.hi;
-    const bool in_state = checked == 1 && known && at >= ts && at + 8 <= ts + l.tstate_bytes;
+    const bool in_state = trusted && at >= ts && at + 8 <= ts + l.tstate_bytes;
     uint64_t v = 0;
-    if (on_stack || in_state) {
+    if (on_stack(at, 8) || in_state) {
       std::memcpy(&v, reinterpret_cast<const void*>(at), 8);
     } else if (!SafeRead(at, &v, 8)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
@@ -201,7 +207,6 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
   constexpr int kMaxChunks = 8;
   uintptr_t chunk_lo[kMaxChunks], chunk_hi[kMaxChunks];
   int chunks = 0;
-  const bool trusted = checked == 1 && known;
   for (uintptr_t c = static_cast<uintptr_t>(f[2]); l.tstate_datastack_chunk >= 0 && c != 0 && chunks < kMaxChunks;) {
     uint64_t head[2] = {};  // _PyStackChunk: previous, size
     if (trusted) {
@@ -232,10 +237,8 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       break;
     }
-    // 3.12+'s shim frames are locals of the eval loop: on this thread's
-    // stack, which is mapped wherever a stale pointer into it points.
-    const bool on_stack = t->stack.lo != 0 && frame >= t->stack.lo && frame + bytes <= t->stack.hi;
-    if (heap_frames_alive || on_stack || in_chunk(frame, bytes)) {
+    // 3.12+'s shim frames are locals of the eval loop, on this stack.
+    if (heap_frames_alive || on_stack(frame, bytes) || in_chunk(frame, bytes)) {
       std::memcpy(block, reinterpret_cast<const void*>(frame), bytes);
     } else if (!SafeRead(frame, block, bytes)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
