@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -617,6 +618,31 @@ TEST_CASE("cct-record: a crash's final write is waited for while sampling ticks 
       const cct::Tree t = TreeOf(db, runs[0].id);
       CHECK(InclusiveOf(t, "realtime", "burn_before_end") >= 0.9 * 400e6);
     }
+  }
+}
+
+// A termination signal that lands while the program's thread stops the
+// sampler in _exit (holding the thread registry's lock, before the write's
+// own mutex) was handed to the checkpoint thread, which waited for that lock
+// until the handler's 5 s deadline; the process then died without its run
+// (a multiprocessing pool's workers, terminated as they exit, lost theirs a
+// run in four on a loaded machine). Delays swept across the stop, with 300
+// threads to make it last.
+TEST_CASE("cct-record: SIGTERM landing in _exit's final stop neither stalls the exit nor loses the run") {
+  for (int delay_us = 0; delay_us <= 2000; delay_us += 250) {
+    CAPTURE(delay_us);
+    TempDir dir;
+    const std::string db = dir / "t.db";
+    const auto t0 = std::chrono::steady_clock::now();
+    auto rec = Run({Tool("cct-record"), "--checkpoint", "0", "-o", db, "--", Prog("cct-test-lifecycle"), "term-in-exit",
+                    std::to_string(delay_us), "300"});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(rec.err);
+    CHECK(seconds < 3.0);  // the stall was the handler's 5 s deadline
+    const auto runs = Runs(db);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].state != store::RunState::kRecording);
+    CHECK(runs[0].diagnostics.count("final_flush") == 1);
   }
 }
 

@@ -228,6 +228,7 @@ pid_t ForkForVfork() {
 
 void BeforeExec() {
   if (!rt || rt->finished || InForeignChild()) return;
+  rt->final_writer.store(Tid());  // until RaiseDeferredFatal below
   SourcesBeforeCheckpoint(/*final=*/true);
   SourcesStop();
   bool written = false;

@@ -27,9 +27,12 @@ void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
   // This thread was writing (its run at exit or exec) or forking: the
   // checkpoint thread would wait for the mutex this thread holds, and this
   // handler for it, until the deadline. A termination signal waits for the
-  // write to end instead (RaiseDeferredFatal); a fault dies at once.
+  // write to end instead (RaiseDeferredFatal); a fault dies at once. The
+  // same for a termination signal while the thread stops the sources before
+  // that write (Runtime::final_writer): they hold registry_mutex.
   const bool holds_flush = rt && !InForeignChild() && HoldsFlushMutex();
-  if (holds_flush && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)) {
+  const bool final_writer = rt && !InForeignChild() && rt->final_writer.load() == Tid();
+  if ((holds_flush || final_writer) && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)) {
     int none = 0;
     rt->deferred_fatal.compare_exchange_strong(none, sig);
     errno = saved_errno;
@@ -87,6 +90,7 @@ bool HoldsFlushMutex() {  // SIGNAL-HANDLER CODE
 
 void RaiseDeferredFatal() {
   if (!rt) return;
+  rt->final_writer.store(0);  // done writing: a signal from now on is handled as any other
   if (const int sig = rt->deferred_fatal.exchange(0)) raise(sig);
 }
 

@@ -160,12 +160,7 @@ void Finish(store::RunState state, std::optional<int> exit_code, std::optional<i
   RaiseDeferredFatal();  // a SIGTERM that came during the write: as without us, it ends the process
 }
 
-void OnProcessExit(int status, void*) {
-  if (!rt || rt->finished || InForeignChild()) return;
-  SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity
-  SourcesStop();
-  Finish(store::RunState::kComplete, status, std::nullopt);
-}
+void OnProcessExit(int status, void*) { BeforeExit(status); }
 
 std::string OwnModule() {
   Dl_info info{};
@@ -263,7 +258,8 @@ void Start() {
 
 void BeforeExit(int status) {
   if (!rt || rt->finished || InForeignChild()) return;
-  SourcesBeforeCheckpoint(/*final=*/true);
+  rt->final_writer.store(Tid());  // until Finish's RaiseDeferredFatal
+  SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity
   SourcesStop();
   Finish(store::RunState::kComplete, status, std::nullopt);
 }
