@@ -11,8 +11,13 @@ auto and off is the Python walk and splice per sample, on top of the native
 unwind. py-spy, the usual comparison, is not in Debian's registry (said so
 in docs/performance.md).
 
+With --threads T the work runs on T threading.Threads (joined by the main
+thread), so that the collector also names them (it takes the GIL from a
+thread of its own now and then: python/python_threads.cc); compare with a
+run without.
+
   bench/python_bench.py BUILD_DIR [--repeat N] [--depth D] [--seconds S]
-                        [--python PATH] [--freq HZ]
+                        [--python PATH] [--freq HZ] [--threads T]
 """
 import argparse
 import os
@@ -24,7 +29,7 @@ import tempfile
 import time
 
 SCRIPT = """
-import sys
+import sys, threading
 def work(n):
     s = 0
     for i in range(n):
@@ -34,9 +39,18 @@ def nest(depth, n):
     if depth <= 1:
         return work(n)
     return nest(depth - 1, n)
-depth, n = int(sys.argv[1]), int(sys.argv[2])
-for _ in range(20):
-    nest(depth - 2, n // 20)  # <module> and nest's caller count too
+def part(depth, n, parts):
+    for _ in range(parts):
+        nest(depth - 2, n // 20)  # <module> and nest's caller count too
+depth, n, threads = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+if threads == 0:
+    part(depth, n, 20)
+else:  # the same work on Python threads: the thread names are asked for too
+    ts = [threading.Thread(target=part, args=(depth, n, 20 // threads)) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
 """
 
 
@@ -54,7 +68,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--freq", type=int, default=1000)
+    ap.add_argument("--threads", type=int, default=0, help="run the work on T Python threads (T divides 20)")
     a = ap.parse_args()
+    if a.threads < 0 or (a.threads and 20 % a.threads):
+        ap.error("--threads must divide 20")
     record = os.path.join(a.build, "tools", "cct-record")
     query = os.path.join(a.build, "tools", "cct-query")
     tmp = tempfile.mkdtemp(prefix="cct-python-bench-")
@@ -70,22 +87,22 @@ def main():
     # Calibrate the work to about --seconds bare.
     n = 200000
     while True:
-        t = run([a.python, script, str(a.depth), str(n)])
+        t = run([a.python, script, str(a.depth), str(n), str(a.threads)])
         if t >= a.seconds / 4 or n > 1 << 30:
             break
         n *= 2
     n = int(n * a.seconds / max(t, 1e-3))
 
+    work = [a.python, script, str(a.depth), str(n), str(a.threads)]
     variants = {
-        "bare": lambda db: [a.python, script, str(a.depth), str(n)],
-        "python auto": lambda db: [record, "-o", db, "--freq", str(a.freq), "--python", "auto", "--", a.python, script,
-                                   str(a.depth), str(n)],
-        "python off": lambda db: [record, "-o", db, "--freq", str(a.freq), "--python", "off", "--", a.python, script,
-                                  str(a.depth), str(n)],
+        "bare": lambda db: work,
+        "python auto": lambda db: [record, "-o", db, "--freq", str(a.freq), "--python", "auto", "--"] + work,
+        "python off": lambda db: [record, "-o", db, "--freq", str(a.freq), "--python", "off", "--"] + work,
     }
     times = {v: [] for v in variants}
     per_sample = {v: [] for v in variants if v != "bare"}
     python_samples = []
+    named = []
     for i in range(a.repeat):
         for v, argv in variants.items():
             db = os.path.join(tmp, f"{v.replace(' ', '-')}-{i}.db")
@@ -95,8 +112,10 @@ def main():
                 per_sample[v].append(d["handler_ns"] / max(d["samples"], 1))
                 if v == "python auto":
                     python_samples.append(d.get("python_samples", 0) / max(d["samples"], 1))
+                    named.append(d.get("python_named_threads", 0))
     bare = statistics.median(times["bare"])
-    print(f"CPU-bound Python ({a.python}), work {a.depth} Python frames deep, {a.freq} Hz, "
+    on = f", on {a.threads} Python threads" if a.threads else ""
+    print(f"CPU-bound Python ({a.python}), work {a.depth} Python frames deep{on}, {a.freq} Hz, "
           f"median of {a.repeat} alternating runs")
     print(f"{'variant':<14}{'wall':>10}{'ratio':>8}{'handler/sample':>16}")
     for v in variants:
@@ -106,6 +125,8 @@ def main():
     walk = statistics.median(per_sample["python auto"]) - statistics.median(per_sample["python off"])
     print(f"Python walk and splice per sample (auto - off): {walk / 1000:.2f} µs; "
           f"samples with Python frames: {100 * statistics.median(python_samples):.1f} %")
+    if a.threads:
+        print(f"threads named by Python (median): {statistics.median(named):.0f} of {a.threads}")
     print("py-spy record --native: not compared (not in Debian's package registry)")
 
 

@@ -267,16 +267,7 @@ void* FlusherMain(void*) {
 }
 
 void StartFlusher() {
-  // The checkpoint thread takes no signals (it is not sampled, and a
-  // process-directed signal must go to the program's threads).
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  static auto real_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-  rt->flusher_running = real_create && real_create(&rt->flusher, nullptr, FlusherMain, nullptr) == 0;
-  if (rt->flusher_running) pthread_detach(rt->flusher);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  rt->flusher_running = StartOwnThread(FlusherMain, &rt->flusher);
 }
 
 }  // namespace collector::internal

@@ -57,6 +57,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -177,7 +178,11 @@ struct ThreadState {
   uint64_t range_py[kRangePyFrames];
   int32_t range_py_groups[kRangePyFrames];
   SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
-  std::string nvtx_name;   // from nvtxNameOsThread; under registry_mutex
+  // Names given to the thread (ThreadName prefers them in this order):
+  // nvtxNameOsThread's, then its Python threading.Thread's
+  // (python/python_threads.cc). Under registry_mutex.
+  std::string nvtx_name;
+  std::string python_name;
   // GPU launch sites (gpu_runtime.h): written by this thread at CUDA calls.
   SampleTrie launch_trie;
   std::unordered_map<uintptr_t, bool> gpu_runtime_frame;  // return address → trimmed at launches (owner only)
@@ -402,6 +407,15 @@ void OnThreadExit(void* p);
 // (thread_started). Takes registry_mutex.
 ThreadState* RegisterThread(pid_t tid, bool current);
 std::string ThreadName(const ThreadState& t);
+// Starts a thread of the collector's own, detached: libc's pthread_create
+// (not the interposed one: never registered nor sampled), with every signal
+// blocked (a process-directed signal must reach the program's threads).
+// `thread` (optional) receives its handle. Normal context.
+bool StartOwnThread(void* (*main)(void*), pthread_t* thread = nullptr);
+// Gives live threads a name of the kind `field` (&ThreadState::nvtx_name,
+// &ThreadState::python_name) by thread id; `names` sorted by id. An exited
+// thread keeps its own (the kernel may reuse its id). Takes registry_mutex.
+void NameThreads(std::span<const std::pair<pid_t, std::string>> names, std::string ThreadState::*field);
 
 // Prepares the calling thread's unwind state (PrepareUnwindThread) and
 // records the loader generation it is good for. Normal context, on `t`'s

@@ -5,9 +5,12 @@
 // them again (thread_exiting).
 // SIGNAL-HANDLER CODE: FindThread runs in the sampling handler and is
 // async-signal-safe (atomic loads only).
+#include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <new>
 #include <string>
 
@@ -112,7 +115,37 @@ void PrepareUnwind(ThreadState* t) {
 std::string ThreadName(const ThreadState& t) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   if (!t.nvtx_name.empty()) return t.nvtx_name;
+  if (!t.python_name.empty()) return t.python_name;
   return t.index == 0 ? "main thread" : "thread " + std::to_string(t.index);
+}
+
+bool StartOwnThread(void* (*main)(void*), pthread_t* thread) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto real_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  pthread_t handle;
+  const bool started = real_create != nullptr && real_create(&handle, nullptr, main, nullptr) == 0;
+  if (started) {
+    pthread_detach(handle);
+    if (thread) *thread = handle;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return started;
+}
+
+void NameThreads(std::span<const std::pair<pid_t, std::string>> names, std::string ThreadState::*field) {
+  if (names.empty()) return;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  const size_t n = rt->thread_count.load();
+  for (size_t i = 0; i < n; ++i) {
+    ThreadState* t = rt->threads[i].load();
+    if (t == nullptr || !t->alive.load(std::memory_order_relaxed)) continue;
+    auto it = std::lower_bound(names.begin(), names.end(), t->tid,
+                               [](const std::pair<pid_t, std::string>& e, pid_t tid) { return e.first < tid; });
+    if (it != names.end() && it->first == t->tid && t->*field != it->second) t->*field = it->second;
+  }
 }
 
 }  // namespace internal

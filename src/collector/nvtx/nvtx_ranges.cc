@@ -418,12 +418,8 @@ void NvtxMark(uint32_t name) {
 
 void NvtxNameThread(uint32_t tid, std::string_view name) {
   if (!rt) return;
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  const size_t n = rt->thread_count.load();
-  for (size_t i = 0; i < n; ++i) {
-    ThreadState* t = rt->threads[i].load();
-    if (t && static_cast<uint32_t>(t->tid) == tid) t->nvtx_name = std::string(name);
-  }
+  const std::pair<pid_t, std::string> named{static_cast<pid_t>(tid), std::string(name)};
+  NameThreads({&named, 1}, &ThreadState::nvtx_name);
 }
 
 void NvtxCountProblem(const char* what) {

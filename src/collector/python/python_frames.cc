@@ -1,4 +1,5 @@
 #include "collector/python/python_frames.h"
+#include "collector/python/python_threads.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -410,18 +411,7 @@ void* ResolverMain(void*) {
   return nullptr;
 }
 
-void StartResolver() {
-  // Like the checkpoint thread: libc's own pthread_create (not registered,
-  // not sampled), taking no signals.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  auto real_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-  pthread_t thread;
-  if (real_create != nullptr && real_create(&thread, nullptr, ResolverMain, nullptr) == 0) pthread_detach(thread);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
+void StartResolver() { internal::StartOwnThread(ResolverMain); }
 
 // A fork child: the parent's names and trie positions are not its own (its
 // tries restart empty), and the mutex may have been held by a parent
@@ -523,13 +513,19 @@ bool Attach() {
   }
   g_process.enabled = true;
   StartResolver();
+  if (!StartThreadNamer())
+    internal::Warn("Python " + version + ": its C API was not found; threads keep numbered names");
   return true;
 }
 
 void ForkChild() {
   g_process.pid = static_cast<int>(getpid());
   ForgetPythonNames();
-  if (g_process.enabled) StartResolver();
+  ForgetThreadNames();
+  if (g_process.enabled) {
+    StartResolver();
+    StartThreadNamer();
+  }
   g_spliced.store(0);
   g_bad_reads.store(0);
   g_mismatched.store(0);
@@ -544,6 +540,11 @@ void AddToRun(internal::RunContext& run) {
   run.meta.diagnostics["python_samples"] = static_cast<int64_t>(g_spliced.load());
   run.meta.diagnostics["python_bad_reads"] = static_cast<int64_t>(g_bad_reads.load());
   run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());
+  run.meta.diagnostics["python_named_threads"] = NamedThreads();
+}
+
+void ThreadStarted(internal::ThreadState* t) {
+  if (g_process.enabled) NoteThreadRegistered(*t);
 }
 
 }  // namespace
@@ -553,6 +554,7 @@ namespace collector::internal {
 extern const Source kPythonSource = {
     .name = "python",
     .attach = python::Attach,
+    .thread_started = python::ThreadStarted,
     .add_to_run = python::AddToRun,
     .fork_child = python::ForkChild,
 };

@@ -26,7 +26,10 @@
 //
 // Keys (sample_trie.h, MakePythonKey) hold the code object's address and the
 // instruction index; ResolvePythonKey names them at checkpoints, again with
-// process_vm_readv, checking that the object is still a code object.
+// process_vm_readv, checking that the object is still a code object. A key
+// whose object was freed before it was named, and its address given to
+// another code object, is named after that one (a known defect: the key has
+// no room for more than the address; the resolver's 50 ms period bounds it).
 //
 // SIGNAL-HANDLER CODE: WalkPythonFrames and SplicePython are
 // async-signal-safe (no allocation, no locks; system calls only

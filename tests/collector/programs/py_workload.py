@@ -7,6 +7,11 @@
 #   py_workload.py shapes   a generator, a coroutine, an exception through
 #                           50 frames, with SIGALRM from signal.setitimer
 #   py_workload.py threads  1,000 short threading.Threads
+#   py_workload.py names    threads named by threading (given, default,
+#                           renamed while running, started by a thread,
+#                           a pool's, a daemon still running at exit);
+#                           prints "THREAD NAME<tab>FUNCTION" for each, the
+#                           name Python gives the thread as the function ends
 #   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
 #   py_workload.py pool     a multiprocessing pool started and terminated
 #                           (its workers get SIGTERM as they exit)
@@ -20,7 +25,7 @@ import time
 
 # The C extension (built for the system's python3); `pure` and `gpu` need none, so
 # that any CPython can run it.
-if sys.argv[1] not in ("pure", "gpu", "pool"):
+if sys.argv[1] not in ("pure", "gpu", "pool", "names", "daemons"):
     import cct_test_ext as ext
 
 
@@ -139,6 +144,86 @@ def threads():
     print("THREADS 1000", flush=True)
 
 
+print_lock = threading.Lock()
+
+
+def ran(function):
+    with print_lock:  # print writes the line and its end separately
+        print(f"THREAD {threading.current_thread().name}\t{function}", flush=True)
+
+
+def named_worker():
+    burn(0.2)
+    ran("named_worker")
+
+
+def default_worker():
+    burn(0.2)
+    ran("default_worker")
+
+
+def renamed_worker():
+    burn(0.3)  # named by its first name first
+    threading.current_thread().name = "renamed while running"
+    burn(0.9)
+    ran("renamed_worker")
+
+
+def inner_starter():
+    # Started by a thread while the main one waits in join(): its name must
+    # not wait for the main thread to run Python code.
+    t = threading.Thread(target=inner_worker, name="started by a thread")
+    t.start()
+    t.join()
+
+
+def inner_worker():
+    burn(0.2)
+    ran("inner_worker")
+
+
+def pool_task():
+    burn(0.1)
+    ran("pool_task")
+
+
+daemon_ran = threading.Event()
+
+
+def daemon_spin():
+    burn(0.2)
+    ran("daemon_spin")
+    daemon_ran.set()
+    while True:  # still running as the interpreter finalizes
+        burn(0.01)
+
+
+def spin():
+    while True:
+        pass
+
+
+def daemons():
+    for i in range(3):
+        threading.Thread(target=spin, name=f"daemon {i}", daemon=True).start()
+    time.sleep(float(sys.argv[2]))
+
+
+def names():
+    from concurrent.futures import ThreadPoolExecutor
+    threading.Thread(target=daemon_spin, name="daemon at exit", daemon=True).start()
+    ts = [threading.Thread(target=named_worker, name="wörker ✓"), threading.Thread(target=default_worker),
+          threading.Thread(target=renamed_worker), threading.Thread(target=inner_starter, name="starter")]
+    for t in ts:
+        t.start()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool") as ex:
+        for f in [ex.submit(pool_task) for _ in range(4)]:
+            f.result()
+    for t in ts:
+        t.join()
+    daemon_ran.wait()
+
+
 def inside_range():
     burn(0.2)
 
@@ -196,4 +281,4 @@ def gpu():
 
 if __name__ == "__main__":
     {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx, "gpu": gpu,
-     "pool": pool}[sys.argv[1]]()
+     "pool": pool, "names": names, "daemons": daemons}[sys.argv[1]]()
