@@ -238,14 +238,15 @@ TEST_CASE("Python: threads started by threading are named as Python names them, 
   // The names the workload prints come from Python itself
   // (threading.current_thread().name as each function ends): given, default,
   // changed while running, started by a thread while the main one waits in
-  // join(), a pool's; a daemon thread still runs as the interpreter exits.
+  // join(), a pool's, one living 10 ms; a daemon thread still runs as the
+  // interpreter exits.
   ForEachPython("names", [](const std::string& db, const testutil::RunResult& r) {
     std::map<std::string, std::set<std::string>> names;  // function → thread names it ran on
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);)
       if (line.starts_with("THREAD ") && line.find('\t') != std::string::npos)
         names[line.substr(line.find('\t') + 1)].insert(line.substr(7, line.find('\t') - 7));
-    REQUIRE(names.size() == 6);
+    REQUIRE(names.size() == 7);
     CHECK(names.at("named_worker") == std::set<std::string>{"wörker ✓"});
     CHECK(names.at("renamed_worker") == std::set<std::string>{"renamed while running"});
     store::RunMeta meta;
@@ -258,6 +259,9 @@ TEST_CASE("Python: threads started by threading are named as Python names them, 
     // object allocated at its address next; python_frames.h.)
     for (const auto& [function, threads] : names) {
       CAPTURE(function);
+      // A thread that ends within milliseconds is named from its start only
+      // where CPython reports thread starts to audit hooks (3.12+).
+      if (function == "brief_worker" && meta.diagnostics.at("python_minor") < 12) continue;
       std::map<std::string, double> by_thread = CpuByThread(t, function);
       const double total = InclusiveOf(t, function);
       double named = 0;

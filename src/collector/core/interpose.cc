@@ -77,14 +77,26 @@ __attribute__((constructor)) void CollectorInit() {
 struct StartArgs {
   void* (*fn)(void*);
   void* arg;
+  std::string python_name;
 };
 
+// Registers the new thread, handing it the name in its StartArgs. Out of
+// line so that no object with a destructor is live in ThreadTrampoline's
+// frame while the thread runs: a thread ended by pthread_exit (CPython ends its daemon
+// threads so at finalization) is unwound by libgcc_s, and the collector's
+// own, statically linked unwinder aborts when asked to run a cleanup for it.
+[[gnu::noinline]] StartArgs* RegisterStarted(StartArgs* start) {
+  collector::RegisterCurrentThread(std::move(start->python_name));
+  return start;
+}
+
 void* ThreadTrampoline(void* p) {
-  const StartArgs a = *static_cast<StartArgs*>(p);
-  delete static_cast<StartArgs*>(p);
-  collector::RegisterCurrentThread();
-  collector::NoteThreadStart(reinterpret_cast<void*>(a.fn), __builtin_return_address(0));
-  return a.fn(a.arg);
+  StartArgs* start = RegisterStarted(static_cast<StartArgs*>(p));
+  void* (*fn)(void*) = start->fn;
+  void* arg = start->arg;
+  delete start;
+  collector::NoteThreadStart(reinterpret_cast<void*>(fn), __builtin_return_address(0));
+  return fn(arg);
 }
 
 }  // namespace
@@ -93,8 +105,9 @@ CCT_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
   static auto real = Real<int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*)>("pthread_create");
   if (!collector::Active()) return real(thread, attr, fn, arg);
   collector::RefreshUnwind();  // a safe moment for the creating thread
-  auto* start = new (std::nothrow) StartArgs{fn, arg};
+  auto* start = new (std::nothrow) StartArgs{fn, arg, {}};
   if (!start) return real(thread, attr, fn, arg);
+  start->python_name = collector::TakeNextThreadName(reinterpret_cast<const void*>(fn));
   const int rc = real(thread, attr, ThreadTrampoline, start);
   if (rc != 0) delete start;
   return rc;

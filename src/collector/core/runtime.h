@@ -35,8 +35,18 @@ namespace collector {
 
 void Start();
 
-// Thread registration, from the pthread_create wrapper's start routine.
-void RegisterCurrentThread();
+// Thread registration, from the pthread_create wrapper's start routine
+// (`python_name`: the name Python's threading gave the thread, or empty).
+void RegisterCurrentThread(std::string python_name = {});
+
+// A name for the thread the calling thread is about to start (Python's
+// threading, as it starts a Thread: python/python_threads.cc): the calling
+// thread's next pthread_create whose start routine lies in [lo, hi) passes
+// it on (TakeNextThreadName). Normal context.
+void NameNextThread(std::string_view name, uintptr_t lo, uintptr_t hi);
+// The pthread_create wrapper's part: the pending name if `start_routine` is
+// in its range, else empty; the pending name is dropped either way.
+std::string TakeNextThreadName(const void* start_routine);
 // Then, on the same thread: its start routine and the return address into
 // the thread-start code that called the wrapper (cpu/thread_time.cc).
 void NoteThreadStart(void* start_routine, void* start_return_address);

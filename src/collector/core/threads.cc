@@ -159,11 +159,38 @@ void RefreshUnwind() {
     PrepareUnwind(t);
 }
 
-void RegisterCurrentThread() {
+void RegisterCurrentThread(std::string python_name) {
   if (!rt || !rt->active.load()) return;
   if (t_state) return;
-  RegisterThread(Tid(), true);
+  ThreadState* t = RegisterThread(Tid(), true);
   InstallAltStack();
+  if (t != nullptr && !python_name.empty()) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    t->python_name = std::move(python_name);
+  }
+}
+
+namespace {
+// The name NameNextThread left for the calling thread's next thread.
+struct NextThreadName {
+  std::string name;
+  uintptr_t lo = 0, hi = 0;
+};
+thread_local NextThreadName t_next_name;  // initialized on first use in each thread
+}  // namespace
+
+void NameNextThread(std::string_view name, uintptr_t lo, uintptr_t hi) {
+  t_next_name.name.assign(name);
+  t_next_name.lo = lo;
+  t_next_name.hi = hi;
+}
+
+std::string TakeNextThreadName(const void* start_routine) {
+  if (t_next_name.name.empty()) return {};
+  const auto start = reinterpret_cast<uintptr_t>(start_routine);
+  std::string name = std::move(t_next_name.name);
+  t_next_name.name.clear();
+  return start >= t_next_name.lo && start < t_next_name.hi ? name : std::string();
 }
 
 }  // namespace collector

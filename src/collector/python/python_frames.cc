@@ -513,7 +513,7 @@ bool Attach() {
   }
   g_process.enabled = true;
   StartResolver();
-  if (!StartThreadNamer())
+  if (!StartThreadNamer(g_process.layout.minor, g_process.code.text_lo, g_process.code.text_hi))
     internal::Warn("Python " + version + ": its C API was not found; threads keep numbered names");
   return true;
 }
@@ -524,7 +524,7 @@ void ForkChild() {
   ForgetThreadNames();
   if (g_process.enabled) {
     StartResolver();
-    StartThreadNamer();
+    StartThreadNamer(g_process.layout.minor, g_process.code.text_lo, g_process.code.text_hi);
   }
   g_spliced.store(0);
   g_bad_reads.store(0);

@@ -13,7 +13,14 @@
 // process with no thread but the main one is never asked. Why not the main
 // thread's pending calls (Py_AddPendingCall): they run only while the main
 // thread runs Python code, and a main thread waiting in join() would name
-// no worker until the workers had ended.
+// no worker until the workers had ended. Since 3.12 CPython also raises an
+// audit event as threading starts a Thread: a hook added at attach time
+// (PySys_AddAuditHook, kept across the interpreter's initialization) reads
+// the name there and the collector's pthread_create wrapper hands it to the
+// new thread, so even a thread living a few milliseconds is named. Having a
+// hook makes CPython build every audit event's arguments (open, import,
+// exec, ...): the hook itself returns at once for all but the two thread
+// events (the cost in docs/performance.md).
 //
 // Guards: the interpreter is asked only while it is initialized and not
 // finalizing. A thread that waits for the GIL while finalization begins is
@@ -39,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "collector/core/runtime.h"
 #include "collector/core/runtime_state.h"
 #include "collector/python/python_threads.h"
 
@@ -63,6 +71,7 @@ struct Api {
   const char* (*unicode_as_utf8_and_size)(Object, ssize_t*) = nullptr;
   void (*err_clear)() = nullptr;
   void (*dec_ref)(Object) = nullptr;
+  Object (*tuple_get_item)(Object, ssize_t) = nullptr;  // borrowed
 };
 constinit Api g_api{};
 constinit std::atomic<uint64_t> g_registered{0};  // threads registered so far, but the main one
@@ -81,7 +90,7 @@ bool FindApi(Api* a) {
          Find(&a->dict_values, "PyDict_Values") && Find(&a->list_size, "PyList_Size") &&
          Find(&a->list_get_item, "PyList_GetItem") && Find(&a->long_as_long, "PyLong_AsLong") &&
          Find(&a->unicode_as_utf8_and_size, "PyUnicode_AsUTF8AndSize") && Find(&a->err_clear, "PyErr_Clear") &&
-         Find(&a->dec_ref, "Py_DecRef");
+         Find(&a->dec_ref, "Py_DecRef") && Find(&a->tuple_get_item, "PyTuple_GetItem");
 }
 
 // A new reference, or null with the error cleared.
@@ -208,10 +217,51 @@ void* NamerMain(void*) {
   return nullptr;
 }
 
+// 3.12+: the audit event CPython raises as threading starts a Thread
+// (_thread.start_new_thread, or start_joinable_thread since 3.13; its first
+// argument is the bound method Thread._bootstrap). Runs in the starting
+// thread with the GIL held; the name goes to that thread's next
+// pthread_create of interpreter code, so a thread is named from its first
+// sample however short its life. Returns 0 always (never vetoes the event)
+// and leaves no error set.
+constinit uintptr_t g_text_lo = 0, g_text_hi = 0;
+
+int OnAuditEvent(const char* event, Object args, void*) {
+  if (event[0] != '_' || (std::strcmp(event, "_thread.start_new_thread") != 0 &&
+                          std::strcmp(event, "_thread.start_joinable_thread") != 0))
+    return 0;
+  Object function = g_api.tuple_get_item(args, 0);
+  if (function == nullptr) {
+    g_api.err_clear();
+    return 0;
+  }
+  try {
+    std::string qualname, name;
+    if (!TextAttr(function, "__qualname__", &qualname) || qualname != "Thread._bootstrap") return 0;
+    Object thread = Attr(function, "__self__");
+    if (thread == nullptr) return 0;
+    const bool named = TextAttr(thread, "_name", &name);
+    g_api.dec_ref(thread);
+    if (named && !name.empty()) NameNextThread(name, g_text_lo, g_text_hi);
+  } catch (const std::exception&) {  // the thread is named by the namer instead
+  }
+  return 0;
+}
+
 }  // namespace
 
-bool StartThreadNamer() {
+bool StartThreadNamer(int minor, uintptr_t text_lo, uintptr_t text_hi) {
   if (!FindApi(&g_api)) return false;
+  if (minor >= 12 && g_text_hi == 0) {
+    // Once per process (a fork child keeps the parent's hook). Safe before
+    // the interpreter initializes: CPython keeps hooks added then.
+    using AddHook = int (*)(int (*)(const char*, Object, void*), void*);
+    if (auto add = reinterpret_cast<AddHook>(dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"))) {
+      g_text_lo = text_lo;
+      g_text_hi = text_hi;
+      add(OnAuditEvent, nullptr);
+    }
+  }
   return internal::StartOwnThread(NamerMain);
 }
 

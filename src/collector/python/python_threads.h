@@ -11,9 +11,12 @@ struct ThreadState;
 
 namespace collector::python {
 
-// Finds CPython's C API in the process and starts the namer thread; false
-// when this interpreter lacks a function it needs (nothing is named then).
-bool StartThreadNamer();
+// Finds CPython's C API in the process and starts the namer thread; since
+// 3.12 (`minor`) also adds the audit hook that names a thread as threading
+// starts it, passing the name to its pthread_create of interpreter code
+// ([text_lo, text_hi)). False when this interpreter lacks a function it
+// needs (nothing is named then).
+bool StartThreadNamer(int minor, uintptr_t text_lo, uintptr_t text_hi);
 
 // The thread_started hook's part (registry_mutex held): a new thread may
 // be a Python one, to be named soon.

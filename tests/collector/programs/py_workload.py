@@ -169,6 +169,11 @@ def renamed_worker():
     ran("renamed_worker")
 
 
+def brief_worker():
+    burn(0.01)  # ends before the collector's thread asks for names (3.12+: named at start)
+    ran("brief_worker")
+
+
 def inner_starter():
     # Started by a thread while the main one waits in join(): its name must
     # not wait for the main thread to run Python code.
@@ -213,7 +218,8 @@ def names():
     from concurrent.futures import ThreadPoolExecutor
     threading.Thread(target=daemon_spin, name="daemon at exit", daemon=True).start()
     ts = [threading.Thread(target=named_worker, name="wörker ✓"), threading.Thread(target=default_worker),
-          threading.Thread(target=renamed_worker), threading.Thread(target=inner_starter, name="starter")]
+          threading.Thread(target=renamed_worker), threading.Thread(target=inner_starter, name="starter"),
+          threading.Thread(target=brief_worker, name="brief")]
     for t in ts:
         t.start()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool") as ex:
