@@ -646,6 +646,37 @@ TEST_CASE("cct-record: SIGTERM landing in _exit's final stop neither stalls the 
   }
 }
 
+// The collector links its own unwinder; an unwind the process's libgcc_s
+// runs through one of its frames with a cleanup (an interposed waiting
+// call, dl_iterate_phdr's guard) had libstdc++'s personality use that copy,
+// which aborted the program: every pthread_cancel of a thread waiting in
+// poll or sleep, a C++ exception out of a dl_iterate_phdr callback.
+TEST_CASE("cct-record: thread cancellation in interposed waits and exceptions through interposed calls work as without it") {
+  for (const std::string clock : {"cpu", "wall"}) {
+    CAPTURE(clock);
+    TempDir dir;
+    const std::string db = dir / "u.db";
+    auto rec = Run({Tool("cct-record"), "--clock", clock, "-o", db, "--", Prog("cct-test-unwind-through"), "cancel"});
+    INFO(rec.err);
+    CHECK(rec.exit_code == 0);
+    for (const char* call :
+         {"usleep", "nanosleep", "poll", "select", "read", "sleep", "epoll_wait", "sigsuspend", "pthread_exit"})
+      CHECK(rec.out.find(std::string(call) + " ok\n") != std::string::npos);
+    const auto runs = Runs(db);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].state == store::RunState::kComplete);
+  }
+  TempDir dir;
+  const std::string db = dir / "t.db";
+  auto rec = Run({Tool("cct-record"), "-o", db, "--", Prog("cct-test-unwind-through"), "throw"});
+  INFO(rec.err);
+  CHECK(rec.exit_code == 0);
+  CHECK(rec.out == "caught\n");
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].state == store::RunState::kComplete);
+}
+
 namespace {
 // Starts cct-record on `program` in the background; returns its pid.
 pid_t Spawn(const std::vector<std::string>& argv) {

@@ -81,10 +81,9 @@ struct StartArgs {
 };
 
 // Registers the new thread, handing it the name in its StartArgs. Out of
-// line so that no object with a destructor is live in ThreadTrampoline's
-// frame while the thread runs: a thread ended by pthread_exit (CPython ends its daemon
-// threads so at finalization) is unwound by libgcc_s, and the collector's
-// own, statically linked unwinder aborts when asked to run a cleanup for it.
+// line so that ThreadTrampoline's frame has nothing to clean up while the
+// thread runs: a thread ended by pthread_exit or pthread_cancel is unwound
+// through it by the process's libgcc_s (lifecycle.cc, PrepareOwnUnwinder).
 [[gnu::noinline]] StartArgs* RegisterStarted(StartArgs* start) {
   collector::RegisterCurrentThread(std::move(start->python_name));
   return start;

@@ -25,8 +25,8 @@
 // Guards: the interpreter is asked only while it is initialized and not
 // finalizing. A thread that waits for the GIL while finalization begins is
 // ended by CPython (PyThread_exit_thread, a forced unwind): the namer holds
-// no lock of ours and no object with a destructor there (EnterInterpreter
-// says why), so it just ends, and names already given stay. The main thread and threads Python
+// no lock of ours and nothing to clean up there (EnterInterpreter), so it
+// just ends, and names already given stay. The main thread and threads Python
 // did not start (_DummyThread) keep their names.
 //
 // CPython's functions are found with dlsym in the running interpreter (the
@@ -144,10 +144,11 @@ void ReadThreads(Object threading, const char* map, pid_t main_tid, std::vector<
 }
 
 // Takes the GIL for this thread. CPython ends a thread that waits for it
-// while finalization begins (pthread_exit, a forced unwind started by
-// libgcc_s): no object with a destructor may be live in this frame or its
-// callers then, since the collector's own, statically linked unwinder
-// cannot run cleanups for that unwind (its personality routine aborts).
+// while finalization begins (pthread_exit, a forced unwind run by the
+// process's libgcc_s through our frames): kept out of line, with no object
+// with a destructor live in this frame or its callers, so that unwind has
+// nothing of ours to run (lifecycle.cc, PrepareOwnUnwinder, says why that
+// once aborted).
 [[gnu::noinline]] bool EnterInterpreter(int* gil) {
   if (!g_api.is_initialized() || g_api.is_finalizing()) return false;
   *gil = g_api.gil_ensure();
