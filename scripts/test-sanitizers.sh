@@ -7,7 +7,7 @@
 #                 (cctdb-san-tests, tests/meson.build) and the collector
 #                 tests that examine this build's own binaries (SAN_EXCLUDE);
 #                 two shards at once (by source folder)
-#   2. fuzz       every libFuzzer target for CCT_FUZZ_SECONDS (default 6)
+#   2. fuzz       every libFuzzer target for CCT_FUZZ_SECONDS (default 3)
 #                 from its corpus, two at a time (meson test --suite fuzz)
 #   3. tsan       tests/tsan/tsan_test.cc under ThreadSanitizer
 # Only the targets those need are built.
@@ -23,8 +23,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${CCT_JOBS:-2}
-# 4 s per target keeps CI under 20 minutes on 2 cores (docs: tests/fuzz/README.md).
-export CCT_FUZZ_SECONDS=${CCT_FUZZ_SECONDS:-4}
+# 3 s per target keeps CI under 20 minutes on 2 cores (docs: tests/fuzz/README.md).
+export CCT_FUZZ_SECONDS=${CCT_FUZZ_SECONDS:-3}
 stages=${CCT_SAN_STAGES:-san-tests fuzz tsan}
 build_only=0
 case "${1:-}" in

@@ -280,12 +280,12 @@ TEST_CASE("Python: daemon threads running as the interpreter exits: every run co
   // CPython ends a thread that waits for the GIL while it finalizes
   // (pthread_exit), the thread naming Python threads among them; before
   // that was made safe, about 1 run in 10 of this script aborted on a
-  // loaded machine. Exits at staggered moments, 20 times.
+  // loaded machine. Exits at staggered moments, 10 times.
   TempDir dir;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 10; ++i) {
     CAPTURE(i);
     const std::string db = dir / ("d" + std::to_string(i) + ".db");
-    const auto r = Record(db, kPython, "daemons", {}, {std::to_string(0.01 * i)});
+    const auto r = Record(db, kPython, "daemons", {}, {std::to_string(0.02 * i)});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     store::RunMeta meta;
