@@ -80,19 +80,11 @@ struct StartArgs {
   std::string python_name;
 };
 
-// Registers the new thread, handing it the name in its StartArgs. Out of
-// line so that ThreadTrampoline's frame has nothing to clean up while the
-// thread runs: a thread ended by pthread_exit or pthread_cancel is unwound
-// through it by the process's libgcc_s (lifecycle.cc, PrepareOwnUnwinder).
-[[gnu::noinline]] StartArgs* RegisterStarted(StartArgs* start) {
-  collector::RegisterCurrentThread(std::move(start->python_name));
-  return start;
-}
-
 void* ThreadTrampoline(void* p) {
-  StartArgs* start = RegisterStarted(static_cast<StartArgs*>(p));
+  auto* start = static_cast<StartArgs*>(p);
   void* (*fn)(void*) = start->fn;
   void* arg = start->arg;
+  collector::RegisterCurrentThread(std::move(start->python_name));
   delete start;
   collector::NoteThreadStart(reinterpret_cast<void*>(fn), __builtin_return_address(0));
   return fn(arg);

@@ -37,9 +37,9 @@
 // throttled, handler_ns, lost, perf_fd),
 // t_state, t_held_call and t_held_caller (cpu/sampler.cc),
 // and, in OnFatal, fatal_once, fatal_signal, deferred_fatal, final_writer,
-// flusher_running, flusher_tid, request_pipe and ack_pipe. Nothing else: code reaching those
-// from normal context must keep them consistent at every instruction (see
-// the fences in NvtxPush/NvtxPop).
+// flusher_running, flusher_tid, request_pipe and ack_pipe. Nothing else:
+// code reaching those from normal context must keep them consistent at
+// every instruction (see the fences in NvtxPush/NvtxPop).
 // SIGNAL-HANDLER CODE here: Now and Tid (below) are async-signal-safe and
 // used by the handlers; keep them so.
 #pragma once
@@ -353,10 +353,10 @@ struct Runtime {
   // (RaiseDeferredFatal).
   std::atomic<int> deferred_fatal{0};
   // The thread stopping the sources and writing the run at exit or exec
-  // (BeforeExit — _exit and on_exit — and BeforeExec): before it takes flush_mutex it may hold
-  // registry_mutex (the sampler's stop) or a source's lock the write needs,
-  // so a termination signal landing there is deferred the same way; 0 when
-  // none (RaiseDeferredFatal clears it).
+  // (BeforeExit — _exit and on_exit — and BeforeExec): before it takes
+  // flush_mutex it may hold registry_mutex (the sampler's stop) or a
+  // source's lock the write needs, so a termination signal landing there is
+  // deferred the same way; 0 when none (RaiseDeferredFatal clears it).
   std::atomic<pid_t> final_writer{0};
   std::atomic<bool> fatal_once{false};
   pthread_t flusher{};

@@ -25,9 +25,9 @@
 // Guards: the interpreter is asked only while it is initialized and not
 // finalizing. A thread that waits for the GIL while finalization begins is
 // ended by CPython (PyThread_exit_thread, a forced unwind): the namer holds
-// no lock of ours and nothing to clean up there (EnterInterpreter), so it
-// just ends, and names already given stay. The main thread and threads Python
-// did not start (_DummyThread) keep their names.
+// no lock of ours there (EnterInterpreter), so it just ends, and names
+// already given stay. The main thread and threads Python did not start
+// (_DummyThread) keep their names.
 //
 // CPython's functions are found with dlsym in the running interpreter (the
 // collector links no libpython); `PyObject*` is an opaque pointer here.
@@ -74,6 +74,7 @@ struct Api {
   Object (*tuple_get_item)(Object, ssize_t) = nullptr;  // borrowed
 };
 constinit Api g_api{};
+constinit bool g_api_found = false;  // FindApi succeeded (a fork child keeps it)
 constinit std::atomic<uint64_t> g_registered{0};  // threads registered so far, but the main one
 
 template <class F>
@@ -144,12 +145,9 @@ void ReadThreads(Object threading, const char* map, pid_t main_tid, std::vector<
 }
 
 // Takes the GIL for this thread. CPython ends a thread that waits for it
-// while finalization begins (pthread_exit, a forced unwind run by the
-// process's libgcc_s through our frames): kept out of line, with no object
-// with a destructor live in this frame or its callers, so that unwind has
-// nothing of ours to run (lifecycle.cc, PrepareOwnUnwinder, says why that
-// once aborted).
-[[gnu::noinline]] bool EnterInterpreter(int* gil) {
+// while finalization begins (pthread_exit, a forced unwind the process's
+// libgcc_s runs through our frames: lifecycle.cc, PrepareOwnUnwinder).
+bool EnterInterpreter(int* gil) {
   if (!g_api.is_initialized() || g_api.is_finalizing()) return false;
   *gil = g_api.gil_ensure();
   return true;
@@ -207,7 +205,7 @@ void* NamerMain(void*) {
     if (fresh > 0) --fresh;
     idle = 0;
     int gil = 0;
-    if (!EnterInterpreter(&gil)) continue;  // nothing with a destructor is live here (see there)
+    if (!EnterInterpreter(&gil)) continue;
     std::vector<std::pair<pid_t, std::string>> names = AskInterpreter(gil);
     if (names.empty()) continue;
     try {
@@ -252,7 +250,8 @@ int OnAuditEvent(const char* event, Object args, void*) {
 }  // namespace
 
 bool StartThreadNamer(int minor, uintptr_t text_lo, uintptr_t text_hi) {
-  if (!FindApi(&g_api)) return false;
+  if (!g_api_found) g_api_found = FindApi(&g_api);
+  if (!g_api_found) return false;
   if (minor >= 12 && g_text_hi == 0) {
     // Once per process (a fork child keeps the parent's hook). Safe before
     // the interpreter initializes: CPython keeps hooks added then.
