@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 t0=$(date +%s)
 ./scripts/install-deps.sh --tests || exit 1
 t1=$(date +%s)
-./scripts/build.sh || exit 1
+./scripts/build.sh --all || exit 1
 t2=$(date +%s)
 log=$(mktemp)
 meson test -C build --print-errorlogs 2>&1 | tee "$log"

@@ -39,6 +39,15 @@ std::string SharedData(const std::string& rel) {
   return std::filesystem::weakly_canonical(SourceDir() + "/../shared/data/" + rel).string();
 }
 
+std::string Query(const std::string& db, std::vector<std::string> args, int* rc, std::string* err) {
+  std::vector<std::string> argv{Tool("cct-query"), "-d", db};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult r = Run(argv);
+  *rc = r.exit_code;
+  if (err) *err = r.err;
+  return r.out;
+}
+
 RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, double timeout_s,
               const std::string& cwd) {
   RunResult r;

@@ -28,6 +28,10 @@ struct RunResult {
 RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
               double timeout_s = 120, const std::string& cwd = "");
 
+// Runs `cct-query -d DB ARGS...`: its stdout; its exit status in *rc and,
+// when err is given, its stderr.
+std::string Query(const std::string& db, std::vector<std::string> args, int* rc, std::string* err = nullptr);
+
 // Number of lines in s (a final line without '\n' counts).
 size_t LineCount(const std::string& s);
 

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     return cli::kExitOk;
   }
   if (vm.count("version")) {
-    std::cout << "cct-diff " << CCTDB_VERSION << '\n';
+    cli::PrintVersion(kTool);
     return cli::kExitOk;
   }
   const std::vector<std::string> args =

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (vm.count("version")) {
-    std::cout << "cct-import " << CCTDB_VERSION << '\n';
+    cli::PrintVersion(kTool);
     return 0;
   }
   if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (" + importers::ImporterNames() + ")");

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (vm.count("version")) {
-    std::cout << "cct-query " << CCTDB_VERSION << '\n';
+    cli::PrintVersion(kTool);
     return 0;
   }
   if (!vm.count("command")) cli::Fail(kTool, "no command given (see cct-query --help)");

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (vm.count("version")) {
-    std::cout << "cct-record " << CCTDB_VERSION << '\n';
+    cli::PrintVersion(kTool);
     return 0;
   }
   if (program.empty()) cli::Fail(kTool, "no program given (usage: cct-record [OPTIONS] -- PROGRAM [ARGS...])", kExitOwnError);

@@ -1,5 +1,8 @@
 #include "tools/cli.h"
 
+#include "cctdb_config.h"
+#include "tools/cctdb_version.h"
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -12,6 +15,13 @@
 #include <new>
 
 namespace cli {
+
+void PrintVersion(const std::string& tool) {
+  const std::string commit = CCTDB_GIT_COMMIT;
+  std::cout << tool << ' ' << CCTDB_VERSION;
+  if (!commit.empty() && commit != "unknown") std::cout << " (git " << commit << ')';
+  std::cout << '\n';
+}
 
 void Fail(const std::string& tool, const std::string& message, int code) {
   std::cout.flush();

@@ -16,6 +16,11 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFindings = 1;  // regressions (cct-diff), damaged runs (check)
 inline constexpr int kExitError = 2;
 
+// Prints "<tool> VERSION (git COMMIT)" on stdout: the answer to --version.
+// The commit says which sources a profile's tools came from; it is left out
+// when the tools were built outside a git checkout.
+void PrintVersion(const std::string& tool);
+
 // Prints "<tool>: <message>" on stderr and exits with `code`.
 [[noreturn]] void Fail(const std::string& tool, const std::string& message, int code = kExitError);
 // Same, for a Status.

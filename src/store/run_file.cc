@@ -27,7 +27,7 @@ constexpr auto kRecordSection = static_cast<SectionKind>(7);
 // metric, iterations): a guard against absurd counts, not a format limit.
 constexpr uint32_t kMaxSections = 1u << 16;
 
-Status IoError(const std::string& what) { return cct::IoError(what + ": " + std::strerror(errno)); }
+Status ErrnoError(const std::string& what) { return cct::IoError(what + ": " + std::strerror(errno)); }
 
 }  // namespace
 
@@ -129,13 +129,13 @@ Result<RunFile> DecodeRunFile(std::string_view bytes) {
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes, const std::string& tmp) {
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kDatabaseFileMode);
-  if (fd < 0) return IoError("cannot write " + tmp);
+  if (fd < 0) return ErrnoError("cannot write " + tmp);
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      Status st = IoError("cannot write " + tmp);
+      Status st = ErrnoError("cannot write " + tmp);
       close(fd);
       unlink(tmp.c_str());
       return st;
@@ -143,12 +143,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes, cons
     done += static_cast<size_t>(n);
   }
   if (close(fd) != 0) {
-    Status st = IoError("cannot write " + tmp);
+    Status st = ErrnoError("cannot write " + tmp);
     unlink(tmp.c_str());
     return st;
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    Status st = IoError("cannot rename " + tmp + " to " + path);
+    Status st = ErrnoError("cannot rename " + tmp + " to " + path);
     unlink(tmp.c_str());
     return st;
   }
@@ -161,7 +161,7 @@ Status WriteRunFile(const std::string& path, const RunFile& run) {
 
 Result<std::string> ReadWholeFile(const std::string& path, size_t limit) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("cannot read " + path);
+  if (fd < 0) return ErrnoError("cannot read " + path);
   std::string bytes;
   struct stat st {};
   // Files under /proc say 0: start small and grow.
@@ -173,7 +173,7 @@ Result<std::string> ReadWholeFile(const std::string& path, size_t limit) {
     const ssize_t n = read(fd, bytes.data() + have, want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Status s = IoError("cannot read " + path);
+      Status s = ErrnoError("cannot read " + path);
       close(fd);
       return s;
     }

@@ -14,6 +14,11 @@
 
 namespace cupti_records {
 
+// Mangled kernel names as CUPTI reports them: a plain function and a
+// template instance (demangled in the tree).
+inline constexpr char kMangledSaxpy[] = "_Z5saxpyifPKfPf";
+inline constexpr char kMangledGemm[] = "_Z4gemmILi128EEvPKfS1_Pfiii";
+
 // A CUPTI activity buffer: records appended back to back, each padded to a
 // multiple of 8 bytes, in 8-byte-aligned storage (as CUPTI lays them out).
 class RecordBuffer {

@@ -66,8 +66,6 @@ GpuPcSample Pc(uint32_t corr, std::string_view function, std::string_view file, 
   return s;
 }
 
-const char kMangledSaxpy[] = "_Z5saxpyifPKfPf";
-const char kMangledGemm[] = "_Z4gemmILi128EEvPKfS1_Pfiii";
 
 // The child of `parent` of that kind and name (kNoNode when absent).
 NodeId Child(const cct::Tree& t, NodeId parent, FrameKind kind, std::string_view name) {

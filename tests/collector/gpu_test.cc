@@ -47,8 +47,6 @@ Occupancy Occ(uint32_t major, uint32_t minor, uint32_t threads, uint32_t regs, u
   return TheoreticalOccupancy(*arch, c);
 }
 
-const char kMangledSaxpy[] = "_Z5saxpyifPKfPf";
-const char kMangledGemm[] = "_Z4gemmILi128EEvPKfS1_Pfiii";
 
 }  // namespace
 

@@ -90,7 +90,7 @@ double SubtreeValue(const cct::Tree& t, cct::NodeId top, cct::MetricId metric) {
   return sum;
 }
 
-int LongestChain(const cct::Tree& t, std::string_view name) {
+int DeepestNesting(const cct::Tree& t, std::string_view name) {
   int deepest = 0;
   for (cct::NodeId n = 1; n < t.size(); ++n) {
     int chain = 0;
@@ -157,7 +157,7 @@ void CheckPureSplit(const cct::Tree& t, const std::map<std::string, double>& mea
     CHECK(std::abs(got - want) <= 0.10 * want);
   }
   // gamma(30) .. gamma(0): 31 nested frames, no more, no fewer.
-  CHECK(LongestChain(t, "gamma") == 31);
+  CHECK(DeepestNesting(t, "gamma") == 31);
   // Python frames name their file, and the statements are line nodes.
   bool file = false, line = false;
   for (cct::NodeId n = 1; n < t.size(); ++n) {
@@ -318,7 +318,7 @@ TEST_CASE("Python: generators, coroutines, a 50-frame exception and the script's
   }
   CHECK(generator);
   CHECK(coroutine);
-  CHECK(LongestChain(t, "raiser") == 50);
+  CHECK(DeepestNesting(t, "raiser") == 50);
 }
 
 TEST_CASE("Python: 1,000 threads started and ended by Python, sampled at 4 kHz") {

@@ -105,14 +105,7 @@ RunMeta MakeMeta(const std::string& name) {
   return m;
 }
 
-std::string Query(const std::string& db, std::vector<std::string> args, int* rc, std::string* err = nullptr) {
-  std::vector<std::string> argv{testutil::Tool("cct-query"), "-d", db};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = testutil::Run(argv);
-  *rc = r.exit_code;
-  if (err) *err = r.err;
-  return r.out;
-}
+using testutil::Query;
 
 }  // namespace
 

@@ -116,14 +116,7 @@ RunMeta Meta(const std::string& name) {
   return m;
 }
 
-std::string Query(const std::string& db, std::vector<std::string> args, int* rc, std::string* err) {
-  std::vector<std::string> argv{testutil::Tool("cct-query"), "-d", db};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto r = testutil::Run(argv);
-  *rc = r.exit_code;
-  *err = r.err;
-  return r.out;
-}
+using testutil::Query;
 
 }  // namespace
 

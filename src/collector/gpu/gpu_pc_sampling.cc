@@ -32,7 +32,7 @@ constexpr std::array<KnownStallReason, 20> kKnown = {{
     {"gmma", StallSlot::kSync},
 }};
 
-constexpr std::array<std::string_view, kStallSlots> kSlotNames = {
+constexpr std::array<std::string_view, kStallSlots> kStallSlotNames = {
     "none", "ifet", "idep", "gmem", "tmem", "sync", "cmem", "pipe", "mthr", "nsel", "othr", "slp",
 };
 
@@ -54,7 +54,7 @@ std::optional<StallSlot> StallSlotOfCuptiName(std::string_view name) {
 
 std::string_view StallSlotName(StallSlot slot) {
   const auto i = static_cast<size_t>(slot);
-  return i < kSlotNames.size() ? kSlotNames[i] : std::string_view("othr");
+  return i < kStallSlotNames.size() ? kStallSlotNames[i] : std::string_view("othr");
 }
 
 std::span<const KnownStallReason> KnownCuptiStallReasons() { return kKnown; }

@@ -162,7 +162,7 @@ void CompileIterationPattern(const CollectorConfig& config) {
 
 // Inside WriteRun (flush_mutex held): start/end ranges, problems, ranges
 // still open, and the iterations with their CPU values.
-void AddToRun(RunContext& run) {
+void AddNvtxToRun(RunContext& run) {
   const size_t n = run.thread_count;
   std::map<std::pair<uint32_t, uint32_t>, Runtime::EndedRanges> ended;
   {
@@ -195,7 +195,7 @@ void ResetForChild() {
 }  // namespace
 
 // The hooks it does not name stay null (core/source.h).
-extern const Source kNvtxSource = {.name = "nvtx", .start = CompileIterationPattern, .add_to_run = AddToRun,
+extern const Source kNvtxSource = {.name = "nvtx", .start = CompileIterationPattern, .add_to_run = AddNvtxToRun,
     .fork_child = ResetForChild};
 
 }  // namespace internal
