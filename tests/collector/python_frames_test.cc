@@ -3,9 +3,14 @@
 // python_test.cc.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "collector/cpu/sample_trie.h"
+#include "collector/python/code_ids.h"
 #include "collector/python/cpython_layout.h"
 #include "collector/python/python_frames.h"
 
@@ -21,7 +26,7 @@ const python::InterpreterCode kCode{kEvalLo, kEvalHi, 0x400000, 0x500000};
 uint64_t Native(uintptr_t a) { return MakeKey(0x900000 + a, 0); }
 uint64_t Interp(uintptr_t a) { return MakeKey(0x480000 + a, 0); }
 uint64_t Eval(uintptr_t offset) { return MakeKey(kEvalLo + offset, 0); }
-uint64_t Py(int i) { return MakePythonKey(0x7f0000001000 + 0x100 * static_cast<uintptr_t>(i), i); }
+uint64_t Py(int i) { return MakePythonKey(100 + static_cast<uint64_t>(i), i); }
 
 std::vector<uint64_t> Splice(const std::vector<uint64_t>& in, const std::vector<uint64_t>& py,
                              const std::vector<int32_t>& groups, bool complete, bool* mismatched = nullptr) {
@@ -38,12 +43,12 @@ std::vector<uint64_t> Splice(const std::vector<uint64_t>& in, const std::vector<
 
 }  // namespace
 
-TEST_CASE("Python keys: code address and instruction index round trip, apart from other key kinds") {
-  const uint64_t k = MakePythonKey(0x7ffd12345678, 1234);
+TEST_CASE("Python keys: code id and instruction index round trip, apart from other key kinds") {
+  const uint64_t k = MakePythonKey(0xabcdef12345, 1234);  // 44 bits
   CHECK(IsPythonKey(k));
   CHECK_FALSE(IsPythonLineKey(k));
   CHECK(IsPythonLineKey(k | kPythonLineBit));
-  CHECK(PythonKeyCode(k) == 0x7ffd12345678);
+  CHECK(PythonKeyCodeId(k) == 0xabcdef12345);
   CHECK(PythonKeyIndex(k) == 1234);
   CHECK(PythonKeyIndex(MakePythonKey(0x1000, 1u << 20)) == kPythonMaxIndex);  // clamped, not wrapped
   CHECK_FALSE(IsRangeKey(k));
@@ -196,6 +201,8 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
     // Every field a frame read needs lies in the bytes read per frame.
     CHECK(l->frame_previous + 8 <= l->frame_bytes);
     CHECK(l->frame_code + 8 <= l->frame_bytes);
+    CHECK(l->frame_globals + 8 <= l->frame_bytes);
+    CHECK(l->frame_globals != l->frame_code);
     CHECK(l->frame_instr + 4 <= l->frame_bytes);
   }
   CHECK_FALSE(python::LayoutFor(9).has_value());
@@ -245,4 +252,73 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
   put(8, 0x030d00f0);
   put(184, uint64_t{1} << 40);
   CHECK_FALSE(python::LayoutFromDebugOffsets(block, 13).has_value());
+}
+
+namespace {
+std::atomic<int> g_fingerprints{0};
+uint64_t CountingFingerprint(uintptr_t code) {
+  g_fingerprints.fetch_add(1);
+  return code ^ 0x5555;
+}
+}  // namespace
+
+TEST_CASE("Python code ids: one per code address and globals, a freed address's next code object a new one") {
+  REQUIRE(python::InitCodeIds());
+  // Addresses of our own (the table is process-wide; nothing else in this
+  // binary hands out ids).
+  const uintptr_t code = 0x7e0000001230, main_globals = 0x7e0000100000, site_globals = 0x7e0000200000;
+  const int before = g_fingerprints.load();
+  const uint64_t a = python::CodeIdFor(code, site_globals, CountingFingerprint);
+  CHECK(a != python::kNoCodeId);
+  CHECK(python::CodeIdFor(code, site_globals, CountingFingerprint) == a);
+  // The same address, another module: another code object, another id.
+  const uint64_t b = python::CodeIdFor(code, main_globals, CountingFingerprint);
+  CHECK(b != python::kNoCodeId);
+  CHECK(b != a);
+  CHECK(python::CodeIdFor(code, main_globals, CountingFingerprint) == b);
+  CHECK(python::CodeIdFor(code, site_globals, CountingFingerprint) == a);
+  // The fingerprint is taken once per new id, and kept with it.
+  CHECK(g_fingerprints.load() - before == 2);
+  python::CodeIdentity ia, ib;
+  REQUIRE(python::CodeIdentityOf(a, &ia));
+  REQUIRE(python::CodeIdentityOf(b, &ib));
+  CHECK(ia.code == code);
+  CHECK(ia.globals == site_globals);
+  CHECK(ib.globals == main_globals);
+  CHECK(ia.fingerprint == (code ^ 0x5555));
+  CHECK(python::CodeIdEnd() > std::max(a, b));
+  CHECK_FALSE(python::CodeIdentityOf(python::kNoCodeId, &ia));
+  CHECK_FALSE(python::CodeIdentityOf(python::CodeIdEnd() + 5, &ia));
+  // The id survives a round trip through a sample key.
+  CHECK(PythonKeyCodeId(MakePythonKey(b, 7)) == b);
+}
+
+TEST_CASE("Python code ids: threads racing for the same new code objects agree on one id each") {
+  REQUIRE(python::InitCodeIds());
+  constexpr int kThreads = 4, kCodes = 2000;
+  const uintptr_t base = 0x7d0000000000, globals = 0x7d1000000000;
+  std::vector<std::vector<uint64_t>> seen(kThreads, std::vector<uint64_t>(kCodes));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 2; ++round)
+        for (int i = 0; i < kCodes; ++i) {
+          const int c = (i * 7 + t * 13) % kCodes;  // each thread in its own order
+          const uint64_t id = python::CodeIdFor(base + 0x100 * static_cast<uintptr_t>(c), globals, nullptr);
+          if (round == 1) seen[t][c] = id;
+        }
+    });
+  for (auto& th : threads) th.join();
+  std::set<uint64_t> distinct;
+  for (int c = 0; c < kCodes; ++c) {
+    CAPTURE(c);
+    CHECK(seen[0][c] != python::kNoCodeId);
+    for (int t = 1; t < kThreads; ++t) CHECK(seen[t][c] == seen[0][c]);
+    distinct.insert(seen[0][c]);
+    python::CodeIdentity identity;
+    REQUIRE(python::CodeIdentityOf(seen[0][c], &identity));
+    CHECK(identity.code == base + 0x100 * static_cast<uintptr_t>(c));
+  }
+  CHECK(distinct.size() == kCodes);
+  CHECK(python::CodeIdsOverflowed() == 0);
 }

@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const auto l = LayoutFromDebugOffsets(table, 13)) {
     FUZZ_CHECK(l->frame_previous + 8 <= l->frame_bytes);
     FUZZ_CHECK(l->frame_code + 8 <= l->frame_bytes);
+    FUZZ_CHECK(l->frame_globals + 8 <= l->frame_bytes);
     FUZZ_CHECK(l->frame_instr + 8 <= l->frame_bytes);
     FUZZ_CHECK(static_cast<uint32_t>(l->frame_owner) + 1 <= l->frame_bytes);
   }

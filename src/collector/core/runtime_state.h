@@ -141,6 +141,16 @@ struct ThreadState {
   int spliced_capacity = 0;
   uintptr_t py_tstate = 0;
   uint32_t py_retry = 0;
+  // The code ids (python/code_ids.h) this thread's samples met last, by
+  // code address: a pair's id never changes, so a hit skips the shared
+  // table (a random access or two per Python frame, a third of the walk's
+  // cost at depth 32).
+  struct PyCodeIdCache {
+    uintptr_t code = 0, globals = 0;
+    uint64_t id = 0;
+  };
+  static constexpr int kPyCodeIdCache = 64;
+  PyCodeIdCache py_code_ids[kPyCodeIdCache];
   // The loader generation (Runtime::loader_generation) at which this thread
   // last prepared its libunwind state on itself (PrepareUnwindThread); the
   // handler takes libunwind's fast path only while it is current. -1: never

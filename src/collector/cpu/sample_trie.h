@@ -45,22 +45,23 @@ inline constexpr uint64_t kGpuKeyBit = uint64_t{1} << 61;
 inline uint64_t MakeRangeKey(uint32_t name_id, bool mark = false) {
   return kRangeKeyBit | (mark ? kMarkKeyBit : 0) | name_id;
 }
-// A Python frame (python/python_frames.h): its code object's address (8-byte
-// aligned, 47 bits) and the instruction's index in code units (15 bits,
-// clamped); with kPythonLineBit, the line node of a sample's innermost
-// Python frame.
+// A Python frame (python/python_frames.h): its code object's id
+// (python/code_ids.h: a code object's address is not an identity; 44 bits)
+// and the instruction's index in code units (15 bits, clamped); with
+// kPythonLineBit, the line node of a sample's innermost Python frame.
 inline constexpr uint64_t kPythonKeyBit = uint64_t{1} << 60;
 inline constexpr uint64_t kPythonLineBit = uint64_t{1} << 15;
 inline constexpr uint32_t kPythonMaxIndex = 0x7fff;
-inline uint64_t MakePythonKey(uintptr_t code, uint32_t index) {
-  return kRangeKeyBit | kPythonKeyBit | (((uint64_t{code} >> 3) & ((uint64_t{1} << 44) - 1)) << 16) |
+inline constexpr uint64_t kPythonCodeIdMask = (uint64_t{1} << 44) - 1;
+inline uint64_t MakePythonKey(uint64_t code_id, uint32_t index) {
+  return kRangeKeyBit | kPythonKeyBit | ((code_id & kPythonCodeIdMask) << 16) |
          (index < kPythonMaxIndex ? index : kPythonMaxIndex);
 }
 inline bool IsPythonKey(uint64_t key) {
   return (key & (kRangeKeyBit | kGpuKeyBit | kPythonKeyBit)) == (kRangeKeyBit | kPythonKeyBit);
 }
 inline bool IsPythonLineKey(uint64_t key) { return IsPythonKey(key) && (key & kPythonLineBit) != 0; }
-inline uintptr_t PythonKeyCode(uint64_t key) { return static_cast<uintptr_t>(((key >> 16) & ((uint64_t{1} << 44) - 1)) << 3); }
+inline uint64_t PythonKeyCodeId(uint64_t key) { return (key >> 16) & kPythonCodeIdMask; }
 inline uint32_t PythonKeyIndex(uint64_t key) { return static_cast<uint32_t>(key & kPythonMaxIndex); }
 inline bool IsRangeKey(uint64_t key) { return (key & (kRangeKeyBit | kGpuKeyBit | kPythonKeyBit)) == kRangeKeyBit; }
 inline bool IsMarkKey(uint64_t key) {

@@ -25,6 +25,7 @@ PyLayout Layout310() {
   l.tstate_frame = 24;  // frame: the current PyFrameObject
   l.frame_previous = 24;  // f_back
   l.frame_code = 32;
+  l.frame_globals = 48;
   l.frame_instr = 96;  // int f_lasti, in code units
   l.frame_bytes = 104;
   l.instr = InstrKind::kLastiIndex;
@@ -52,6 +53,7 @@ PyLayout Layout311() {
   l.cframe_current_frame = 8;
   l.tstate_datastack_chunk = 296;
   l.frame_code = 32;
+  l.frame_globals = 8;
   l.frame_previous = 48;
   l.frame_instr = 56;  // prev_instr
   l.frame_is_entry = 68;
@@ -86,6 +88,7 @@ PyLayout Layout312() {
   l.tstate_datastack_chunk = 232;
   l.frame_code = 0;
   l.frame_previous = 8;
+  l.frame_globals = 24;
   l.frame_instr = 56;  // prev_instr
   l.frame_owner = 70;
   l.frame_bytes = 72;
@@ -118,6 +121,7 @@ PyLayout Layout313() {
   l.tstate_datastack_chunk = 232;
   l.frame_code = 0;  // f_executable
   l.frame_previous = 8;
+  l.frame_globals = 24;
   l.frame_instr = 56;  // instr_ptr
   l.frame_owner = 70;
   l.frame_bytes = 72;
@@ -282,9 +286,10 @@ std::optional<PyLayout> LayoutFromDebugOffsets(std::span<const unsigned char> by
   if (!plausible) return std::nullopt;
   // Not in the debug offsets: the compact header follows the ASCII one by
   // the same 16 bytes (utf8_length, utf8) in every version, and
-  // _co_firsttraceable keeps its 3.13.0 place.
+  // _co_firsttraceable and a frame's f_globals keep their 3.13.0 places.
   l.compact_size = l.ascii_size + 16;
-  const uint32_t last = std::max({l.frame_previous, l.frame_code, l.frame_instr, static_cast<uint32_t>(l.frame_owner)});
+  const uint32_t last = std::max({l.frame_previous, l.frame_code, l.frame_globals, l.frame_instr,
+                                  static_cast<uint32_t>(l.frame_owner)});
   l.frame_bytes = (last + 8 + 7) & ~7u;
   return l;
 }

@@ -59,6 +59,9 @@ struct PyLayout {
   // Frames (_PyInterpreterFrame; PyFrameObject in 3.10)
   uint32_t frame_previous = 0;
   uint32_t frame_code = 0;
+  // f_globals: the module the code runs in; with frame_code, what tells a
+  // new code object at a freed one's address apart (code_ids.h).
+  uint32_t frame_globals = 0;
   uint32_t frame_instr = 0;
   int32_t frame_owner = -1;     // char; -1: none (3.10)
   int32_t frame_is_entry = -1;  // bool (3.11)

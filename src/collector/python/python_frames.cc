@@ -1,4 +1,6 @@
 #include "collector/python/python_frames.h"
+
+#include "collector/python/code_ids.h"
 #include "collector/python/python_threads.h"
 
 #include <dlfcn.h>
@@ -84,6 +86,18 @@ uintptr_t FindThreadState(const PyLayout& l, uint64_t self) {
     if (!SafeRead(interp + l.interp_next, &interp, 8)) return 0;
   }
   return 0;
+}
+
+// The fields a code object is recognized by (code_ids.h): the addresses of
+// its name and filename strings and its first line. SIGNAL-HANDLER CODE
+// (also run by the resolver).
+uint64_t CodeFingerprint(uintptr_t code) {
+  const PyLayout& l = g_process.layout;
+  const uintptr_t at[3] = {code + l.code_name, code + l.code_filename, code + l.code_firstlineno};
+  uint64_t v[3];
+  if (code == 0 || !SafeReadWords(at, v, 3)) return 0;
+  const uint64_t h = v[0] * 0x9e3779b97f4a7c15ull ^ v[1] * 0xc2b2ae3d27d4eb4full ^ (v[2] & 0xffffffffu);
+  return h != 0 ? h : 1;
 }
 
 uint32_t InstructionIndex(const PyLayout& l, const unsigned char* frame, uintptr_t code) {
@@ -253,7 +267,12 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
       continue;
     }
     const uintptr_t code = At<uintptr_t>(block, l.frame_code);
-    keys[n++] = MakePythonKey(code, InstructionIndex(l, block, code));
+    const uintptr_t globals = At<uintptr_t>(block, l.frame_globals);
+    auto& cached = t->py_code_ids[(code >> 4) & (internal::ThreadState::kPyCodeIdCache - 1)];
+    if (cached.code != code || cached.globals != globals || cached.id == kNoCodeId)
+      cached = {code, globals, CodeIdFor(code, globals, CodeFingerprint)};
+    const uint64_t id = cached.id;
+    keys[n++] = MakePythonKey(id, InstructionIndex(l, block, code));
     if (l.entry == EntryKind::kOnePerFrame ||
         (l.entry == EntryKind::kIsEntryFlag && At<uint8_t>(block, static_cast<uint32_t>(l.frame_is_entry)) != 0)) {
       group_end[s.groups++] = n;
@@ -317,51 +336,61 @@ constexpr size_t kMaxLineTable = size_t{1} << 20;
 
 }  // namespace
 
-PythonFrameInfo ResolvePythonKey(uint64_t key) {
-  PythonFrameInfo info;
-  const PythonProcess& p = g_process;
-  if (!p.enabled) return info;
-  const PyLayout& l = p.layout;
-  const uintptr_t code = PythonKeyCode(key);
-  uint64_t type = 0;
-  if (!SafeRead(code + l.ob_type, &type, 8) || type != p.code_type) return info;
-  uint64_t filename = 0, name = 0, linetable = 0;
+namespace {
+
+// What naming needs of a code object, read while it lives (the line table
+// copied: a key's line is found from it after the object is gone).
+struct CodeFacts {
+  bool ok = false;
+  std::string function;  // qualified name (3.11+), else name
+  std::string file;
   int32_t first_line = 0;
+  int32_t first_traceable = -1;
+  std::vector<unsigned char> linetable;
+};
+
+// Reads the code object an id stands for, if it is still that object: a
+// code object (its type) with the fingerprint the handler took.
+CodeFacts ReadCodeFacts(const CodeIdentity& identity) {
+  CodeFacts facts;
+  const PythonProcess& p = g_process;
+  const PyLayout& l = p.layout;
+  const uintptr_t code = identity.code;
+  uint64_t type = 0;
+  if (!SafeRead(code + l.ob_type, &type, 8) || type != p.code_type) return facts;
+  if (identity.fingerprint == 0 || CodeFingerprint(code) != identity.fingerprint) return facts;
   const uintptr_t name_at = code + (l.code_qualname >= 0 ? static_cast<uint32_t>(l.code_qualname) : l.code_name);
   const uintptr_t at[3] = {code + l.code_filename, name_at, code + l.code_linetable};
   uint64_t v[3];
-  if (!SafeReadWords(at, v, 3) || !SafeRead(code + l.code_firstlineno, &first_line, 4)) return info;
-  filename = v[0];
-  name = v[1];
-  linetable = v[2];
-  if (!ReadText(l, name, &info.function)) return info;
-  if (!ReadText(l, filename, &info.file)) info.file.clear();
-  info.first_line = first_line > 0 ? static_cast<uint32_t>(first_line) : 0;
+  int32_t first_line = 0;
+  if (!SafeReadWords(at, v, 3) || !SafeRead(code + l.code_firstlineno, &first_line, 4)) return facts;
+  if (!ReadText(l, v[1], &facts.function)) return facts;
+  if (!ReadText(l, v[0], &facts.file)) facts.file.clear();
+  facts.first_line = first_line > 0 ? first_line : 0;
+  const uintptr_t linetable = v[2];
   int64_t table_size = 0;
   if (linetable != 0 && SafeRead(linetable + l.bytes_size, &table_size, 8) && table_size > 0 &&
       static_cast<size_t>(table_size) <= kMaxLineTable) {
-    std::vector<unsigned char> table(static_cast<size_t>(table_size));
-    if (SafeRead(linetable + l.bytes_data, table.data(), table.size()))
-      info.line = LineOfInstruction(l.minor, table, first_line, PythonKeyIndex(key));
+    facts.linetable.resize(static_cast<size_t>(table_size));
+    if (!SafeRead(linetable + l.bytes_data, facts.linetable.data(), facts.linetable.size())) facts.linetable.clear();
   }
-  if (info.line == 0) info.line = info.first_line;
   int32_t first_traceable = 0;
   if (l.code_first_traceable >= 0 &&
       SafeRead(code + static_cast<uint32_t>(l.code_first_traceable), &first_traceable, 4) && first_traceable > 0)
-    info.hidden = PythonKeyIndex(key) < static_cast<uint32_t>(first_traceable);
-  info.ok = true;
-  return info;
+    facts.first_traceable = first_traceable;
+  facts.ok = true;
+  return facts;
 }
 
-namespace {
-// Names by frame key, and per thread slot the trie nodes already looked at
-// by ResolveNewPythonKeys; under `mutex`. Made on first use: the collector
-// starts before this file's dynamic initializers would run. Entries are
-// never erased, so references handed out stay valid.
+// The code objects' facts by id (read by ResolveNewCodeIds as ids are
+// handed out), and names by frame key; under `mutex`. Made on first use:
+// the collector starts before this file's dynamic initializers would run.
+// Entries are never erased, so references handed out stay valid.
 struct Names {
   std::mutex mutex;
+  std::vector<CodeFacts> facts;  // by id; facts.size(): the first id not read yet
   std::unordered_map<uint64_t, SymbolFrames> by_key;
-  std::vector<size_t> scanned;
+  int64_t unnamed = 0;  // ids whose code object was gone (or changed) before it was read
 };
 Names* g_names = nullptr;
 Names& names() {
@@ -370,41 +399,62 @@ Names& names() {
   return *g_names;
 }
 
+void ResolveNewCodeIdsLocked(Names& n) {
+  if (n.facts.empty()) n.facts.emplace_back();  // kNoCodeId
+  for (uint64_t id = n.facts.size(), end = CodeIdEnd(); id < end; ++id) {
+    CodeIdentity identity;
+    if (!CodeIdentityOf(id, &identity)) break;  // its handler is still writing it: next pass
+    n.facts.push_back(ReadCodeFacts(identity));
+    if (!n.facts.back().ok) ++n.unnamed;
+  }
+}
+
 const SymbolFrames& NameLocked(Names& n, uint64_t key) {
   const uint64_t frame_key = key & ~kPythonLineBit;
   auto it = n.by_key.find(frame_key);
   if (it != n.by_key.end()) return it->second;
+  ResolveNewCodeIdsLocked(n);
+  const uint64_t id = PythonKeyCodeId(frame_key);
+  const uint32_t index = PythonKeyIndex(frame_key);
   SymbolFrames frames;
-  const PythonFrameInfo info = ResolvePythonKey(frame_key);
-  if (!info.ok) {
+  const CodeFacts* facts = id < n.facts.size() ? &n.facts[id] : nullptr;
+  if (facts == nullptr || !facts->ok) {
+    CodeIdentity identity;
     char name[64];
-    std::snprintf(name, sizeof name, "<python code 0x%lx>", static_cast<unsigned long>(PythonKeyCode(frame_key)));
+    if (CodeIdentityOf(id, &identity))
+      std::snprintf(name, sizeof name, "<python code 0x%lx>", static_cast<unsigned long>(identity.code));
+    else
+      std::snprintf(name, sizeof name, "<python code>");
     SymbolFrame f;
     f.function = name;
     frames.push_back(std::move(f));
-  } else if (!info.hidden) {
+  } else if (facts->first_traceable < 0 || index >= static_cast<uint32_t>(facts->first_traceable)) {
     SymbolFrame f;
-    f.function = info.function;
-    f.module = info.file;
-    f.file = info.file;
-    f.line = info.line;
-    f.decl_file = info.file;
-    f.decl_line = info.first_line;
+    f.function = facts->function;
+    f.module = facts->file;
+    f.file = facts->file;
+    f.line = facts->linetable.empty()
+                 ? 0
+                 : LineOfInstruction(g_process.layout.minor, facts->linetable, facts->first_line, index);
+    if (f.line == 0) f.line = static_cast<uint32_t>(facts->first_line);
+    f.decl_file = facts->file;
+    f.decl_line = static_cast<uint32_t>(facts->first_line);
     frames.push_back(std::move(f));
   }
   return n.by_key.emplace(frame_key, std::move(frames)).first->second;
 }
 
-// The resolver thread: names new Python keys every kResolveIntervalMs,
-// whatever the checkpoint thread is doing (a checkpoint that symbolizes a
-// large library can take longer than a script's last function runs).
+// The resolver thread: reads each new code object as soon as the handler
+// hands out its id (and every kResolveIntervalMs at least), whatever the
+// checkpoint thread is doing: a module's body lives only as long as its
+// import, and a script's last function may end before the next checkpoint.
 void* ResolverMain(void*) {
   for (;;) {
-    ::usleep(kResolveIntervalMs * 1000);
+    WaitForNewCodeIds(kResolveIntervalMs);
     // Nothing may escape into the host program (an allocation failure
-    // would end it): those keys are named at the next write instead.
+    // would end it): those ids are read at the next pass instead.
     try {
-      ResolveNewPythonKeys();
+      ResolveNewCodeIds();
     } catch (...) {
     }
   }
@@ -413,9 +463,10 @@ void* ResolverMain(void*) {
 
 void StartResolver() { internal::StartOwnThread(ResolverMain); }
 
-// A fork child: the parent's names and trie positions are not its own (its
-// tries restart empty), and the mutex may have been held by a parent
-// thread that does not exist here. The old set is left, not freed.
+// A fork child: the parent's names may have been half written (the mutex
+// held by a parent thread that does not exist here); the child reads its
+// code objects again (the same ones: the id table is inherited). The old
+// set is left, not freed.
 void ForgetPythonNames() {
   names();
   g_names = new Names;
@@ -428,22 +479,11 @@ const SymbolFrames& PythonSymbolFrames(uint64_t key) {
   return NameLocked(n, key);
 }
 
-void ResolveNewPythonKeys() {
+void ResolveNewCodeIds() {
   if (!g_process.enabled) return;
   Names& n = names();
   std::lock_guard<std::mutex> lock(n.mutex);
-  const size_t threads = internal::rt->thread_count.load(std::memory_order_acquire);
-  if (n.scanned.size() < threads) n.scanned.resize(threads, 1);
-  for (size_t slot = 0; slot < threads; ++slot) {
-    const internal::ThreadState* t = internal::rt->threads[slot].load(std::memory_order_acquire);
-    if (t == nullptr) continue;
-    const size_t size = t->trie.size();
-    for (size_t i = n.scanned[slot]; i < size; ++i) {
-      const uint64_t key = t->trie.key(static_cast<SampleTrie::NodeIndex>(i));
-      if (IsPythonKey(key)) NameLocked(n, key);
-    }
-    if (size > n.scanned[slot]) n.scanned[slot] = size;
-  }
+  ResolveNewCodeIdsLocked(n);
 }
 
 namespace {
@@ -511,6 +551,10 @@ bool Attach() {
     internal::Warn("Python " + version + ": process_vm_readv is not permitted here; stacks show the interpreter's native frames only");
     return true;
   }
+  if (!InitCodeIds()) {
+    internal::Warn("Python " + version + ": no memory for the code object table; stacks show the interpreter's native frames only");
+    return true;
+  }
   g_process.enabled = true;
   StartResolver();
   if (!StartThreadNamer(g_process.layout.minor, g_process.code.text_lo, g_process.code.text_hi))
@@ -541,6 +585,16 @@ void AddToRun(internal::RunContext& run) {
   run.meta.diagnostics["python_bad_reads"] = static_cast<int64_t>(g_bad_reads.load());
   run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());
   run.meta.diagnostics["python_named_threads"] = NamedThreads();
+  // Code objects sampled, those gone before they could be read (their
+  // frames are "<python code 0x…>"), and samples a full table left unnamed.
+  {
+    Names& n = names();
+    std::lock_guard<std::mutex> lock(n.mutex);
+    ResolveNewCodeIdsLocked(n);
+    run.meta.diagnostics["python_code_objects"] = static_cast<int64_t>(n.facts.size() > 0 ? n.facts.size() - 1 : 0);
+    run.meta.diagnostics["python_code_unnamed"] = n.unnamed;
+  }
+  run.meta.diagnostics["python_code_overflow"] = static_cast<int64_t>(CodeIdsOverflowed());
 }
 
 void ThreadStarted(internal::ThreadState* t) {

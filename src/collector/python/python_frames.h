@@ -24,12 +24,15 @@
 // instead of faulting. A failed read ends the walk; the sample then keeps
 // its native eval-loop frames for the part that could not be matched.
 //
-// Keys (sample_trie.h, MakePythonKey) hold the code object's address and the
-// instruction index; ResolvePythonKey names them at checkpoints, again with
-// process_vm_readv, checking that the object is still a code object. A key
-// whose object was freed before it was named, and its address given to
-// another code object, is named after that one (a known defect: the key has
-// no room for more than the address; the resolver's 50 ms period bounds it).
+// Keys (sample_trie.h, MakePythonKey) hold a code object's id (code_ids.h:
+// one per code address and module globals, so a code object the
+// interpreter frees and the next one at its address get different keys)
+// and the instruction index. The resolver thread reads each new id's code
+// object as soon as the handler hands the id out — name, file, first line,
+// line table, checked against the fingerprint the handler took — and keys
+// are named from those facts at checkpoints. An id whose object was gone
+// (or another by then) is named "<python code 0x…>", never after another
+// function.
 //
 // SIGNAL-HANDLER CODE: WalkPythonFrames and SplicePython are
 // async-signal-safe (no allocation, no locks; system calls only
@@ -117,33 +120,16 @@ int SplicePython(const uint64_t* in, int n, const uint64_t* py, const int32_t* g
 // Counts for the run's diagnostics (SIGNAL-HANDLER CODE: relaxed atomics).
 void CountSplice(bool mismatched);
 
-// A Python frame's names for the profile: function (qualified name), file,
-// and the line of the key's instruction. `ok` false when the code object is
-// gone or unreadable.
-struct PythonFrameInfo {
-  bool ok = false;
-  std::string function;
-  std::string file;
-  uint32_t line = 0;
-  uint32_t first_line = 0;
-  // Still in the frame's prologue (before _co_firsttraceable): a call being
-  // set up, or one of CPython's own shims; left out of the profile, as
-  // CPython's tracebacks leave it out.
-  bool hidden = false;
-};
-PythonFrameInfo ResolvePythonKey(uint64_t key);
-
 // The profile's frames for a Python key (cached; thread-safe; the
 // reference stays valid): one function frame whose module and file are the
 // .py path, or none for a hidden frame.
 const SymbolFrames& PythonSymbolFrames(uint64_t key);
 
-// Names the Python keys sampled since the last call. A code object lives
-// as long as its function, and the interpreter frees the program's own at
-// finalization, before the collector's final write: a thread of ours (not
-// sampled) calls this every kResolveIntervalMs while the program runs.
-// Thread-safe (the names have their own mutex).
+// Reads the code objects of the ids handed out since the last call, while
+// they live: the resolver thread (not sampled) calls this as soon as new
+// ids appear and every kResolveIntervalMs. Thread-safe (the names have
+// their own mutex).
 inline constexpr int kResolveIntervalMs = 50;
-void ResolveNewPythonKeys();
+void ResolveNewCodeIds();
 
 }  // namespace collector::python
