@@ -60,6 +60,32 @@ T Load(const unsigned char* p) {
   return v;
 }
 
+// Whether a process holds a lock on the database's lock file. A writer
+// creating the database makes DB-lock first (LMDB's MDB_NOSUBDIR naming),
+// then the data file, which stays empty until LMDB writes its first pages;
+// it holds a lock on DB-lock all along.
+bool LockHeld(const std::string& path) {
+  const int fd = ::open((path + "-lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+// An empty data file that a process is creating: waits (up to 2 s) for its
+// first pages. True when they came.
+bool AwaitCreation(const std::string& path) {
+  for (int i = 0; i < 200 && LockHeld(path); ++i) {
+    ::usleep(10000);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) return true;
+  }
+  return false;
+}
+
 // Validates the file before LMDB maps it. Returns kNotFound for a missing file.
 Status CheckFile(const std::string& path, bool allow_empty) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -80,7 +106,11 @@ Status CheckFile(const std::string& path, bool allow_empty) {
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return allow_empty ? Status::Ok() : Corrupt(path + " is an empty file, not a cctdb database");
+    if (allow_empty) return Status::Ok();
+    // A reader that arrives while a writer creates the database waits for
+    // it rather than calling it damaged.
+    if (AwaitCreation(path)) return CheckFile(path, allow_empty);
+    return Corrupt(path + " is an empty file, not a cctdb database");
   }
   unsigned char head[kMetaEnd];
   const ssize_t got = ::pread(fd, head, sizeof head, 0);

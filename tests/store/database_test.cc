@@ -358,6 +358,61 @@ std::string OneRunDatabase(const std::string& path) {
 }
 }  // namespace
 
+TEST_CASE("a database another process is creating (lock held, data file still empty): readers wait, then read it") {
+  // LMDB's writer makes DB-lock, then the data file, empty until its first
+  // pages are written, holding a lock on DB-lock all along. A query landing
+  // in between once said "is an empty file, not a cctdb database" (the soak
+  // test's concurrent queries hit it). Here a child process plays the
+  // writer: LMDB's own lock file, held open, and 300 ms of an empty data
+  // file before a real database's bytes land in it.
+  testutil::TempDir dir;
+  const std::string good = dir / "good.db";
+  {
+    auto db = Database::Open(good, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    const Tree t = MakeTree(5);
+    RunMeta m = MakeMeta("made-while-you-waited");
+    REQUIRE((*db)->CreateRun(m, &t).ok());
+  }
+  const std::string data = testutil::ReadFileOrDie(good);
+  const std::string path = dir / "creating.db";
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    if (!env.ok() || ::truncate(path.c_str(), 0) != 0) _exit(1);
+    char c = 1;
+    if (::write(ready[1], &c, 1) != 1) _exit(1);
+    ::usleep(300000);
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    if (fd < 0 || ::write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size())) _exit(1);
+    ::close(fd);
+    ::usleep(100000);
+    _exit(0);  // the lock goes with the process
+  }
+  ::close(ready[1]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  int rc = 0;
+  std::string err;
+  const std::string out = Query(path, {"runs", "--format", "csv"}, &rc, &err);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK_MESSAGE(rc == 0, err);
+  CHECK(out.find("made-while-you-waited") != std::string::npos);
+  // An empty file nobody is creating is still refused at once.
+  std::filesystem::remove(path + "-lock");
+  testutil::WriteFileOrDie(path, "");
+  Query(path, {"runs"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(err.find("empty file") != std::string::npos);
+}
+
 TEST_CASE("a record whose stored sizes reach past the end of the file: a damage status, not SIGBUS") {
   // LMDB trusts a leaf node's key and data sizes: a damaged one hands back a
   // view that runs off the end of the mapped file, and the first byte read

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -391,7 +392,10 @@ struct Names {
   std::vector<CodeFacts> facts;  // by id; facts.size(): the first id not read yet
   std::unordered_map<uint64_t, SymbolFrames> by_key;
   int64_t unnamed = 0;  // ids whose code object was gone (or changed) before it was read
+  uint64_t stalled_id = 0;  // the id a pass stopped at, and since when
+  int64_t stalled_since_ns = 0;
 };
+constexpr int64_t kStalledNs = 200'000'000;
 Names* g_names = nullptr;
 Names& names() {
   static Names* first = g_names = new Names;  // never destroyed: the final write runs in exit handlers
@@ -403,9 +407,22 @@ void ResolveNewCodeIdsLocked(Names& n) {
   if (n.facts.empty()) n.facts.emplace_back();  // kNoCodeId
   for (uint64_t id = n.facts.size(), end = CodeIdEnd(); id < end; ++id) {
     CodeIdentity identity;
-    if (!CodeIdentityOf(id, &identity)) break;  // its handler is still writing it: next pass
-    n.facts.push_back(ReadCodeFacts(identity));
-    if (!n.facts.back().ok) ++n.unnamed;
+    if (!CodeIdentityOf(id, &identity)) {
+      // Its handler is still writing it (microseconds): a later pass reads
+      // it. One that stays unwritten was being handed out by a thread a fork
+      // left behind (this is the child): skipped after kStalledNs, so the
+      // ids after it are still named.
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      const int64_t now_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+      if (n.stalled_id != id) n.stalled_id = id, n.stalled_since_ns = now_ns;
+      if (now_ns - n.stalled_since_ns < kStalledNs) break;
+    } else {
+      n.facts.push_back(ReadCodeFacts(identity));
+      if (n.facts.back().ok) continue;
+    }
+    if (n.facts.size() == id) n.facts.emplace_back();
+    ++n.unnamed;
   }
 }
 
