@@ -31,7 +31,7 @@ test_packages=(
   python3-dev
   # the package test builds the .deb (dpkg-buildpackage, debhelper) and
   # renders the installed man pages
-  debhelper dpkg-dev man-db
+  build-essential debhelper dpkg-dev man-db
 )
 [ "$with_tests" = 1 ] && packages+=("${test_packages[@]}")
 missing=()
