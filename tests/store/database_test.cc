@@ -107,6 +107,15 @@ RunMeta MakeMeta(const std::string& name) {
 
 using testutil::Query;
 
+// A database at `path` holding one run named `name` (MakeTree(5)).
+void MakeOneRunDatabase(const std::string& path, const std::string& name) {
+  auto db = Database::Open(path, Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  const Tree t = MakeTree(5);
+  RunMeta m = MakeMeta(name);
+  REQUIRE((*db)->CreateRun(m, &t).ok());
+}
+
 }  // namespace
 
 TEST_CASE("tree codec round trip, in preorder") {
@@ -236,13 +245,7 @@ TEST_CASE("damaged and foreign database files: exit 2 with one clear line") {
   testutil::TempDir dir;
   // A good database to damage.
   const std::string good = dir / "good.db";
-  {
-    auto db = Database::Open(good, Database::Mode::kWrite);
-    REQUIRE(db.ok());
-    const Tree t = MakeTree(5);
-    RunMeta m = MakeMeta("r");
-    REQUIRE((*db)->CreateRun(m, &t).ok());
-  }
+  MakeOneRunDatabase(good, "r");
   int rc = 0;
   std::string err;
   Query(good, {"tree", "1", "--depth", "1"}, &rc, &err);
@@ -367,13 +370,7 @@ TEST_CASE("a database another process is creating (lock held, data file still em
   // file before a real database's bytes land in it.
   testutil::TempDir dir;
   const std::string good = dir / "good.db";
-  {
-    auto db = Database::Open(good, Database::Mode::kWrite);
-    REQUIRE(db.ok());
-    const Tree t = MakeTree(5);
-    RunMeta m = MakeMeta("made-while-you-waited");
-    REQUIRE((*db)->CreateRun(m, &t).ok());
-  }
+  MakeOneRunDatabase(good, "made-while-you-waited");
   const std::string data = testutil::ReadFileOrDie(good);
   const std::string path = dir / "creating.db";
   int ready[2];
