@@ -265,7 +265,7 @@ void ResumeSampling() {
 
 // Start: the sampling signal's handler. Each thread's libunwind state is
 // prepared when it registers (RegisterThread), before its timer is armed.
-bool Attach() {
+bool AttachSampler() {
   struct sigaction sa {};
   sa.sa_sigaction = OnSample;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -286,7 +286,7 @@ void ThreadStarted(ThreadState* t) {
 }  // namespace
 
 // The hooks it does not name stay null (core/source.h).
-extern const Source kCpuSamplerSource = {.name = "cpu", .attach = Attach, .thread_started = ThreadStarted,
+extern const Source kCpuSamplerSource = {.name = "cpu", .attach = AttachSampler, .thread_started = ThreadStarted,
     .thread_exiting = DisarmTimer, .stop = StopSampling, .resume = ResumeSampling};
 
 }  // namespace internal

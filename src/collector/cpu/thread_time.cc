@@ -65,7 +65,7 @@ void ThreadExiting(ThreadState* t) {
 // still running, measured now, before the final write's own work
 // (symbolizing) runs on their clocks. Their last_ns moves on, so a resumed
 // recording (a failed exec) does not count them twice.
-void Stop() {
+void StopThreadTime() {
   std::lock_guard<std::mutex> lock(registry_mutex);
   const size_t n = rt->thread_count.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; ++i) {
@@ -79,7 +79,7 @@ void Stop() {
   }
 }
 
-void AddToRun(RunContext& run) {
+void AddThreadTimeToRun(RunContext& run) {
   const int64_t accounted = rt->accounted_unsampled_ns.load(std::memory_order_relaxed);
   run.meta.diagnostics["sampled_ns"] = run.builder.stats().time_ns - accounted;
   run.meta.diagnostics["unsampled_ns"] = rt->exited_unsampled_ns.load(std::memory_order_relaxed) +
@@ -98,7 +98,7 @@ void ResetAfterFork() {
 // After the CPU sampler in the table: its thread_exiting disarms the timer
 // before this one reads the clock.
 extern const Source kThreadTimeSource = {
-    .name = "thread-time", .thread_exiting = ThreadExiting, .stop = Stop, .add_to_run = AddToRun, .fork_child = ResetAfterFork};
+    .name = "thread-time", .thread_exiting = ThreadExiting, .stop = StopThreadTime, .add_to_run = AddThreadTimeToRun, .fork_child = ResetAfterFork};
 
 }  // namespace internal
 

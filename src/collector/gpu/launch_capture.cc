@@ -39,14 +39,14 @@ bool TrimmedAtLaunch(ThreadState* t, uintptr_t address) {
 }
 
 // Start: --gpu on attaches now (or exits 125); auto may.
-bool Attach() {
+bool AttachGpu() {
   GpuAtStart(rt->config, getpid());
   return true;
 }
 
 // Inside WriteRun (flush_mutex held): the launch tries, GPU metrics and
 // facts, and the GPU values of the iterations NVTX collected.
-void AddToRun(RunContext& run) {
+void AddGpuToRun(RunContext& run) {
   std::vector<LaunchTrieRef> launch_tries;
   for (size_t i = 0; i < run.thread_count; ++i) {
     ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
@@ -59,8 +59,8 @@ void AddToRun(RunContext& run) {
 }  // namespace
 
 // The hooks it does not name stay null (core/source.h).
-extern const Source kGpuSource = {.name = "gpu", .attach = Attach, .before_checkpoint = GpuFlush,
-    .add_to_run = AddToRun, .fork_child = GpuForkChild};
+extern const Source kGpuSource = {.name = "gpu", .attach = AttachGpu, .before_checkpoint = GpuFlush,
+    .add_to_run = AddGpuToRun, .fork_child = GpuForkChild};
 
 }  // namespace internal
 
