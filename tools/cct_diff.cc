@@ -3,7 +3,6 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
-#include "cctdb_config.h"
 #include "diff/diff.h"
 #include "diff/inputs.h"
 #include "reports/diff_report.h"

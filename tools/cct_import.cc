@@ -2,7 +2,6 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
-#include "cctdb_config.h"
 #include "importers/registry.h"
 #include "store/database.h"
 #include "tools/cli.h"

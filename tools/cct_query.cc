@@ -5,7 +5,6 @@
 #include <iostream>
 #include <set>
 
-#include "cctdb_config.h"
 #include "exporters/registry.h"
 #include "output/progress.h"
 #include "output/write_file.h"

@@ -14,7 +14,6 @@
 #include <set>
 
 #include "cct/pattern.h"
-#include "cctdb_config.h"
 #include "collector/core/config.h"
 #include "collector/cpu/symbol_cache.h"
 #include "collector/gpu/gpu_probe.h"

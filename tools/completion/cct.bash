@@ -116,6 +116,21 @@ _cct_is_value() {
   ((i > 1)) && [[ ${words[i-1]} == -* && ${words[i-1]} != *=* ]] && _cct_takes_value "$tool" "${words[i-1]}"
 }
 
+# The index of the first word before the cursor that is neither an option
+# nor an option's value (after "--", the word that follows it, maybe the
+# cursor's); 0 when there is none.
+_cct_first_positional() {
+  local i
+  for ((i = 1; i < cword; i++)); do
+    if [[ ${words[i]} == -- ]]; then echo $((i + 1)); return; fi
+    [[ ${words[i]} == -* ]] && continue
+    _cct_is_value "$i" && continue
+    echo "$i"
+    return
+  done
+  echo 0
+}
+
 _cct_complete() {
   local tool=$1 _cct_help_var=
   _cct_load_help "$tool" || return 0
@@ -129,16 +144,9 @@ _cct_complete() {
   ((cword > 0)) && prev=${words[cword - 1]}
   local i candidates= mode=words
   if [[ $tool == cct-record ]]; then
-    # The profiled program: after "--" or at the first word that is neither
-    # an option nor an option's value; then its arguments (files).
-    local program_at=0
-    for ((i = 1; i < cword; i++)); do
-      if [[ ${words[i]} == -- ]]; then program_at=$((i + 1)); break; fi
-      [[ ${words[i]} == -* ]] && continue
-      _cct_is_value "$i" && continue
-      program_at=$i
-      break
-    done
+    # The profiled program, then its arguments (files).
+    local program_at
+    program_at=$(_cct_first_positional)
     if ((program_at > 0)); then
       if ((program_at == cword)); then mode=commands; else mode=files; fi
     fi
@@ -162,15 +170,10 @@ _cct_complete() {
     else
       case $tool in
         cct-query)
-          # The first word that is neither an option nor an option's value
-          # is the command; the words after it are run selectors.
-          local command=
-          for ((i = 1; i < cword; i++)); do
-            [[ ${words[i]} == -* ]] && continue
-            _cct_is_value "$i" && continue
-            command=${words[i]}
-            break
-          done
+          # The command, then run selectors.
+          local command= at
+          at=$(_cct_first_positional)
+          ((at > 0 && at < cword)) && command=${words[at]}
           if [[ -z $command ]]; then
             candidates=$(_cct_help "$tool" | sed -nE '/^Commands:/,/^$/s/^  ([a-z][a-z-]*) .*/\1/p')
           elif [[ $command == check ]]; then

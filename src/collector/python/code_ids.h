@@ -45,7 +45,7 @@ inline constexpr uint64_t kMaxCodeIds = uint64_t{1} << 18;
 bool InitCodeIds();
 
 // What a code object is checked against when it is named: its name and
-// qualified name (or filename) pointers and first line, mixed. Reads with
+// filename pointers and its first line, mixed. Reads with
 // process_vm_readv (the object may be gone); 0 when it cannot be read.
 // SIGNAL-HANDLER CODE.
 using CodeFingerprintFn = uint64_t (*)(uintptr_t code);

@@ -92,13 +92,18 @@ uintptr_t FindThreadState(const PyLayout& l, uint64_t self) {
 // The fields a code object is recognized by (code_ids.h): the addresses of
 // its name and filename strings and its first line. SIGNAL-HANDLER CODE
 // (also run by the resolver).
+// The words read, in this order: co_name, co_filename, and the word that
+// starts with co_firstlineno (an int; the word's other half is not used).
+uint64_t MixFingerprint(uint64_t name, uint64_t filename, uint64_t first_line_word) {
+  const uint64_t h = name * 0x9e3779b97f4a7c15ull ^ filename * 0xc2b2ae3d27d4eb4full ^ (first_line_word & 0xffffffffu);
+  return h != 0 ? h : 1;
+}
 uint64_t CodeFingerprint(uintptr_t code) {
   const PyLayout& l = g_process.layout;
   const uintptr_t at[3] = {code + l.code_name, code + l.code_filename, code + l.code_firstlineno};
   uint64_t v[3];
   if (code == 0 || !SafeReadWords(at, v, 3)) return 0;
-  const uint64_t h = v[0] * 0x9e3779b97f4a7c15ull ^ v[1] * 0xc2b2ae3d27d4eb4full ^ (v[2] & 0xffffffffu);
-  return h != 0 ? h : 1;
+  return MixFingerprint(v[0], v[1], v[2]);
 }
 
 uint32_t InstructionIndex(const PyLayout& l, const unsigned char* frame, uintptr_t code) {
@@ -359,16 +364,19 @@ CodeFacts ReadCodeFacts(const CodeIdentity& identity) {
   const uintptr_t code = identity.code;
   uint64_t type = 0;
   if (!SafeRead(code + l.ob_type, &type, 8) || type != p.code_type) return facts;
-  if (identity.fingerprint == 0 || CodeFingerprint(code) != identity.fingerprint) return facts;
-  const uintptr_t name_at = code + (l.code_qualname >= 0 ? static_cast<uint32_t>(l.code_qualname) : l.code_name);
-  const uintptr_t at[3] = {code + l.code_filename, name_at, code + l.code_linetable};
-  uint64_t v[3];
-  int32_t first_line = 0;
-  if (!SafeReadWords(at, v, 3) || !SafeRead(code + l.code_firstlineno, &first_line, 4)) return facts;
-  if (!ReadText(l, v[1], &facts.function)) return facts;
-  if (!ReadText(l, v[0], &facts.file)) facts.file.clear();
+  // The fingerprint's fields, and the line table, in one read.
+  const uintptr_t at[4] = {code + l.code_name, code + l.code_filename, code + l.code_firstlineno,
+                           code + l.code_linetable};
+  uint64_t v[4];
+  if (identity.fingerprint == 0 || !SafeReadWords(at, v, 4) || MixFingerprint(v[0], v[1], v[2]) != identity.fingerprint)
+    return facts;
+  uint64_t name = v[0];
+  if (l.code_qualname >= 0 && !SafeRead(code + static_cast<uint32_t>(l.code_qualname), &name, 8)) return facts;
+  if (!ReadText(l, name, &facts.function)) return facts;
+  if (!ReadText(l, v[1], &facts.file)) facts.file.clear();
+  const auto first_line = static_cast<int32_t>(static_cast<uint32_t>(v[2]));
   facts.first_line = first_line > 0 ? first_line : 0;
-  const uintptr_t linetable = v[2];
+  const uintptr_t linetable = v[3];
   int64_t table_size = 0;
   if (linetable != 0 && SafeRead(linetable + l.bytes_size, &table_size, 8) && table_size > 0 &&
       static_cast<size_t>(table_size) <= kMaxLineTable) {
@@ -430,8 +438,8 @@ const SymbolFrames& NameLocked(Names& n, uint64_t key) {
   const uint64_t frame_key = key & ~kPythonLineBit;
   auto it = n.by_key.find(frame_key);
   if (it != n.by_key.end()) return it->second;
-  ResolveNewCodeIdsLocked(n);
   const uint64_t id = PythonKeyCodeId(frame_key);
+  if (id >= n.facts.size()) ResolveNewCodeIdsLocked(n);  // the resolver thread has not got to it yet
   const uint32_t index = PythonKeyIndex(frame_key);
   SymbolFrames frames;
   const CodeFacts* facts = id < n.facts.size() ? &n.facts[id] : nullptr;
