@@ -957,12 +957,20 @@ TEST_CASE("symbol cache: a table survives the round trip; damaged files are refu
   idx.Add({0x1200, 0x200, 3, 2, names[2]});
   idx.Add({0x1500, 0, 3, 3, names[3]});         // a sizeless label
   idx.Add({0x2000, 0x10, 2, 4, names[4]});
+  idx.Add({0x3000, 0x40, 0, UINT32_MAX, ""});  // a function only its FDE describes
   idx.Finish();
   const std::string build_id = "\x01\x02\x03\x04\x05\x06\x07\x08";
   const std::string bytes = EncodeSymbolCache(build_id, idx, SymbolDisplayName);
   auto file = SymbolCacheFile::FromBytes(bytes, build_id);
   REQUIRE(file.ok());
-  CHECK((*file)->size() == 6);
+  CHECK((*file)->size() == 7);
+  // The nameless function: no name, but where it starts.
+  uintptr_t start = 0;
+  CHECK((*file)->Find(0x3021, &start).empty());
+  CHECK(start == 0x3000);
+  start = 0;
+  (void)(*file)->Find(0x3040, &start);  // past its end: nothing
+  CHECK(start == 0);
   // Expected from the table's construction.
   const std::vector<std::pair<uintptr_t, std::string>> expect = {
       {0xfff, ""},       {0x1000, "alpha"}, {0x10ff, "alpha"}, {0x1100, "beta"}, {0x117f, "beta"},

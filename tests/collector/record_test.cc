@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <functional>
 #include <regex>
@@ -22,6 +23,7 @@
 
 #include "cct/node_values.h"
 #include "store/database.h"
+#include "tests/interop_util.h"
 #include "tests/test_util.h"
 
 using testutil::Run;
@@ -437,6 +439,44 @@ TEST_CASE("cct-record: a stripped binary gets module+offset names; libc keeps it
   CHECK(HasFrame(t, [&](std::string_view s) { return std::regex_match(std::string(s), offset); }));
   CHECK_FALSE(HasFrame(t, [](std::string_view s) { return s == "alpha_work"; }));
   CHECK(HasFrame(t, [](std::string_view s) { return s.find("clock_gettime") != std::string_view::npos; }));
+
+  // One node per function, named from where the function starts (its FDE),
+  // not one per sampled instruction. The truth is the unstripped build's
+  // symbol table as binutils' nm reads it (same code: objcopy only strips).
+  const std::string nm_path = interop::FindProgram("nm");  // binutils, as objcopy above
+  REQUIRE_FALSE(nm_path.empty());
+  auto nm = Run({nm_path, "--defined-only", Prog("cct-test-cpu-split")});
+  REQUIRE(nm.exit_code == 0);
+  std::map<std::string, uint64_t> start_of;  // function -> link-time address (module offset: a PIE's base is 0)
+  std::set<uint64_t> starts;
+  {
+    std::istringstream in(nm.out);
+    std::string addr, type, name;
+    while (in >> addr >> type >> name) {
+      if (type != "T" && type != "t") continue;
+      start_of[name] = std::stoull(addr, nullptr, 16);
+      starts.insert(std::stoull(addr, nullptr, 16));
+    }
+  }
+  REQUIRE(start_of.count("alpha_work"));
+  std::set<std::string> offset_frames;
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    const std::string name(t.name(n));
+    if (std::regex_match(name, offset)) offset_frames.insert(name);
+  }
+  for (const std::string& f : offset_frames) {
+    INFO(f);
+    CHECK(starts.count(std::stoull(f.substr(f.find("+0x") + 3), nullptr, 16)) == 1);
+  }
+  auto frame_of = [&](const std::string& fn) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "cct-test-stripped+0x%llx", static_cast<unsigned long long>(start_of.at(fn)));
+    return std::string(buf);
+  };
+  // cpu_split.cc burns 300 ms in alpha_work, 150 in beta_work, 250 in gamma_work.
+  CHECK(InclusiveOf(t, "cputime", frame_of("alpha_work")) == doctest::Approx(300e6).epsilon(0.15));
+  CHECK(InclusiveOf(t, "cputime", frame_of("beta_work")) == doctest::Approx(150e6).epsilon(0.15));
+  CHECK(InclusiveOf(t, "cputime", frame_of("gamma_work")) == doctest::Approx(250e6).epsilon(0.15));
 }
 
 TEST_CASE("cct-record: a library loaded with dlopen and unloaded is symbolized") {

@@ -831,6 +831,38 @@ void FinishCfiModuleSet(CfiModuleSet* set) {
             [](const CfiModule& a, const CfiModule& b) { return a.text_lo < b.text_lo; });
 }
 
+void CfiFunctionRanges(CfiModule m, uintptr_t hdr, uintptr_t image_delta, std::vector<CfiRange>* out) {
+  m.hdr = 0;
+  m.fde_count = 0;
+  TakeHeader(&m, hdr);
+  if (!m.hdr || m.fde_count == 0) return;
+  Cie cie;
+  uintptr_t cie_at = 0;
+  bool cie_ok = false;
+  out->reserve(out->size() + m.fde_count);
+  for (size_t i = 0; i < m.fde_count; ++i) {
+    int32_t v;
+    std::memcpy(&v, reinterpret_cast<const void*>(m.table + 8 * i + 4), sizeof v);
+    Reader r;
+    if (!EntryAt(m, m.hdr + static_cast<intptr_t>(v), &r)) continue;
+    const uintptr_t cie_field = r.p;
+    const uint32_t cie_offset = r.Fixed<uint32_t>();
+    if (!r.ok || cie_offset == 0 || cie_offset > cie_field) continue;
+    // FDEs share a handful of CIEs, usually one: parse each change only.
+    if (cie_field - cie_offset != cie_at) {
+      cie_at = cie_field - cie_offset;
+      cie = Cie{};
+      cie_ok = ParseCie(m, cie_at, &cie);
+    }
+    if (!cie_ok) continue;
+    uintptr_t start = r.Pointer(cie.fde_encoding);
+    const uint64_t range = r.Format(cie.fde_encoding);
+    if (!r.ok || range == 0) continue;
+    if ((cie.fde_encoding & kPeApplication) == kPePcrel) start -= image_delta;
+    out->push_back({start, start + range});
+  }
+}
+
 CfiModuleSet LoadedCfiModules() {
   CfiModuleSet set;
   dl_iterate_phdr(

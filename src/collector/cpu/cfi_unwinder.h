@@ -110,6 +110,21 @@ void FinishCfiModuleSet(CfiModuleSet* set);
 // context: takes the loader's lock and allocates.
 CfiModuleSet LoadedCfiModules();
 
+// A function's code range as its FDE gives it: [start, end).
+struct CfiRange {
+  uintptr_t start = 0, end = 0;
+};
+// Every FDE range of the .eh_frame_hdr at `hdr`, in its table's order (by
+// start), reading only inside `m`'s readable spans (its other fields are
+// not used). `image_delta` is subtracted from pc-relative pointers: 0 for a
+// module where the loader mapped it; for a module read from its file, where
+// the file's bytes sit minus where the loader would put them (absolute
+// pointers are left as they are: they are already link-time addresses).
+// Entries that do not parse are skipped. For naming code that no symbol
+// names (symbolizer.cc): a stripped binary's function is one frame, not one
+// per instruction. Normal context (allocates).
+void CfiFunctionRanges(CfiModule m, uintptr_t hdr, uintptr_t image_delta, std::vector<CfiRange>* out);
+
 enum class CfiStepResult {
   kStepped,  // `regs` now hold the caller's frame
   kRoot,     // the frame's return address is undefined: the stack's root

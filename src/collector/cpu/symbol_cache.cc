@@ -150,9 +150,10 @@ size_t SymbolCacheFile::last_label(size_t i) const {
   return v == kNone ? SIZE_MAX : v;
 }
 
-std::string_view SymbolCacheFile::Find(uintptr_t address) const {
+std::string_view SymbolCacheFile::Find(uintptr_t address, uintptr_t* start) const {
   const size_t i = SymbolIndex::FindIn(*this, count_, address);
   if (i == SIZE_MAX) return {};
+  if (start) *start = this->start(i);
   const uint32_t off = Load<uint32_t>(entries_ + i * kEntrySize + 28);
   if (off >= names_size_) return {};
   return std::string_view(names_ + off);  // the blob ends with a NUL

@@ -32,7 +32,9 @@
 namespace collector {
 
 inline constexpr std::string_view kSymbolCacheMagic = "cctdb-symcache\n";  // 15 bytes + NUL
-inline constexpr uint32_t kSymbolCacheVersion = 1;
+// 2: nameless entries for the functions only an FDE describes (stripped
+// code); version 1 files lack them and are written again.
+inline constexpr uint32_t kSymbolCacheVersion = 2;
 
 // The default directory: $XDG_CACHE_HOME/cctdb/symbols, else
 // $HOME/.cache/cctdb/symbols; "" when neither is set.
@@ -59,8 +61,10 @@ class SymbolCacheFile {
   SymbolCacheFile& operator=(const SymbolCacheFile&) = delete;
 
   // The name of the symbol containing `address` (relative to the load
-  // bias), as SymbolIndex::Find would choose it; "" when none.
-  std::string_view Find(uintptr_t address) const;
+  // bias), as SymbolIndex::Find would choose it; "" when none, or when the
+  // entry is a nameless function's range (an FDE's). `start`, when given,
+  // receives the entry's start (relative to the bias) when there is one.
+  std::string_view Find(uintptr_t address, uintptr_t* start = nullptr) const;
   size_t size() const { return count_; }
 
   // Column accessors for SymbolIndex::FindIn.

@@ -1,5 +1,6 @@
 #include "collector/cpu/symbolizer.h"
 
+#include "collector/cpu/cfi_unwinder.h"
 #include "collector/cpu/symbol_cache.h"
 
 #include <cxxabi.h>
@@ -7,6 +8,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <link.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -51,6 +53,7 @@ namespace {
   X(dwfl_linux_proc_report) \
   X(dwfl_module_addrdie) \
   X(dwfl_module_build_id) \
+  X(dwfl_module_getelf) \
   X(dwfl_module_getsrc) \
   X(dwfl_module_getsym_info) \
   X(dwfl_module_getsymtab) \
@@ -60,7 +63,10 @@ namespace {
   X(dwfl_report_begin) \
   X(dwfl_report_elf) \
   X(dwfl_report_end) \
-  X(dwfl_standard_find_debuginfo)
+  X(dwfl_standard_find_debuginfo) \
+  X(elf_getphdrnum) \
+  X(elf_rawfile) \
+  X(gelf_getphdr)
 
 struct LibDw {
 #define CCT_LIBDW_POINTER(f) decltype(&::f) f = nullptr;
@@ -155,9 +161,12 @@ const SymbolIndex::Entry* SymbolIndex::Find(uintptr_t address) const {
 namespace {
 // The name of a frame without DWARF: its ELF symbol; else, in this process's
 // executable, "_start" for its entry code (a stripped executable's stacks
-// still count as complete); else "FILE+0xOFFSET" from the module's start.
+// still count as complete); else "FILE+0xOFFSET" from the module's start,
+// where OFFSET is the start of the nameless function holding the address
+// (`function_start`, from its FDE: one frame per function, not per
+// instruction) or, failing that (0), the address itself.
 std::string NameWithoutDwarf(std::string symbol_name, const std::string& module, uintptr_t address,
-                             uintptr_t mod_start, bool self) {
+                             uintptr_t mod_start, bool self, uintptr_t function_start = 0) {
   if (symbol_name.empty() && self) {
     const uintptr_t entry = getauxval(AT_ENTRY);
     if (entry && address >= entry && address < entry + 64) return "_start";
@@ -165,18 +174,21 @@ std::string NameWithoutDwarf(std::string symbol_name, const std::string& module,
   if (!symbol_name.empty()) return symbol_name;
   const char* slash = std::strrchr(module.c_str(), '/');
   char buf[64];
-  std::snprintf(buf, sizeof buf, "+0x%lx", static_cast<unsigned long>(address - mod_start));
+  const uintptr_t at = function_start && function_start <= address ? function_start : address;
+  std::snprintf(buf, sizeof buf, "+0x%lx", static_cast<unsigned long>(at - mod_start));
   return std::string(slash ? slash + 1 : module.c_str()) + buf;
 }
 
-// The offline session for one unloaded image.
+}  // namespace
+
+// The offline session for one unloaded image. Outside the anonymous
+// namespace: Symbolizer::State, which has external linkage, holds them.
 struct OfflineImage {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* module = nullptr;
   std::string problem;  // why it cannot be symbolized ("" if it can)
   std::map<uint64_t, SymbolFrames> cache;
 };
-}  // namespace
 
 struct Symbolizer::State {
   bool system_debug_info = false;  // see Symbolizer::Create
@@ -206,6 +218,9 @@ struct Symbolizer::State {
   // Opens libdw and fills the callbacks; false when libdw is unavailable.
   bool OpenLibDw();
   const SymbolIndex& SymbolsOf(Dwfl_Module* mod);
+  // Adds the FDE ranges of `mod` that no symbol covers, as nameless
+  // entries (FunctionRangesOf).
+  void AddFunctionRanges(Dwfl_Module* mod, SymbolIndex* index);
   SymbolFrames ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self);
   ~State() {
     for (auto& [k, o] : offline)
@@ -242,7 +257,74 @@ const SymbolIndex& Symbolizer::State::SymbolsOf(Dwfl_Module* mod) {
     slot->Add(e);
   }
   slot->Finish();
+  AddFunctionRanges(mod, slot.get());
   return *slot;
+}
+
+namespace {
+// The module's FDE ranges (link-time addresses), read from its file as
+// libelf holds it: the bytes of the PT_LOAD segment that holds
+// .eh_frame_hdr stand in for the mapped segment (cfi_unwinder.h
+// CfiFunctionRanges); segments placed at another file-to-address distance
+// are left out, so a lookup that would need them fails instead of reading
+// the wrong bytes. Read from the file, not from memory: the module may be
+// unloaded (LookupImage), or be unloaded while we read.
+std::vector<CfiRange> FunctionRangesOf(Elf* elf) {
+  std::vector<CfiRange> out;
+  size_t file_size = 0;
+  char* file = elf ? dw.elf_rawfile(elf, &file_size) : nullptr;
+  size_t phnum = 0;
+  if (!file || dw.elf_getphdrnum(elf, &phnum) != 0) return out;
+  std::vector<GElf_Phdr> loads;
+  GElf_Phdr eh{};
+  bool have_eh = false;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (!dw.gelf_getphdr(elf, static_cast<int>(i), &ph)) continue;
+    if (ph.p_type == PT_LOAD && ph.p_filesz > 0 && ph.p_offset <= file_size && ph.p_filesz <= file_size - ph.p_offset)
+      loads.push_back(ph);
+    if (ph.p_type == PT_GNU_EH_FRAME) {
+      eh = ph;
+      have_eh = true;
+    }
+  }
+  if (!have_eh) return out;
+  const auto image = reinterpret_cast<uintptr_t>(file);
+  const GElf_Phdr* home = nullptr;
+  for (const GElf_Phdr& ph : loads)
+    if (eh.p_vaddr >= ph.p_vaddr && eh.p_vaddr - ph.p_vaddr < ph.p_filesz) home = &ph;
+  if (!home) return out;
+  // Image address of link-time address a: a + delta.
+  const uintptr_t delta = image + home->p_offset - home->p_vaddr;
+  CfiModule m;
+  for (const GElf_Phdr& ph : loads)
+    if (image + ph.p_offset - ph.p_vaddr == delta && m.readable_count < CfiModule::kMaxSpans)
+      m.readable[m.readable_count++] = {image + ph.p_offset, image + ph.p_offset + ph.p_filesz};
+  CfiFunctionRanges(m, eh.p_vaddr + delta, delta, &out);
+  return out;
+}
+}  // namespace
+
+void Symbolizer::State::AddFunctionRanges(Dwfl_Module* mod, SymbolIndex* index) {
+  GElf_Addr bias = 0;
+  Elf* elf = dw.dwfl_module_getelf(mod, &bias);
+  std::vector<SymbolIndex::Entry> anonymous;
+  for (const CfiRange& r : FunctionRangesOf(elf)) {
+    // Only code no symbol names: a symbol keeps its name, and an FDE
+    // inside a symbol's range (hand-written assembly, split functions)
+    // does not cut it up.
+    if (index->Find(r.start + bias)) continue;
+    SymbolIndex::Entry e;
+    e.start = r.start + bias;
+    e.size = r.end - r.start;
+    e.binding = 0;
+    e.order = UINT32_MAX;
+    e.name = "";
+    anonymous.push_back(e);
+  }
+  if (anonymous.empty()) return;
+  for (const SymbolIndex::Entry& e : anonymous) index->Add(e);
+  index->Finish();
 }
 
 namespace {
@@ -507,8 +589,10 @@ bool Symbolizer::ResolveCached(uintptr_t address, SymbolFrames& out) {
   SymbolFrame f;
   f.module = path;
   // libdwfl's module start is its first mapping's page.
-  f.function = NameWithoutDwarf(std::string(tit->second->Find(address - image->bias)), path, address,
-                                image->lo & ~uintptr_t{4095}, /*self=*/true);
+  uintptr_t function_start = 0;
+  const std::string_view symbol = tit->second->Find(address - image->bias, &function_start);
+  f.function = NameWithoutDwarf(std::string(symbol), path, address, image->lo & ~uintptr_t{4095}, /*self=*/true,
+                                symbol.empty() && function_start ? function_start + image->bias : 0);
   out.push_back(std::move(f));
   return true;
 }
@@ -631,8 +715,10 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   // it carries the full demangled signature, which DWARF lacks for
   // functions with internal linkage.
   std::string symbol_name;
+  uintptr_t function_start = 0;  // of a nameless function (an FDE's range)
   if (const SymbolIndex::Entry* e = SymbolsOf(mod).Find(address)) {
-    symbol_name = SymbolDisplayName(e->name);
+    if (e->name[0]) symbol_name = SymbolDisplayName(e->name);
+    else function_start = e->start;
   }
 
   // DWARF: the chain of inlined instances, innermost first, ending at the
@@ -690,7 +776,7 @@ SymbolFrames Symbolizer::State::ResolveIn(Dwfl_Module* mod, uintptr_t address, b
   }
   if (!frames.empty()) return frames;
 
-  base.function = NameWithoutDwarf(std::move(symbol_name), base.module, address, mod_start, self);
+  base.function = NameWithoutDwarf(std::move(symbol_name), base.module, address, mod_start, self, function_start);
   base.file = leaf_file;
   base.line = leaf_line;
   frames.push_back(std::move(base));
