@@ -72,7 +72,7 @@ FrameId Aligner::UnionFrame(const cct::Tree& tree, FrameId id) {
     case FrameKind::kFunction:
     case FrameKind::kKernel:
     case FrameKind::kLoop:
-      u.name = union_.strings().Intern(NormalizeName(name, options_.normalize));
+      u.name = union_.strings().Intern(NormalizeName(name, options_.normalize, tree.str(f.module)));
       u.module = union_.strings().Intern(cct::ModuleIdentity(tree.str(f.module)));
       if (f.kind == FrameKind::kLoop) u.line = f.line;
       break;

@@ -54,7 +54,23 @@ size_t OffsetSuffix(std::string_view s) {
   return IsHexAddress(rest) ? plus : std::string_view::npos;
 }
 
-std::string StripAddresses(std::string_view s) {
+// "MODULE+0xOFFSET" for an offset into a module: the module's identity
+// (cct::ModuleIdentity: no directory, no version) and the offset as written.
+std::string ModuleOffset(std::string_view module, std::string_view offset) {
+  std::string out(cct::ModuleIdentity(module));
+  out += offset;
+  return out;
+}
+
+// Whether `base` names the module `module` (the frame's own): the
+// collector names code no symbol names "FILE+0xOFFSET" after the module's
+// file, which need not look like a library ("python3.11", "xz").
+bool NamesModule(std::string_view base, std::string_view module) {
+  return !module.empty() && cct::ModuleIdentity(base) == cct::ModuleIdentity(module);
+}
+
+// `module_offset` is set when the result is an offset into a module.
+std::string StripAddresses(std::string_view s, std::string_view module, bool* module_offset) {
   // backtrace_symbols style: "./prog(func+0x21) [0x4008e5]".
   if (const size_t sp = s.rfind(" ["); sp != std::string_view::npos && EndsWith(s, "]") &&
                                       IsHexAddress(s.substr(sp + 2, s.size() - sp - 3)))
@@ -67,7 +83,8 @@ std::string StripAddresses(std::string_view s) {
       if (off != std::string_view::npos) {
         const std::string_view sym = inner.substr(0, off);
         if (!sym.empty()) return std::string(sym);
-        return std::string(cct::ModuleIdentity(s.substr(0, open)));
+        *module_offset = true;
+        return ModuleOffset(s.substr(0, open), inner);
       }
     }
   }
@@ -81,7 +98,14 @@ std::string StripAddresses(std::string_view s) {
   if (off != std::string_view::npos) {
     const std::string_view base = s.substr(0, off);
     if (base.empty()) return "<address>";
-    if (LooksLikeModule(base)) return std::string(cct::ModuleIdentity(base));
+    // An offset into a module is code at a fixed place in that file: two
+    // offsets are two places (with FDE grouping, two functions), and the
+    // same build puts them at the same offsets. Only a symbol's offset
+    // ("foo+0x1a": where in foo) is dropped.
+    if (LooksLikeModule(base) || NamesModule(base, module)) {
+      *module_offset = true;
+      return ModuleOffset(base, s.substr(off));
+    }
     return std::string(base);
   }
   if (bracketed) {
@@ -262,10 +286,17 @@ std::string StripTemplateArguments(std::string_view q) {
 
 }  // namespace
 
-std::string NormalizeAddressesAndNumbering(std::string_view name) {
-  std::string s = StripAddresses(Trim(name));
-  NormalizeNumbering(s);
+namespace {
+std::string NormalizeAddresses(std::string_view name, std::string_view module, bool* module_offset) {
+  std::string s = StripAddresses(Trim(name), module, module_offset);
+  if (!*module_offset) NormalizeNumbering(s);
   return s;
+}
+}  // namespace
+
+std::string NormalizeAddressesAndNumbering(std::string_view name, std::string_view module) {
+  bool module_offset = false;
+  return NormalizeAddresses(name, module, &module_offset);
 }
 
 std::string QualifiedBaseName(std::string_view name) {
@@ -329,9 +360,10 @@ std::string QualifiedBaseName(std::string_view name) {
   return out.empty() ? stripped : out;
 }
 
-std::string NormalizeName(std::string_view name, const NormalizeOptions& options) {
-  std::string s = NormalizeAddressesAndNumbering(name);
-  if (options.kernels) s = QualifiedBaseName(s);
+std::string NormalizeName(std::string_view name, const NormalizeOptions& options, std::string_view module) {
+  bool module_offset = false;
+  std::string s = NormalizeAddresses(name, module, &module_offset);
+  if (options.kernels && !module_offset) s = QualifiedBaseName(s);
   return s;
 }
 

@@ -9,17 +9,27 @@ using diff::NormalizeAddressesAndNumbering;
 using diff::NormalizeName;
 using diff::QualifiedBaseName;
 
-TEST_CASE("diff normalize: addresses and offsets are never part of a name") {
-  CHECK(NormalizeAddressesAndNumbering("libfoo.so+0x1234") == "libfoo.so");
-  CHECK(NormalizeAddressesAndNumbering("/usr/lib/libfoo.so.1.2+0xdeadbeef") == "libfoo.so");
-  CHECK(NormalizeAddressesAndNumbering("[libfoo.so.6+0x99]") == "libfoo.so");
+TEST_CASE("diff normalize: absolute addresses and offsets into symbols are not part of a name") {
+  // Offsets into a module are places in a file: kept, without directory or
+  // version (issue 20: they were merged into one "libfoo.so").
+  CHECK(NormalizeAddressesAndNumbering("libfoo.so+0x1234") == "libfoo.so+0x1234");
+  CHECK(NormalizeAddressesAndNumbering("/usr/lib/libfoo.so.1.2+0xdeadbeef") == "libfoo.so+0xdeadbeef");
+  CHECK(NormalizeAddressesAndNumbering("[libfoo.so.6+0x99]") == "libfoo.so+0x99");
+  CHECK(NormalizeAddressesAndNumbering("libfoo.so+0x1234") != NormalizeAddressesAndNumbering("libfoo.so+0x1238"));
+  // The collector's name for code no symbol names, in a module whose file
+  // name does not look like a library: the frame's module says it is one.
+  CHECK(NormalizeAddressesAndNumbering("python3.11+0x25176f", "/usr/bin/python3.11") == "python3.11+0x25176f");
+  CHECK(NormalizeAddressesAndNumbering("python3.11+0x2456ee", "/usr/bin/python3.11") == "python3.11+0x2456ee");
+  CHECK(NormalizeName("xz+0x36a0", {.kernels = true}, "/usr/bin/xz") == "xz+0x36a0");
+  // Without the module it reads as a symbol and an offset into it.
+  CHECK(NormalizeAddressesAndNumbering("python3.11+0x25176f") == "python3.11");
   CHECK(NormalizeAddressesAndNumbering("[libc.so.6]") == "libc.so");
   CHECK(NormalizeAddressesAndNumbering("foo+0x1a") == "foo");
   CHECK(NormalizeAddressesAndNumbering("do_syscall_64+0x5c/0x90") == "do_syscall_64");
   CHECK(NormalizeAddressesAndNumbering("0x7f12ab34cd") == "<address>");
   CHECK(NormalizeAddressesAndNumbering("[0x4008e5]") == "<address>");
   CHECK(NormalizeAddressesAndNumbering("./prog(myfunc+0x21) [0x4008e5]") == "myfunc");
-  CHECK(NormalizeAddressesAndNumbering("/lib/libm.so.6(+0x1f00) [0x7f00]") == "libm.so");
+  CHECK(NormalizeAddressesAndNumbering("/lib/libm.so.6(+0x1f00) [0x7f00]") == "libm.so+0x1f00");
   // Names that merely contain '+' or hex-looking words stay.
   CHECK(NormalizeAddressesAndNumbering("operator+(int, int)") == "operator+(int, int)");
   CHECK(NormalizeAddressesAndNumbering("add_0xff") == "add_0xff");
@@ -77,5 +87,5 @@ TEST_CASE("diff normalize: --normalize kernels keeps the qualified name") {
   k.kernels = true;
   CHECK(NormalizeName("void sgemm<float>(float*) [clone .cold]", k) == "sgemm");
   CHECK(NormalizeName("void sgemm<float>(float*)", diff::NormalizeOptions{}) == "void sgemm<float>(float*)");
-  CHECK(NormalizeName("libfoo.so.3+0x10", k) == "libfoo.so");
+  CHECK(NormalizeName("libfoo.so.3+0x10", k) == "libfoo.so+0x10");
 }
