@@ -22,7 +22,7 @@ std::vector<MetricDesc> BuildCatalog() {
       Add("realtime", ns, "wall-clock time of the sampled thread, time since its previous sample"),
       Add("samples", count, "number of samples"),
       // NVTX
-      Add("nvtx:time", ns, "wall duration of NVTX ranges, measured from push/start to pop/end"),
+      Add("nvtx:time", ns, "wall time of NVTX ranges, push/start to pop/end; inclusive: the range's, exclusive: not in nested ranges"),
       Add("nvtx:count", count, "number of NVTX range instances"),
       Add("nvtx:marks", count, "number of NVTX marks (instantaneous events)"),
       // GPU kernels

@@ -170,6 +170,11 @@ struct ThreadState {
     uint32_t depth = 0;          // frames up to the caller of the push
     uint32_t domain = 0;
     bool iteration = false;
+    // Wall time of the ranges pushed inside this one that already popped:
+    // subtracted at its pop, so the range's node holds only its own time
+    // and the tree's inclusive sum is its wall time, nested ranges not
+    // counted twice.
+    int64_t nested_ns = 0;
     // Python frames at the push (python_frames.h), in range_py from
     // py_offset: py_count keys, innermost first (-1: not walked), and
     // py_groups group ends; py_complete: the walk reached the outermost.
@@ -190,9 +195,13 @@ struct ThreadState {
   SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
   // Names given to the thread (ThreadName prefers them in this order):
   // nvtxNameOsThread's, then its Python threading.Thread's
-  // (python/python_threads.cc). Under registry_mutex.
+  // (python/python_threads.cc), then the kernel's (comm: what
+  // pthread_setname_np and prctl(PR_SET_NAME) set; read at checkpoints
+  // while the thread lives and by the thread itself at its exit). Under
+  // registry_mutex.
   std::string nvtx_name;
   std::string python_name;
+  std::string os_name;
   // GPU launch sites (gpu_runtime.h): written by this thread at CUDA calls.
   SampleTrie launch_trie;
   std::unordered_map<uintptr_t, bool> gpu_runtime_frame;  // return address → trimmed at launches (owner only)
@@ -328,10 +337,14 @@ struct Runtime {
   std::unordered_map<uint64_t, StartedRange> started;  // by nvtxRangeId_t
   uint64_t next_range_id = 1;
   struct EndedRanges {
-    int64_t time_ns = 0;
+    int64_t time_ns = 0;  // the union of the instances' intervals
     uint64_t count = 0;
+    // Instances of this (thread, name) open now, and since when one has
+    // been: overlapping instances count their common time once.
+    uint32_t open = 0;
+    int64_t open_since_ns = 0;
   };
-  std::map<std::pair<uint32_t, uint32_t>, EndedRanges> ended;  // (thread index, name) → totals
+  std::map<std::pair<uint32_t, uint32_t>, EndedRanges> ended;  // (thread index, name) → totals, open instances
   std::map<std::string, int64_t> nvtx_problems;
   std::unordered_map<uintptr_t, bool> nvtx_code;  // return address → inside NVTX's code
   IterationPattern iteration_pattern;  // --iteration, loaded at start
@@ -416,7 +429,11 @@ void OnThreadExit(void* p);
 // Registers `tid` (`current`: the calling thread) and tells the sources
 // (thread_started). Takes registry_mutex.
 ThreadState* RegisterThread(pid_t tid, bool current);
-std::string ThreadName(const ThreadState& t);
+std::string ThreadName(ThreadState& t);
+// Threads given one name (a pool's workers named alike) stay apart in the
+// tree: each such name, `names` by thread index, gets " (thread N)" with
+// the thread's index, the number an unnamed thread shows. "" is no thread.
+void DistinguishThreadNames(std::vector<std::string>& names);
 // Starts a thread of the collector's own, detached: libc's pthread_create
 // (not the interposed one: never registered nor sampled), with every signal
 // blocked (a process-directed signal must reach the program's threads).

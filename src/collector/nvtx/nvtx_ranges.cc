@@ -6,6 +6,7 @@
 // (NvtxPush, NvtxPop). Locks: nvtx_mutex; registry_mutex for thread names.
 #include "collector/nvtx/nvtx_ranges.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -178,7 +179,7 @@ void AddNvtxToRun(RunContext& run) {
     run.iterations = CollectIterations(run.tree, run.value_nodes);
   }
   for (const auto& [key, totals] : ended)
-    if (key.first < n) run.builder.AddStartEndRange(run.thread_names[key.first], key.second, totals.time_ns, totals.count);
+    if (key.first < n && totals.count > 0) run.builder.AddStartEndRange(run.thread_names[key.first], key.second, totals.time_ns, totals.count);
 }
 
 // A forked child: its NVTX totals start empty; ranges it inherited open stay
@@ -306,6 +307,7 @@ void NvtxPush(uint32_t domain, uint32_t name) {
     iteration = name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[name];
   }
   e.iteration = iteration;
+  e.nested_ns = 0;
   e.start_ns = Now(CLOCK_MONOTONIC);
   std::atomic_signal_fence(std::memory_order_release);
   t->range_count.store(c + 1, std::memory_order_relaxed);
@@ -356,7 +358,13 @@ void NvtxPop(uint32_t domain) {
     path = spliced;
   }
   path[k++] = e.key;
-  if (!t->range_trie.AddSample(path, k, now - e.start_ns)) Problem("nvtx_lost_ranges");
+  // Its own time: the ranges nested in it are their own nodes below its
+  // node, with theirs. The enclosing range's nested time grows by our wall
+  // time (ranges of other domains popped out of order included: they were
+  // pushed inside it).
+  const int64_t wall = now - e.start_ns;
+  if (idx > 0) t->ranges[idx - 1].nested_ns += wall;
+  if (!t->range_trie.AddSample(path, k, std::max<int64_t>(wall - e.nested_ns, 0))) Problem("nvtx_lost_ranges");
   // Hide the entries from idx up while they move (the handler may run).
   t->range_count.store(idx, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -377,6 +385,8 @@ uint64_t NvtxStart(uint32_t name) {
     std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
     id = rt->next_range_id++;
     rt->started[id] = {t ? t->index : 0, name, now};
+    auto& total = rt->ended[{t ? t->index : 0, name}];
+    if (total.open++ == 0) total.open_since_ns = now;
     iteration = name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[name];
   }
   if (iteration) IterationBegin(now);
@@ -395,7 +405,9 @@ void NvtxEnd(uint64_t id) {
       return;
     }
     auto& total = rt->ended[{it->second.thread, it->second.name}];
-    total.time_ns += now - it->second.start_ns;
+    // Start/end ranges may overlap (asynchronous work): the range's time is
+    // the union of its instances, counted when the last open one ends.
+    if (total.open > 0 && --total.open == 0) total.time_ns += now - total.open_since_ns;
     ++total.count;
     iteration = it->second.name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[it->second.name];
     rt->started.erase(it);

@@ -4,7 +4,10 @@
 // nvtxNameOsThread) with ten "load" ranges; an "epoch" start/end range that
 // the loader thread ends; three "checkpoint" marks. Each range's CPU time is
 // known by construction and measured by the program itself (thread CPU
-// clock), printed as "MEASURED name ns".
+// clock), printed as "MEASURED name ns"; the wall time of the ranges on the
+// main thread (monotonic clock, as the collector times ranges) as "WALL
+// name ns": each step's nested ranges, and an "async" start/end range whose
+// two instances overlap (their union is timed).
 //   nvtx-steps [misuse]   misuse: pops without pushes, unclosed ranges, an
 //                         unknown end id, null and 1 MB messages
 #include <nvtx3/nvtx3.hpp>
@@ -30,6 +33,19 @@ extern "C" __attribute__((noinline)) void optimizer_work() { BURN_NS(10000000); 
 extern "C" __attribute__((noinline)) void load_work() { BURN_NS(15000000); }
 
 static long long measured_forward, measured_backward, measured_optimizer, measured_load, measured_step;
+static long long wall_step, wall_nested;  // nested: forward + backward + optimizer
+
+static long long WallNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void SleepNs(long long ns) {
+  timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
 static nvtxRangeId_t epoch;
 
 static void* loader(void*) {
@@ -46,8 +62,12 @@ static void* loader(void*) {
 }
 
 extern "C" __attribute__((noinline)) void train_step() {
+  // Wall clocks read outside the pushes and pops they bracket: the
+  // collector's own times lie within them.
+  const long long w0 = WallNs();
   nvtxRangePushA("step");
   const long long s0 = ThreadCpuNs();
+  long long n0 = WallNs();
   nvtxRangePushA("forward");
   long long t0 = ThreadCpuNs();
   forward_work();
@@ -65,8 +85,23 @@ extern "C" __attribute__((noinline)) void train_step() {
     optimizer_work();
     measured_optimizer += ThreadCpuNs() - t0;
   }
+  wall_nested += WallNs() - n0;
   measured_step += ThreadCpuNs() - s0;
   nvtxRangePop();
+  wall_step += WallNs() - w0;
+}
+
+// Two instances of one start/end range, overlapping: 0-30 ms and 10-40 ms.
+static long long AsyncRanges() {
+  const long long w0 = WallNs();
+  const nvtxRangeId_t a = nvtxRangeStartA("async");
+  SleepNs(10000000);
+  const nvtxRangeId_t b = nvtxRangeStartA("async");
+  SleepNs(20000000);
+  nvtxRangeEnd(a);
+  SleepNs(10000000);
+  nvtxRangeEnd(b);
+  return WallNs() - w0;
 }
 
 static void Misuse() {
@@ -90,7 +125,9 @@ int main(int argc, char** argv) {
     if (i % 3 == 2) nvtxMarkA("checkpoint");  // i = 2, 5, 8
   }
   pthread_join(t, nullptr);
+  const long long wall_async = AsyncRanges();
   if (argc > 1 && !strcmp(argv[1], "misuse")) Misuse();
+  printf("WALL step %lld\nWALL nested %lld\nWALL async %lld\n", wall_step, wall_nested, wall_async);
   printf("MEASURED forward %lld\nMEASURED backward %lld\nMEASURED trainer::optimizer %lld\nMEASURED load %lld\n"
          "MEASURED step %lld\n",
          measured_forward, measured_backward, measured_optimizer, measured_load, measured_step);
