@@ -1496,3 +1496,48 @@ TEST_CASE("cct-record on a real program (xz): output and status unchanged, liblz
 }
 
 TEST_SUITE_END();
+
+// Issue 20: names set with pthread_setname_np or prctl(PR_SET_NAME) were
+// ignored (every thread was "thread N"). thread_names.cc: which thread gets
+// which name, and how much CPU time it burns, by construction.
+TEST_CASE("cct-record: threads carry the names the program gave them") {
+  TempDir dir;
+  const std::string db = dir / "t.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-thread-names")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  std::map<std::string, double> cpu;  // thread node name -> its inclusive cputime
+  const cct::MetricId m = t.metrics().Find("cputime");
+  for (cct::NodeId n = 1; n < t.size(); ++n) {
+    cct::NodeId a = n;
+    while (a != cct::kNoNode && t.kind(a) != cct::FrameKind::kThread) a = t.parent(a);
+    if (a != cct::kNoNode) cpu[std::string(t.name(a))] += t.Value(n, m);
+  }
+  std::string names;
+  for (const auto& [name, v] : cpu) names += name + "; ";
+  INFO(names);
+  for (const char* name : {"self-named", "prctl-named", "named-by-main"}) {
+    CAPTURE(name);
+    REQUIRE(cpu.count(name));
+    CHECK(cpu[name] == doctest::Approx(150e6).epsilon(0.15));
+  }
+  // Named, then gone long before the end: read at its exit.
+  REQUIRE(cpu.count("early-exit"));
+  CHECK(cpu["early-exit"] == doctest::Approx(100e6).epsilon(0.15));
+  // Two workers of one name stay two threads, told apart by their index.
+  int pool = 0;
+  for (const auto& [name, v] : cpu) {
+    if (!name.starts_with("pool (thread ")) continue;
+    ++pool;
+    CHECK(v == doctest::Approx(100e6).epsilon(0.15));
+  }
+  CHECK(pool == 2);
+  CHECK_FALSE(cpu.count("pool"));
+  // The unnamed one keeps its number; the process's own name (comm, which
+  // every thread inherits) names no thread.
+  int numbered = 0;
+  for (const auto& [name, v] : cpu) numbered += name.starts_with("thread ") ? 1 : 0;
+  CHECK(numbered == 1);
+  CHECK_FALSE(cpu.count("cct-test-thread"));
+}

@@ -140,11 +140,13 @@ void WriteRun(store::RunState state) noexcept {
     size_t sampled_threads = 0;
     std::vector<std::vector<cct::NodeId>> value_nodes(n);
     std::vector<std::string> names(n);
+    for (size_t i = 0; i < n; ++i)
+      if (ThreadState* t = rt->threads[i].load(std::memory_order_acquire)) names[i] = ThreadName(*t);
+    DistinguishThreadNames(names);
     for (size_t i = 0; i < n; ++i) {
       ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
       if (!t) continue;
       if (t->trie.size() > 1) ++sampled_threads;
-      names[i] = ThreadName(*t);
       builder.AddThread(names[i], t->trie, lookup, &value_nodes[i]);
       builder.AddRanges(names[i], t->range_trie, lookup);
       lost += t->lost.load(std::memory_order_relaxed);

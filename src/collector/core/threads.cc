@@ -6,13 +6,19 @@
 // SIGNAL-HANDLER CODE: FindThread runs in the sampling handler and is
 // async-signal-safe (atomic loads only).
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <new>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "collector/core/runtime.h"
 #include "collector/core/runtime_state.h"
@@ -75,8 +81,39 @@ ThreadState* AddThread(pid_t tid) {
   return t;
 }
 
+namespace {
+// The kernel's name of a thread of this process (comm), "" if unreadable.
+std::string OsThreadName(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", static_cast<int>(tid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[64];
+  const ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  std::string name(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+// The name every thread has until the program names it: the one exec gave
+// the process (its file's name, 15 bytes at most), read when the main
+// thread registers. Under registry_mutex. A plain array: the last
+// checkpoint runs at exit, after static objects' destructors.
+constinit char unnamed_thread_name[17] = {};
+}  // namespace
+
 void OnThreadExit(void* p) {
   auto* t = static_cast<ThreadState*>(p);
+  {
+    // Its last name, while it can still be read: a checkpoint after its
+    // exit cannot.
+    char name[17] = {};
+    if (prctl(PR_GET_NAME, name) == 0) {
+      std::lock_guard<std::mutex> lock(registry_mutex);
+      t->os_name = name;
+    }
+  }
   SourcesThreadExiting(t);  // the CPU sampler disarms its timer
   t->alive.store(false, std::memory_order_release);
   t_state = nullptr;
@@ -85,6 +122,8 @@ void OnThreadExit(void* p) {
 
 ThreadState* RegisterThread(pid_t tid, bool current) {
   std::lock_guard<std::mutex> lock(registry_mutex);
+  if (tid == getpid() && !unnamed_thread_name[0])
+    std::snprintf(unnamed_thread_name, sizeof unnamed_thread_name, "%s", OsThreadName(tid).c_str());
   ThreadState* t = AddThread(tid);
   if (!t) return nullptr;
   if (current) {
@@ -112,11 +151,23 @@ void PrepareUnwind(ThreadState* t) {
 
 // Caller holds flush_mutex (nvtx_name is set under registry_mutex; a
 // checkpoint may read a name being replaced only if both lock).
-std::string ThreadName(const ThreadState& t) {
+std::string ThreadName(ThreadState& t) {
+  // A living thread's name now (the kernel may reuse an exited one's id).
+  const std::string os = t.alive.load(std::memory_order_acquire) ? OsThreadName(t.tid) : std::string();
   std::lock_guard<std::mutex> lock(registry_mutex);
+  if (!os.empty()) t.os_name = os;
   if (!t.nvtx_name.empty()) return t.nvtx_name;
   if (!t.python_name.empty()) return t.python_name;
+  if (!t.os_name.empty() && t.os_name != unnamed_thread_name) return t.os_name;
   return t.index == 0 ? "main thread" : "thread " + std::to_string(t.index);
+}
+
+void DistinguishThreadNames(std::vector<std::string>& names) {
+  std::unordered_map<std::string, int> uses;
+  for (const std::string& n : names)
+    if (!n.empty()) ++uses[n];
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!names[i].empty() && uses[names[i]] > 1) names[i] += " (thread " + std::to_string(i) + ")";
 }
 
 bool StartOwnThread(void* (*main)(void*), pthread_t* thread) {
