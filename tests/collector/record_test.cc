@@ -1541,3 +1541,19 @@ TEST_CASE("cct-record: threads carry the names the program gave them") {
   CHECK(numbered == 1);
   CHECK_FALSE(cpu.count("cct-test-thread"));
 }
+
+// A stripped binary whose debug information is in a separate file named by
+// its .gnu_debuglink (objcopy --only-keep-debug, as -dbg packages ship
+// them): its functions are named from that file.
+TEST_CASE("cct-record: a stripped binary's separate debug file (.gnu_debuglink) names its functions") {
+  TempDir dir;
+  const std::string db = dir / "g.db";
+  auto r = Run(Record(db, {}, {Prog("cct-test-debuglink")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = TreeOf(db, Runs(db)[0].id);
+  // cpu_split.cc's construction.
+  CHECK(InclusiveOf(t, "cputime", "alpha_work") == doctest::Approx(300e6).epsilon(0.15));
+  CHECK(InclusiveOf(t, "cputime", "gamma_work") == doctest::Approx(250e6).epsilon(0.15));
+  CHECK_FALSE(HasFrame(t, [](std::string_view s) { return s.starts_with("cct-test-debuglink+0x"); }));
+}
