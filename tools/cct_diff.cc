@@ -30,7 +30,10 @@ intervals and a Mann-Whitney U test per node), PATH:SELECTOR for another
 database.
 
 A node regresses when its inclusive change exceeds --threshold AND --min-abs
-AND, for groups of 3+ runs a side, its p-value is below --alpha.
+AND, for groups of 3+ runs a side, its p-value is below --alpha. Counted and
+listed are the causes: nodes whose own change, without their regressed
+children's, passes the same tests; callers that only inherit one are shown
+as context.
 
 Exit status: 0 no regression (or no --fail-on-regression), 1 a regression
 with --fail-on-regression, 2 bad usage or input.
@@ -60,6 +63,8 @@ int main(int argc, char** argv) {
       ("merge-threads", "merge the threads' subtrees into one before aligning")
       ("fail-on-regression", "exit 1 when a regression is found")
       ("n,n", po::value<size_t>(), "rows per list (default 10; 0 for all)")
+      ("max-lines", po::value<size_t>(), "markdown: lines before the collapsed details, where further rows go "
+                                         "(default 40; 0 for no limit)")
       ("tree", "print the differential tree instead of the summary")
       ("flame", po::value<std::string>(), "also write a differential flame graph (SVG) of the first additive "
                                           "metric to FILE")
@@ -126,6 +131,7 @@ int main(int argc, char** argv) {
     ro.format = *f;
   }
   if (vm.count("n")) ro.limit = vm["n"].as<size_t>();
+  if (vm.count("max-lines")) ro.max_lines = vm["max-lines"].as<size_t>();
   ro.tree = vm.count("tree") > 0;
   if ((vm.count("depth") || vm.count("min")) && !ro.tree) cli::Fail(kTool, "--depth and --min apply to --tree");
   if (vm.count("depth")) {

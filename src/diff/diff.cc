@@ -232,6 +232,18 @@ std::vector<NodeId> DiffResult::Ranked(size_t metric, Verdict verdict) const {
   return out;
 }
 
+std::vector<NodeId> DiffResult::Causes(size_t metric, Verdict verdict) const {
+  std::vector<NodeId> out = Ranked(metric, verdict);
+  std::erase_if(out, [&](NodeId n) { return !IsCause(metric, n); });
+  return out;
+}
+
+std::vector<NodeId> DiffResult::Context(size_t metric, Verdict verdict) const {
+  std::vector<NodeId> out = Ranked(metric, verdict);
+  std::erase_if(out, [&](NodeId n) { return IsCause(metric, n); });
+  return out;
+}
+
 std::vector<NodeId> DiffResult::SubtreeRoots(size_t metric, NodeStatus status) const {
   const MetricDiff& m = metrics_[metric];
   const std::vector<double>& value = status == NodeStatus::kNew ? m.cand_inc : m.base_inc;
@@ -249,6 +261,50 @@ size_t DiffResult::regressions() const {
   size_t n = 0;
   for (const MetricDiff& m : metrics_) n += m.regressions;
   return n;
+}
+
+// Sets m.cause and the counts (diff.h, "Causes"). A node's own change: its
+// inclusive value minus its flagged children's (same verdict), per run for
+// the test and as means for the thresholds.
+void DiffResult::MarkCauses(size_t mi, const std::vector<std::vector<NodeId>>& kids, MannWhitney& mw) {
+  MetricDiff& m = metrics_[mi];
+  const DiffOptions& options = options_;
+  m.cause.assign(m.verdict.size(), 0);
+  std::vector<double> x(m.base_runs.size()), y(m.cand_runs.size());
+  for (NodeId n = 0; n < m.verdict.size(); ++n) {
+    const Verdict v = m.verdict[n];
+    if (v == Verdict::kNone) continue;
+    double base_own = m.base_inc[n], cand_own = m.cand_inc[n];
+    bool explained = false;
+    for (NodeId c : kids[n]) {
+      if (m.verdict[c] != v) continue;
+      explained = true;
+      base_own -= m.base_inc[c];
+      cand_own -= m.cand_inc[c];
+    }
+    bool cause = !explained;  // nothing below explains it: its change is its own
+    if (explained) {
+      const double sign = v == Verdict::kRegression ? 1 : -1;
+      const double own = sign * (cand_own - base_own);
+      const double relative = base_own != 0 ? own / std::fabs(base_own) : (own > 0 ? INFINITY : 0);
+      cause = own > m.min_abs && relative > options.threshold;
+      if (cause && tested_) {
+        for (size_t i = 0; i < x.size(); ++i) {
+          x[i] = m.base_runs[i][n];
+          for (NodeId c : kids[n])
+            if (m.verdict[c] == v) x[i] -= m.base_runs[i][c];
+        }
+        for (size_t j = 0; j < y.size(); ++j) {
+          y[j] = m.cand_runs[j][n];
+          for (NodeId c : kids[n])
+            if (m.verdict[c] == v) y[j] -= m.cand_runs[j][c];
+        }
+        cause = mw.PValue(x, y) < options.alpha;
+      }
+    }
+    m.cause[n] = cause;
+    if (cause) ++(v == Verdict::kRegression ? m.regressions : m.improvements);
+  }
 }
 
 Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOptions& options) {
@@ -287,6 +343,8 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
   for (size_t i = 0; i < present.size(); ++i)
     result.status_[i] = present[i] == 3 ? NodeStatus::kBoth : present[i] == 1 ? NodeStatus::kGone : NodeStatus::kNew;
   const cct::Tree& ut = result.tree();
+  std::vector<std::vector<NodeId>> kids(ut.size());
+  for (NodeId n = 1; n < ut.size(); ++n) kids[ut.parent(n)].push_back(n);
 
   for (const cct::MetricDesc& desc : descs) {
     MetricDiff md;
@@ -347,14 +405,10 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
       const double change = result.Change(mi, n);
       const bool significant = !result.tested_ || m.p_value[n] < options.alpha;
       if (!significant) continue;
-      if (change > options.threshold && delta > m.min_abs) {
-        m.verdict[n] = Verdict::kRegression;
-        ++m.regressions;
-      } else if (change < -options.threshold && -delta > m.min_abs) {
-        m.verdict[n] = Verdict::kImprovement;
-        ++m.improvements;
-      }
+      if (change > options.threshold && delta > m.min_abs) m.verdict[n] = Verdict::kRegression;
+      else if (change < -options.threshold && -delta > m.min_abs) m.verdict[n] = Verdict::kImprovement;
     }
+    result.MarkCauses(mi, kids, mw);
   }
   return result;
 }

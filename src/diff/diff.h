@@ -17,6 +17,16 @@
 // +infinity, a gone node's as -100%. With fewer than 3 runs on a side no
 // test is made and verdicts rest on the thresholds alone.
 //
+// Causes: one slowdown raises the inclusive value of every ancestor, so
+// verdicts alone name a chain. A node with a verdict is a cause when the
+// part of its change that its children with the same verdict do not
+// explain (its own, "unexplained" change: the change of its inclusive value
+// minus theirs, per run) passes the same three tests, the relative one
+// against the same part of its base value; else it is context: it only
+// inherits changes found below it. The deepest node of every flagged chain
+// is a cause. Counts (regressions, improvements, regressions()) are of
+// causes.
+//
 // Ownership: a DiffResult owns the union tree and all values; it does not
 // refer to the input trees. Plain data once computed; const methods are
 // thread-compatible.
@@ -35,6 +45,8 @@
 #include "diff/align.h"
 
 namespace diff {
+
+class MannWhitney;  // diff/stats.h
 
 // One run (or one iteration of a run) and its tree.
 struct RunTree {
@@ -95,7 +107,8 @@ struct MetricDiff {
   std::vector<std::vector<double>> base_runs, cand_runs;
   std::vector<double> p_value;  // empty without a test
   std::vector<Verdict> verdict;
-  size_t regressions = 0, improvements = 0;  // root included
+  std::vector<char> cause;  // of nodes with a verdict: its own change passes the tests (see above)
+  size_t regressions = 0, improvements = 0;  // causes, root included
 };
 
 class DiffResult {
@@ -133,6 +146,10 @@ class DiffResult {
   // Nodes with the verdict (root excluded), largest absolute inclusive
   // change first; ties by node id.
   std::vector<cct::NodeId> Ranked(size_t metric, Verdict verdict) const;
+  // The causes among them (Ranked's order), and the context (the rest).
+  std::vector<cct::NodeId> Causes(size_t metric, Verdict verdict) const;
+  std::vector<cct::NodeId> Context(size_t metric, Verdict verdict) const;
+  bool IsCause(size_t metric, cct::NodeId n) const { return metrics_[metric].cause[n] != 0; }
   // Roots of new (or gone) subtrees with a nonzero inclusive value, largest
   // first.
   std::vector<cct::NodeId> SubtreeRoots(size_t metric, NodeStatus status) const;
@@ -140,6 +157,8 @@ class DiffResult {
 
  private:
   friend cct::Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOptions& options);
+  // Sets the metric's causes and counts from its verdicts (see "Causes").
+  void MarkCauses(size_t metric, const std::vector<std::vector<cct::NodeId>>& kids, MannWhitney& mw);
 
   Aligner aligner_;
   DiffOptions options_;

@@ -40,8 +40,12 @@ void WriteCsv(const DiffResult& r, const DiffReportOptions& o, std::ostream& out
     auto rows = [&](const char* section, const std::vector<NodeId>& nodes) {
       for (size_t i = 0; i < Shown(nodes.size(), o.limit); ++i) CsvRow(out, section, r, m, nodes[i]);
     };
-    rows("regression", r.Ranked(m, Verdict::kRegression));
-    rows("improvement", r.Ranked(m, Verdict::kImprovement));
+    rows("regression", r.Causes(m, Verdict::kRegression));
+    rows("improvement", r.Causes(m, Verdict::kImprovement));
+    // Callers that only inherit the changes above (their verdict column
+    // says which); then every new and gone root, the minor ones included.
+    rows("context", r.Context(m, Verdict::kRegression));
+    rows("context", r.Context(m, Verdict::kImprovement));
     rows("new", r.SubtreeRoots(m, NodeStatus::kNew));
     rows("gone", r.SubtreeRoots(m, NodeStatus::kGone));
   }

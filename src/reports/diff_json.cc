@@ -71,6 +71,7 @@ void EntryJson(output::JsonWriter& w, const DiffResult& r, size_t m, NodeId n, b
     w.EndObject();
   }
   w.Field("verdict", diff::VerdictName(md.verdict[n]));
+  if (md.verdict[n] != Verdict::kNone) w.Key("cause").Bool(r.IsCause(m, n));
   w.EndObject();
 }
 
@@ -120,22 +121,40 @@ void WriteJson(const DiffResult& r, const diff::Side& base, const diff::Side& ca
   w.Key("totals").BeginArray();
   for (size_t m = 0; m < r.metrics().size(); ++m) EntryJson(w, r, m, cct::kRootNode, false);
   w.EndArray();
-  size_t counts[4] = {0, 0, 0, 0};
-  const char* names[4] = {"regressions", "improvements", "new", "gone"};
-  for (int section = 0; section < 4; ++section) {
+  // regressions and improvements: their causes; context: the nodes that
+  // only inherit them (diff.h, "Causes"); new and gone: subtree roots
+  // that pass --min-abs or are significant, with how many others there are.
+  constexpr int kSections = 5;
+  size_t counts[kSections] = {};
+  size_t minor_new = 0, minor_gone = 0;
+  const char* names[kSections] = {"regressions", "improvements", "context", "new", "gone"};
+  for (int section = 0; section < kSections; ++section) {
     w.Key(names[section]).BeginArray();
     for (size_t m = 0; m < r.metrics().size(); ++m) {
-      const std::vector<NodeId> nodes = section == 0   ? r.Ranked(m, Verdict::kRegression)
-                                        : section == 1 ? r.Ranked(m, Verdict::kImprovement)
-                                        : section == 2 ? r.SubtreeRoots(m, NodeStatus::kNew)
-                                                       : r.SubtreeRoots(m, NodeStatus::kGone);
+      std::vector<NodeId> nodes;
+      if (section == 0) nodes = r.Causes(m, Verdict::kRegression);
+      if (section == 1) nodes = r.Causes(m, Verdict::kImprovement);
+      if (section == 2) {
+        nodes = r.Context(m, Verdict::kRegression);
+        const std::vector<NodeId> more = r.Context(m, Verdict::kImprovement);
+        nodes.insert(nodes.end(), more.begin(), more.end());
+      }
+      if (section >= 3) {
+        const NodeStatus status = section == 3 ? NodeStatus::kNew : NodeStatus::kGone;
+        const SplitRoots split = MajorRoots(r, m, status);
+        nodes = split.major;
+        (section == 3 ? minor_new : minor_gone) += split.minor;
+      }
       counts[section] += nodes.size();
       for (size_t i = 0; i < Shown(nodes.size(), o.limit); ++i) EntryJson(w, r, m, nodes[i], true);
     }
     w.EndArray();
   }
   w.Key("counts").BeginObject();
-  for (int section = 0; section < 4; ++section) w.FieldInt(names[section], static_cast<long long>(counts[section]));
+  for (int section = 0; section < kSections; ++section)
+    w.FieldInt(names[section], static_cast<long long>(counts[section]));
+  w.FieldInt("new_minor", static_cast<long long>(minor_new));
+  w.FieldInt("gone_minor", static_cast<long long>(minor_gone));
   w.EndObject();
   w.Key("regression").Bool(r.regressions() > 0);
   w.EndObject();

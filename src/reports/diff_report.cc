@@ -134,8 +134,9 @@ Facts GatherFacts(const DiffResult& r, const diff::Side& base, const diff::Side&
     const Verdict root = md.verdict[cct::kRootNode];
     total_reg |= root == Verdict::kRegression;
     total_imp |= root == Verdict::kImprovement;
-    reg += md.regressions - (root == Verdict::kRegression);
-    imp += md.improvements - (root == Verdict::kImprovement);
+    const bool root_cause = md.cause[cct::kRootNode] != 0;
+    reg += md.regressions - (root == Verdict::kRegression && root_cause);
+    imp += md.improvements - (root == Verdict::kImprovement && root_cause);
   }
   auto count = [](size_t n, const char* one, const char* many) {
     return (n == 0 ? std::string("no") : std::to_string(n)) + " " + (n == 1 ? one : many);
@@ -218,7 +219,40 @@ std::string ListTitle(const char* what, const std::string& metric, size_t count,
   return s;
 }
 
+std::string ContextTitle(size_t count, size_t shown) {
+  std::string s = "context, not counted: " + std::to_string(count) +
+                  (count == 1 ? " caller that only inherits" : " callers that only inherit") + " these changes";
+  if (shown < count) s += ", the " + std::to_string(shown) + " largest shown";
+  return s;
+}
+
 size_t Shown(size_t count, size_t limit) { return limit == 0 ? count : std::min(count, limit); }
+
+SplitRoots MajorRoots(const DiffResult& r, size_t m, NodeStatus status) {
+  const MetricDiff& md = r.metrics()[m];
+  const std::vector<double>& value = status == NodeStatus::kNew ? md.cand_inc : md.base_inc;
+  SplitRoots out;
+  for (NodeId n : r.SubtreeRoots(m, status)) {
+    const bool significant = r.tested() && r.PValue(m, n) < r.options().alpha;
+    if (std::fabs(value[n]) >= md.min_abs || significant) {
+      out.major.push_back(n);
+    } else {
+      ++out.minor;
+      out.minor_value += value[n];
+    }
+  }
+  return out;
+}
+
+std::string MinorLine(const DiffResult& r, size_t m, NodeStatus status, const SplitRoots& split, bool ascii) {
+  if (split.minor == 0) return {};
+  const MetricDiff& md = r.metrics()[m];
+  std::string s = std::to_string(split.minor) + (split.major.empty() ? " " : " more ") +
+                  (status == NodeStatus::kNew ? "new" : "gone") + ", each below " + Value(md.min_abs, md.unit, ascii) +
+                  " (--min-abs)" + (r.tested() ? " and not significant" : "") + ": " +
+                  Value(split.minor_value, md.unit, ascii) + " in all";
+  return s;
+}
 
 bool NothingToList(const DiffResult& r, size_t m) {
   return r.Ranked(m, Verdict::kRegression).empty() && r.Ranked(m, Verdict::kImprovement).empty() &&

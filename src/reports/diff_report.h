@@ -30,6 +30,9 @@ struct DiffReportOptions {
   bool color = false;  // text: ANSI colours (regressions red, improvements green)
   bool ascii = false;
   size_t width = 80;  // text: columns (0: no limit)
+  // markdown: lines before the collapsed details, where rows past it go
+  // (0: no limit). About what a pull-request comment shows unfolded.
+  size_t max_lines = 40;
 };
 
 void WriteDiffReport(const diff::DiffResult& result, const diff::Side& base, const diff::Side& candidate,

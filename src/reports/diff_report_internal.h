@@ -203,6 +203,23 @@ std::string ListTitle(const char* what, const std::string& metric, size_t count,
 
 size_t Shown(size_t count, size_t limit);
 
+// "context, not counted: 4 callers that only inherit these changes".
+std::string ContextTitle(size_t count, size_t shown);
+
+// New (or gone) subtree roots split in two: those a reader must see (their
+// value passes --min-abs, or they changed significantly) and the rest, the
+// sub-threshold churn two runs of one program always show, summarized by
+// count and summed value (MinorLine).
+struct SplitRoots {
+  std::vector<NodeId> major;
+  size_t minor = 0;
+  double minor_value = 0;
+};
+SplitRoots MajorRoots(const DiffResult& r, size_t m, NodeStatus status);
+// "49 more gone, each below 1.20 ms (--min-abs) and not significant: 3.40 ms
+// in all"; "" when there are none.
+std::string MinorLine(const DiffResult& r, size_t m, NodeStatus status, const SplitRoots& split, bool ascii);
+
 // Whether a metric has nothing to list: then one line says so instead of
 // four empty sections.
 bool NothingToList(const DiffResult& r, size_t m);

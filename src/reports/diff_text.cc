@@ -36,21 +36,35 @@ void WriteText(const DiffResult& r, const diff::Side& base, const diff::Side& ca
       continue;
     }
     for (Verdict v : {Verdict::kRegression, Verdict::kImprovement}) {
-      const std::vector<NodeId> nodes = r.Ranked(m, v);
+      const std::vector<NodeId> nodes = r.Causes(m, v);
       const size_t shown = Shown(nodes.size(), o.limit);
       out << '\n'
           << ListTitle(v == Verdict::kRegression ? "regressions" : "improvements", md.name, nodes.size(), shown)
           << '\n';
-      if (shown == 0) continue;
+      if (shown > 0) {
+        PathTable t(cc.columns, "calling context", 24);
+        for (size_t i = 0; i < shown; ++i) t.Add(cc.Cells(r, m, nodes[i], o.ascii), DisplayPath(r, nodes[i]), v);
+        t.Render(out, o.width, o.ascii, o.color, "  ");
+      }
+      // Callers whose change is only what these brought up: shown so the
+      // path to a cause reads, not counted.
+      const std::vector<NodeId> context = r.Context(m, v);
+      const size_t shown_context = Shown(context.size(), o.limit);
+      if (shown_context == 0) continue;
+      out << "  " << ContextTitle(context.size(), shown_context) << '\n';
       PathTable t(cc.columns, "calling context", 24);
-      for (size_t i = 0; i < shown; ++i) t.Add(cc.Cells(r, m, nodes[i], o.ascii), DisplayPath(r, nodes[i]), v);
-      t.Render(out, o.width, o.ascii, o.color, "  ");
+      for (size_t i = 0; i < shown_context; ++i)
+        t.Add(cc.Cells(r, m, context[i], o.ascii), DisplayPath(r, context[i]), Verdict::kNone);
+      t.Render(out, o.width, o.ascii, false, "    ");
     }
     for (NodeStatus s : {NodeStatus::kNew, NodeStatus::kGone}) {
       const bool is_new = s == NodeStatus::kNew;
-      const std::vector<NodeId> nodes = r.SubtreeRoots(m, s);
+      const SplitRoots split = MajorRoots(r, m, s);
+      const std::vector<NodeId>& nodes = split.major;
       const size_t shown = Shown(nodes.size(), o.limit);
       out << '\n' << ListTitle(is_new ? "new" : "gone", md.name, nodes.size(), shown) << '\n';
+      if (const std::string minor = MinorLine(r, m, s, split, o.ascii); !minor.empty())
+        out << "  " << FitLine(minor, o.width > 2 ? o.width - 2 : o.width, o.ascii) << '\n';
       if (shown == 0) continue;
       std::vector<PathTable::Column> cols = {{is_new ? "cand" : "base", 0}, {"excl", 3}};
       const bool sd = !md.base_sd.empty();

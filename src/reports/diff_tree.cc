@@ -80,7 +80,13 @@ void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOp
       if (r.tested()) cells.push_back(PText(r.PValue(m, n)));
     }
     const Verdict v = r.metrics().front().verdict[it.node];
-    cells.push_back(v == Verdict::kRegression ? (o.ascii ? "^" : "▲") : v == Verdict::kImprovement ? (o.ascii ? "v" : "▼") : "");
+    // Solid where the change is the node's own (a cause), hollow where it
+    // only carries its children's (context, diff.h).
+    const bool cause = v != Verdict::kNone && r.IsCause(0, it.node);
+    const char* mark = v == Verdict::kRegression    ? (o.ascii ? (cause ? "^" : "'") : (cause ? "▲" : "△"))
+                       : v == Verdict::kImprovement ? (o.ascii ? (cause ? "v" : ",") : (cause ? "▼" : "▽"))
+                                                    : "";
+    cells.push_back(mark);
     row_verdicts.push_back(v);
     table.AddRow(cells, it.prefix, it.node == cct::kRootNode ? std::string(cct::kRootName) : Display(r, it.node));
     const std::vector<NodeId> kids = view.Children(it.node, it.depth);

@@ -70,14 +70,19 @@ void CheckGolden(const DiffDb& d, const std::string& golden, const testutil::Run
 
 }  // namespace
 
-TEST_CASE("cct-diff flags the slowed function and its ancestors, and nothing else") {
+TEST_CASE("cct-diff flags the slowed function as the cause, its ancestors as context, and nothing else") {
   Groups g;
   const auto r = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--format", "json", "-n", "0"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(r.err.empty());
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(Paths(j["regressions"]) ==
-        std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}, {"main", "compute", "slow"}});
+  // One slowdown is one regression (issue 20: it was counted 3 times, once
+  // per ancestor): main and compute only inherit slow's 100 ms.
+  CHECK(Paths(j["regressions"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
+  CHECK(Paths(j["context"]) == std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}});
+  CHECK(j["counts"]["regressions"] == 1);
+  CHECK(j["regressions"][0]["cause"] == true);
+  for (const auto& e : j["context"]) CHECK(e["cause"] == false);
   CHECK(j["improvements"].empty());
   CHECK(j["new"].empty());
   CHECK(j["gone"].empty());
@@ -93,7 +98,9 @@ TEST_CASE("cct-diff flags the slowed function and its ancestors, and nothing els
   CHECK(total["candidate"].get<double>() == doctest::Approx(Groups::Mean(g.cand, "main")));
   CHECK(total["verdict"] == "regression");
 
-  for (const auto& e : j["regressions"]) {
+  nlohmann::json flagged = j["regressions"];
+  for (const auto& e : j["context"]) flagged.push_back(e);
+  for (const auto& e : flagged) {
     std::string path;
     for (const auto& p : e["path"]) path += (path.empty() ? "" : ";") + p.get<std::string>();
     CAPTURE(path);
@@ -127,8 +134,8 @@ TEST_CASE("cct-diff flags the slowed function and its ancestors, and nothing els
   CHECK(back.exit_code == 0);
   const nlohmann::json jb = nlohmann::json::parse(back.out);
   CHECK(jb["regressions"].empty());
-  CHECK(Paths(jb["improvements"]) ==
-        std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}, {"main", "compute", "slow"}});
+  CHECK(Paths(jb["improvements"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
+  CHECK(Paths(jb["context"]) == std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}});
 }
 
 TEST_CASE("cct-diff: 5 vs 5 unchanged runs with small noise pass") {
@@ -170,7 +177,7 @@ TEST_CASE("cct-diff: --flame writes a differential flame graph beside the report
   const std::string svg = g.d.Path("diff.svg");
   const auto r = g.d.Diff({"tag:commit=abc", "tag:commit=def", "--flame", svg, "--fail-on-regression"});
   CHECK_MESSAGE(r.exit_code == 1, r.err);  // the report and gate work as without --flame
-  CHECK(r.out.find("regressions in cputime: 3") != std::string::npos);
+  CHECK(r.out.find("regressions in cputime: 1") != std::string::npos);
   const std::string text = testutil::ReadFileOrDie(svg);
   CHECK(text.rfind("<?xml", 0) == 0);
   CHECK(text.find("data-mode=\"diff\"") != std::string::npos);
@@ -214,8 +221,7 @@ TEST_CASE("cct-diff: groups from two database files") {
   const auto r = d.Diff({a + ":tag:commit=abc", b + ":tag:commit=def", "--format", "json", "--fail-on-regression"});
   CHECK_MESSAGE(r.exit_code == 1, r.err);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(Paths(j["regressions"]) ==
-        std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}, {"main", "compute", "slow"}});
+  CHECK(Paths(j["regressions"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
   CHECK(j["base"]["label"] == "group " + a + ":tag:commit=abc (5 runs)");
 }
 
@@ -369,4 +375,102 @@ TEST_CASE("cct-diff: bad input is one error line and exit status 2") {
   CHECK(d.Diff({"1@iter=2", "1"}).err.find("iteration") != std::string::npos);
   // --fail-on-regression does not turn errors into 1.
   CHECK(d.Diff({"1", "nosuch", "--fail-on-regression"}).exit_code == 2);
+}
+
+namespace {
+// The visible part of a markdown report: the lines before <details>.
+std::vector<std::string> VisibleLines(const std::string& md) {
+  std::vector<std::string> out;
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("<details>")) break;
+    out.push_back(line);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("cct-diff --format markdown fits a pull-request comment") {
+  // 30 functions each twice as slow (30 causes), one of them with a
+  // 600-character name: more than 40 lines of rows, a line far over 200.
+  const std::string huge = "ns::Kernel<" + std::string(580, 'T') + ">::run";
+  std::vector<Stack> before, after;
+  for (int i = 0; i < 30; ++i) {
+    const std::string f = i == 7 ? huge : "work_" + std::to_string(i);
+    before.push_back({"main;" + f, 10});
+    after.push_back({"main;" + f, 20});
+  }
+  DiffDb d;
+  d.AddFolded(before, "before");
+  d.AddFolded(after, "after");
+  const auto r = d.Diff({"before", "after", "--format", "markdown"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const std::vector<std::string> visible = VisibleLines(r.out);
+  INFO(r.out);
+  // About 40 lines unfolded; the verdict first.
+  CHECK(visible.size() <= 40);
+  REQUIRE_FALSE(visible.empty());
+  CHECK(visible[0].starts_with("**cct-diff: 30 regressions, no improvements; the total regressed**"));
+  // No line over 200 characters anywhere, the details included.
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    CAPTURE(line);
+    CHECK(output::DisplayWidth(line) <= 200);
+  }
+  // The legend says what p and the verdict are (single runs: no p-values).
+  bool legend = false;
+  for (const std::string& line : visible) legend |= line.find("no p-values: fewer than 3 runs on a side") != std::string::npos;
+  CHECK(legend);
+  // Rows past the budget are in the details, the long name whole there
+  // (wrapped), elided in the middle in its row.
+  const size_t details = r.out.find("<details>");
+  REQUIRE(details != std::string::npos);
+  std::string unwrapped;
+  for (char c : r.out.substr(details))
+    if (c != '\n') unwrapped += c;
+  CHECK(unwrapped.find(huge) != std::string::npos);
+  CHECK(r.out.find("more in the details below") < details);
+  size_t rows = 0;
+  for (const std::string& line : visible) rows += line.starts_with("| `main › work_") ? 1 : 0;
+  CHECK(rows >= 5);
+  // Every cause is somewhere: 30 rows that name a work function or the
+  // elided huge one.
+  size_t all_rows = 0;
+  std::istringstream all(r.out);
+  for (std::string line; std::getline(all, line);)
+    all_rows += line.starts_with("| `main › work_") || (line.starts_with("| `") && line.find("ns::Kernel<TTT") != std::string::npos) ? 1 : 0;
+  CHECK(all_rows == 30);
+  // --max-lines 0: everything unfolded.
+  const auto whole = d.Diff({"before", "after", "--format", "markdown", "--max-lines", "0", "-n", "0"});
+  CHECK(VisibleLines(whole.out).size() > 40);
+}
+
+TEST_CASE("cct-diff: a run against itself plus sub-threshold churn lists no new or gone rows, one summary line") {
+  // Same program, but each run has small frames the other lacks (as two
+  // samplings of one program do): 20 gone and 15 new, each 0.1 ms, far
+  // below --min-abs (1% of 1 s). 5 runs a side so p-values exist.
+  DiffDb d;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<Stack> b = difftest::WithNoise(kProgram, 0.01, 1 + i), c = difftest::WithNoise(kProgram, 0.01, 11 + i);
+    for (int k = 0; k < 4; ++k) b.push_back({"main;io;tiny_b" + std::to_string(i * 4 + k), 0.1});
+    for (int k = 0; k < 3; ++k) c.push_back({"main;io;tiny_c" + std::to_string(i * 3 + k), 0.1});
+    d.AddFolded(b, "b" + std::to_string(i), {"v=1"});
+    d.AddFolded(c, "c" + std::to_string(i), {"v=2"});
+  }
+  const auto r = d.Diff({"tag:v=1", "tag:v=2", "--format", "json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["new"].empty());
+  CHECK(j["gone"].empty());
+  CHECK(j["counts"]["new_minor"] == 15);
+  CHECK(j["counts"]["gone_minor"] == 20);
+  CHECK(j["regressions"].empty());
+  const auto text = d.Diff({"tag:v=1", "tag:v=2"});
+  INFO(text.out);
+  CHECK(text.out.find("new in cputime: none") != std::string::npos);
+  // Each tiny frame is in one run of five: 0.02 ms a side's mean.
+  const std::string min_abs = "each below " + output::FormatValue(j["totals"][0]["base"].get<double>() * 1e9 / 100, cct::Unit::kNanoseconds, false) + " (--min-abs)";
+  CHECK(text.out.find("15 new, " + min_abs + " and not significant: 300 µs in all") != std::string::npos);
+  CHECK(text.out.find("20 gone, " + min_abs + " and not significant: 400 µs in all") != std::string::npos);
+  CHECK(text.out.find("tiny_") == std::string::npos);
 }

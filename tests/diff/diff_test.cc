@@ -136,7 +136,43 @@ TEST_CASE("diff engine: the union keeps every node, marked both, gone or new") {
   CHECK(r.Ranked(0, Verdict::kImprovement) == std::vector<NodeId>{b, x});           // 20, 10
   CHECK(r.SubtreeRoots(0, NodeStatus::kNew) == std::vector<NodeId>{y, c});
   CHECK(r.SubtreeRoots(0, NodeStatus::kGone) == std::vector<NodeId>{b, x});
-  CHECK(r.regressions() == 5);  // root, main, a, y, c
+  // Causes (diff.h): y and c are leaves; a's own change is -10 once y's
+  // +30 is taken out (x went), main's -20 once a's and c's are: both only
+  // carry what is below them, and the root carries main.
+  CHECK(r.Causes(0, Verdict::kRegression) == std::vector<NodeId>{y, c});
+  CHECK(r.Context(0, Verdict::kRegression) == std::vector<NodeId>{a, main});
+  CHECK(r.Causes(0, Verdict::kImprovement) == std::vector<NodeId>{b, x});
+  CHECK(r.Context(0, Verdict::kImprovement).empty());
+  CHECK_FALSE(r.IsCause(0, cct::kRootNode));
+  CHECK(r.regressions() == 2);  // y, c (was 5: root, main, a, y, c)
+}
+
+TEST_CASE("diff engine: a caller whose own code also slowed is a cause beside its callee") {
+  // main's exclusive work grows 20 -> 40 and leaf's 50 -> 100 (base total
+  // 70): leaf is a cause; main's own change, +20 of its own 20 once leaf's
+  // +50 is taken out, passes the thresholds too. A caller of only the leaf
+  // (mid) is context.
+  const auto r = Diff(Build({{"main", 20}, {"main;mid;leaf", 50}}), Build({{"main", 40}, {"main;mid;leaf", 100}}));
+  const NodeId main = Find(r, {"main"}), mid = Find(r, {"main", "mid"}), leaf = Find(r, {"main", "mid", "leaf"});
+  CHECK(r.Causes(0, Verdict::kRegression) == std::vector<NodeId>{main, leaf});  // by inclusive change: +70, +50
+  CHECK(r.Context(0, Verdict::kRegression) == std::vector<NodeId>{mid});
+  CHECK(r.regressions() == 2);
+  // With 5 runs a side the own change is tested too: main's own code
+  // unchanged (20 in every run, noise below 1%) leaves it context.
+  std::vector<Tree> base, cand;
+  for (int i = 0; i < 5; ++i) {
+    const double e = 1 + 0.001 * i;
+    base.push_back(Build({{"main", 20 * e}, {"main;mid;leaf", 50 * e}}));
+    cand.push_back(Build({{"main", 20 * e}, {"main;mid;leaf", 100 * e}}));
+  }
+  auto compared = diff::Compare(Group(std::move(base)), Group(std::move(cand)), {});
+  REQUIRE(compared.ok());
+  const diff::DiffResult& g = *compared;
+  const NodeId gm = Find(g, {"main"}), gl = Find(g, {"main", "mid", "leaf"});
+  CHECK(g.tested());
+  CHECK(g.metrics()[0].verdict[gm] == Verdict::kRegression);
+  CHECK(g.Causes(0, Verdict::kRegression) == std::vector<NodeId>{gl});
+  CHECK_FALSE(g.IsCause(0, gm));
 }
 
 TEST_CASE("diff engine: the union of random trees matches their paths") {
@@ -468,7 +504,7 @@ TEST_CASE("diff engine: --normalize-total compares shares") {
     CHECK(m.cand_inc[Find(r, {"main", "a"})] == 50);
     CHECK(r.regressions() == 0);
     const auto absolute = Diff(base, Build({{"main;a", 100}, {"main;b", 100}}));
-    CHECK(absolute.regressions() == 4);  // root, main, a, b
+    CHECK(absolute.regressions() == 2);  // a and b; root and main only carry them
   }
   {
     // a's share grows from 50% to 75%: +25 points, above 1 point (1% of 100).
