@@ -116,6 +116,19 @@ static void Misuse() {
   nvtxRangePushA("never popped either");
 }
 
+// A range pushed inside a range of its own name, 10 ms each side of the
+// inner one: 20 ms of "recursive" in all, not 30.
+static long long RecursiveRanges() {
+  const long long w0 = WallNs();
+  nvtxRangePushA("recursive");
+  SleepNs(10000000);
+  nvtxRangePushA("recursive");
+  SleepNs(10000000);
+  nvtxRangePop();
+  nvtxRangePop();
+  return WallNs() - w0;
+}
+
 int main(int argc, char** argv) {
   epoch = nvtxRangeStartA("epoch");
   pthread_t t;
@@ -126,8 +139,10 @@ int main(int argc, char** argv) {
   }
   pthread_join(t, nullptr);
   const long long wall_async = AsyncRanges();
+  const long long wall_recursive = RecursiveRanges();
   if (argc > 1 && !strcmp(argv[1], "misuse")) Misuse();
-  printf("WALL step %lld\nWALL nested %lld\nWALL async %lld\n", wall_step, wall_nested, wall_async);
+  printf("WALL step %lld\nWALL nested %lld\nWALL async %lld\nWALL recursive %lld\n", wall_step, wall_nested,
+         wall_async, wall_recursive);
   printf("MEASURED forward %lld\nMEASURED backward %lld\nMEASURED trainer::optimizer %lld\nMEASURED load %lld\n"
          "MEASURED step %lld\n",
          measured_forward, measured_backward, measured_optimizer, measured_load, measured_step);
