@@ -276,8 +276,10 @@ void DiffResult::MarkCauses(size_t mi, const std::vector<std::vector<NodeId>>& k
     if (v == Verdict::kNone) continue;
     double base_own = m.base_inc[n], cand_own = m.cand_inc[n];
     bool explained = false;
+    // A derived metric's value (a ratio, a rate) is not the sum of its
+    // children's: nothing below explains a node's change, each is its own.
     for (NodeId c : kids[n]) {
-      if (m.verdict[c] != v) continue;
+      if (!m.additive || m.verdict[c] != v) continue;
       explained = true;
       base_own -= m.base_inc[c];
       cand_own -= m.cand_inc[c];
@@ -289,16 +291,15 @@ void DiffResult::MarkCauses(size_t mi, const std::vector<std::vector<NodeId>>& k
       const double relative = base_own != 0 ? own / std::fabs(base_own) : (own > 0 ? INFINITY : 0);
       cause = own > m.min_abs && relative > options.threshold;
       if (cause && tested_) {
-        for (size_t i = 0; i < x.size(); ++i) {
-          x[i] = m.base_runs[i][n];
-          for (NodeId c : kids[n])
-            if (m.verdict[c] == v) x[i] -= m.base_runs[i][c];
-        }
-        for (size_t j = 0; j < y.size(); ++j) {
-          y[j] = m.cand_runs[j][n];
-          for (NodeId c : kids[n])
-            if (m.verdict[c] == v) y[j] -= m.cand_runs[j][c];
-        }
+        auto own_per_run = [&](const std::vector<std::vector<double>>& runs, std::vector<double>& out) {
+          for (size_t i = 0; i < out.size(); ++i) {
+            out[i] = runs[i][n];
+            for (NodeId c : kids[n])
+              if (m.verdict[c] == v) out[i] -= runs[i][c];
+          }
+        };
+        own_per_run(m.base_runs, x);
+        own_per_run(m.cand_runs, y);
         cause = mw.PValue(x, y) < options.alpha;
       }
     }

@@ -24,8 +24,9 @@
 // minus theirs, per run) passes the same three tests, the relative one
 // against the same part of its base value; else it is context: it only
 // inherits changes found below it. The deepest node of every flagged chain
-// is a cause. Counts (regressions, improvements, regressions()) are of
-// causes.
+// is a cause. A derived metric (a ratio, not a sum over children) has no
+// context: each node with a verdict is a cause. Counts (regressions,
+// improvements, regressions()) are of causes.
 //
 // Ownership: a DiffResult owns the union tree and all values; it does not
 // refer to the input trees. Plain data once computed; const methods are
