@@ -56,6 +56,11 @@ std::string MinAbsText(const DiffResult& r, const MetricDiff& md, bool ascii);
 
 std::string ThresholdText(double t);
 
+// What a verdict on `md` needs: "change > 5% and > 2.30 ms (1% of the base
+// total)", and "and p < 0.01" with a test. The report's facts and the
+// differential flame graph's subtitle say it with the same words.
+std::string VerdictRuleText(const DiffResult& r, const MetricDiff& md, bool ascii);
+
 std::string RunsText(size_t n);
 
 // Header facts shared by the text and markdown summaries.
