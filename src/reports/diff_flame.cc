@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 
-#include "cct/tree_ops.h"
 #include "output/write_file.h"
 #include "reports/diff_report.h"
 #include "reports/flame.h"

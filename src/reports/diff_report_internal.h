@@ -1,7 +1,8 @@
 // Internal to src/reports: what the cct-diff report's files share (the
-// summary in text, markdown, JSON and CSV, the differential tree):
-// formatting of values and changes, the header facts, tables of paths, and
-// each format's writer. Not for other modules. Pure functions.
+// summary in text, markdown, JSON and CSV, the differential tree, and the
+// differential flame graph's hover texts and subtitle): formatting of values
+// and changes, the header facts, tables of paths, and each format's writer.
+// Not for other modules. Pure functions.
 #pragma once
 
 #include <optional>

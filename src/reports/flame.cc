@@ -280,10 +280,13 @@ rect.legend { stroke: rgb(120,120,120); stroke-width: 0.5; }
 // Base-only frames of a differential graph: diagonal stripes, so they read
 // as "not there any more" at any colour setting.
 constexpr const char* kGoneHatchId = "gone-hatch";
-constexpr const char* kGoneHatch =
-    R"~(<defs><pattern id="gone-hatch" patternUnits="userSpaceOnUse" width="6" height="6" )~"
-    R"~(patternTransform="rotate(45)"><rect x="0" y="0" width="6" height="6" fill="rgb(236,238,248)"/>)~"
-    R"~(<rect x="0" y="0" width="2" height="6" fill="rgb(90,110,190)"/></pattern></defs>)~";
+std::string GoneHatchDefs() {
+  return std::string(R"~(<defs><pattern id=")~") + kGoneHatchId +
+         R"~(" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">)~"
+         R"~(<rect x="0" y="0" width="6" height="6" fill="rgb(236,238,248)"/>)~"
+         R"~(<rect x="0" y="0" width="2" height="6" fill="rgb(90,110,190)"/></pattern></defs>)~" "\n";
+}
+std::string GoneFill() { return std::string("url(#") + kGoneHatchId + ")"; }
 
 // The differential colour scale: cct-diff's verdict picks the hue, how far
 // the inclusive change goes the step. A step's lower bound is the verdict's
@@ -593,7 +596,7 @@ Status WriteDiffFlameGraph(const diff::DiffResult& r, size_t metric, const Flame
     f.info += "\nself: " + dr::Value(md.base_exc[n], md.unit, false) + " -> " + dr::Value(md.cand_exc[n], md.unit, false);
     f.info += "\nverdict: " + (v == Verdict::kNone ? std::string("none") : std::string(diff::VerdictName(v)));
     if (r.tested()) f.info += ", p " + dr::PText(r.PValue(metric, n));
-    f.fill = s == NodeStatus::kGone ? std::string("url(#") + kGoneHatchId + ")" : ChangeFill(v, r.Change(metric, n));
+    f.fill = s == NodeStatus::kGone ? GoneFill() : ChangeFill(v, r.Change(metric, n));
     if (s != NodeStatus::kBoth) f.cls = std::string(diff::StatusName(s));
     f.attrs = " data-s=\"" + std::string(diff::StatusName(s)) + "\" data-v=\"" + std::string(diff::VerdictName(v)) +
               "\"";
@@ -608,7 +611,7 @@ Status WriteDiffFlameGraph(const diff::DiffResult& r, size_t metric, const Flame
   src.subtitle = (opt.subtitle.empty() ? "" : opt.subtitle + ": ") + md.name + " " +
                  diff_report::Value(md.base_inc[cct::kRootNode], md.unit, false) + " -> " +
                  diff_report::Value(md.cand_inc[cct::kRootNode], md.unit, false) + "; verdict: " + rule;
-  src.defs = std::string(kGoneHatch) + "\n";
+  src.defs = GoneHatchDefs();
   // The legend is the scale ChangeFill draws with, at this comparison's
   // threshold: steps a verdict cannot reach are left out.
   const double t = r.options().threshold;
@@ -625,8 +628,7 @@ Status WriteDiffFlameGraph(const diff::DiffResult& r, size_t metric, const Flame
     }
   }
   src.legend.push_back({kNeutralFill, "no verdict: inside the noise band", "", " data-v=\"\""});
-  src.legend.push_back({std::string("url(#") + kGoneHatchId + ")", "gone: base only, at its base width", "gone",
-                        " data-s=\"gone\""});
+  src.legend.push_back({GoneFill(), "gone: base only, at its base width", "gone", " data-s=\"gone\""});
   src.legend.push_back({kNeutralFill, "new: candidate only", "new", " data-s=\"new\""});
   return DrawFlame(src, opt, out);
 }
