@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
       ("tree", "print the differential tree instead of the summary")
       ("flame", po::value<std::string>(), "also write a differential flame graph (SVG) of the first additive "
                                           "metric to FILE")
+      ("orientation", po::value<std::string>(), "flame: auto|flame|icicle (default auto: an icicle, root on top, "
+                                                "when more than 50 levels are drawn)")
       ("depth", po::value<int>(), "tree: show N levels")
       ("min", po::value<double>(), "tree: hide nodes below PCT percent of the base total on both sides")
       ("format", po::value<std::string>(), "text|json|markdown|csv (default text)")
@@ -148,6 +150,13 @@ int main(int argc, char** argv) {
   ro.ascii = vm.count("ascii") > 0;
   if (vm.count("width")) ro.width = vm["width"].as<size_t>();
   else if (const size_t tw = cli::TerminalWidth(); tw > 0) ro.width = tw;
+  reports::FlameOptions flame;
+  if (vm.count("orientation")) {
+    if (!vm.count("flame")) cli::Fail(kTool, "--orientation applies to --flame");
+    auto o = reports::ParseFlameOrientation(vm["orientation"].as<std::string>());
+    if (!o.ok()) cli::Fail(kTool, o.status());
+    flame.orientation = *o;
+  }
 
   const std::string db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
   store::FaultGuard guard(kTool, db_path);
@@ -165,7 +174,7 @@ int main(int argc, char** argv) {
   auto result = diff::Compare(*base, *cand, opt);
   if (!result.ok()) cli::Fail(kTool, result.status());
   if (vm.count("flame")) {
-    const cct::Status s = reports::WriteDiffFlame(*result, *base, *cand, vm["flame"].as<std::string>());
+    const cct::Status s = reports::WriteDiffFlame(*result, *base, *cand, flame, vm["flame"].as<std::string>());
     if (!s.ok()) cli::Fail(kTool, s);
   }
   reports::WriteDiffReport(*result, *base, *cand, ro, std::cout);

@@ -101,7 +101,10 @@ int main(int argc, char** argv) {
       ("confidence", po::value<double>(), "table: confidence level of the intervals (default 0.95)")
       ("title", po::value<std::string>(), "flame: the graph's title")
       ("min-width", po::value<double>(), "flame: hide frames narrower than PX pixels (default 0.1)")
-      ("image-width", po::value<size_t>(), "flame: image width in pixels (default 1200)")
+      ("image-width", po::value<size_t>(), "flame: image width in pixels without a script (default 1200; a "
+                                           "browser uses the window's)")
+      ("orientation", po::value<std::string>(), "flame: auto|flame|icicle (default auto: an icicle, root on top, "
+                                                "when more than 50 levels are drawn)")
       ("inclusive", "top: order by inclusive value (default)")
       ("exclusive", "top: order by exclusive value")
       ("lines", "keep source-line nodes (folded into their functions otherwise)")
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
   if (vm.count("title")) request.title = vm["title"].as<std::string>();
   if (vm.count("min-width")) request.min_width = vm["min-width"].as<double>();
   if (vm.count("image-width")) request.image_width = vm["image-width"].as<size_t>();
+  if (vm.count("orientation")) request.orientation = vm["orientation"].as<std::string>();
   request.lines = vm.count("lines") > 0;
   request.merge_threads = vm.count("merge-threads") > 0;
 

@@ -1,6 +1,5 @@
 #include "diff/inputs.h"
 
-#include "cct/tree_ops.h"
 #include "store/database.h"
 #include "store/selector.h"
 
@@ -73,14 +72,6 @@ TreeLoader StoreLoader() {
     CCT_ASSIGN_OR_RETURN(t.tree, db->ReadTree(t.run_id));
     return t;
   };
-}
-
-cct::Result<cct::Tree> SideTree(const Side& side) {
-  if (side.runs.size() == 1) return side.runs.front().tree;
-  cct::Tree mean;
-  const double scale = 1.0 / static_cast<double>(side.runs.size());
-  for (const RunTree& r : side.runs) CCT_RETURN_IF_ERROR(cct::MergeInto(mean, r.tree, scale).WithContext(r.label));
-  return mean;
 }
 
 }  // namespace diff

@@ -33,8 +33,4 @@ cct::Result<Side> LoadSide(const std::string& selector, const std::string& defau
 // iterations are refused (for tests and tools without the query library).
 TreeLoader StoreLoader();
 
-// The tree that stands for a side in a single picture (a flame graph): its
-// run's, or the mean of its runs' trees.
-cct::Result<cct::Tree> SideTree(const Side& side);
-
 }  // namespace diff

@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 
-#include "cct/tree_ops.h"
 #include "output/write_file.h"
 #include "reports/diff_report.h"
 #include "reports/flame.h"
@@ -22,14 +21,17 @@ cct::Result<bool> UseColor(const std::string& mode) {
 }
 
 cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& base, const diff::Side& cand,
-                           const std::string& path) {
-  CCT_ASSIGN_OR_RETURN(cct::Tree b, diff::SideTree(base));
-  CCT_ASSIGN_OR_RETURN(cct::Tree c, diff::SideTree(cand));
-  FlameOptions fo;
-  for (const diff::MetricDiff& m : result.metrics())
-    if (m.additive && fo.metric.empty()) fo.metric = m.name;
+                           const FlameOptions& options, const std::string& path) {
+  size_t metric = result.metrics().size();
+  for (size_t m = 0; m < result.metrics().size() && metric == result.metrics().size(); ++m)
+    if (result.metrics()[m].additive) metric = m;
+  if (metric == result.metrics().size())
+    return cct::InvalidArgument("--flame needs an additive metric among those compared");
+  FlameOptions fo = options;
+  fo.metric = result.metrics()[metric].name;
   fo.subtitle = base.label + " -> " + cand.label;
-  return output::WriteFileAtomically(path, [&](std::ostream& out) { return WriteDiffFlameGraph(b, c, fo, out); });
+  return output::WriteFileAtomically(path,
+                                     [&](std::ostream& out) { return WriteDiffFlameGraph(result, metric, fo, out); });
 }
 
 diff::TreeLoader ProfileTreeLoader(const query::LoadOptions& load) {

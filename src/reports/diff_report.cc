@@ -88,6 +88,22 @@ std::string ThresholdText(double t) {
   return buf;
 }
 
+namespace {
+
+std::string AlphaText(double alpha) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", alpha);
+  return buf;
+}
+
+}  // namespace
+
+std::string VerdictRuleText(const DiffResult& r, const MetricDiff& md, bool ascii) {
+  std::string v = "change > " + ThresholdText(r.options().threshold) + " and > " + MinAbsText(r, md, ascii);
+  if (r.tested()) v += " and p < " + AlphaText(r.options().alpha);
+  return v;
+}
+
 std::string RunsText(size_t n) { return std::to_string(n) + (n == 1 ? " run" : " runs"); }
 
 Facts GatherFacts(const DiffResult& r, const diff::Side& base, const diff::Side& cand, bool ascii) {
@@ -103,17 +119,13 @@ Facts GatherFacts(const DiffResult& r, const diff::Side& base, const diff::Side&
   if (r.options().align.fold_recursion) align += ", direct recursion folded";
   f.lines.emplace_back("aligned", align);
   const double alpha = r.options().alpha;
-  char alpha_text[32];
-  std::snprintf(alpha_text, sizeof alpha_text, "%g", alpha);
+  const std::string alpha_text = AlphaText(alpha);
   if (r.tested()) {
-    f.lines.emplace_back("test", "Mann-Whitney U (two-sided), alpha " + std::string(alpha_text) +
+    f.lines.emplace_back("test", "Mann-Whitney U (two-sided), alpha " + alpha_text +
                                      "; 95% interval of the ratio of means");
   }
-  for (const MetricDiff& md : r.metrics()) {
-    std::string v = "change > " + ThresholdText(r.options().threshold) + " and > " + MinAbsText(r, md, ascii);
-    if (r.tested()) v += " and p < " + std::string(alpha_text);
-    f.lines.emplace_back(r.metrics().size() == 1 ? "verdict" : "verdict " + md.name, v);
-  }
+  for (const MetricDiff& md : r.metrics())
+    f.lines.emplace_back(r.metrics().size() == 1 ? "verdict" : "verdict " + md.name, VerdictRuleText(r, md, ascii));
   const size_t nb = r.base_runs(), nc = r.cand_runs();
   if (nb == 1 && nc == 1 && !base.group && !cand.group) {
     f.lines.emplace_back("note", "single runs: no significance test, so noise counts as change; compare "

@@ -15,6 +15,7 @@
 #include "diff/diff.h"
 #include "diff/inputs.h"
 #include "query/profile.h"
+#include "reports/flame.h"
 
 namespace reports {
 
@@ -43,11 +44,13 @@ void WriteDiffReport(const diff::DiffResult& result, const diff::Side& base, con
 // kInvalidArgument for another mode.
 cct::Result<bool> UseColor(const std::string& mode);
 
-// A differential flame graph of the candidate against the base (each side's
-// run, or its runs' mean), width by the first additive metric compared,
-// written to `path` whole or not at all (diff_flame.cc).
+// The differential flame graph of the comparison (reports/flame.h: the
+// union tree, coloured by the verdicts) for the first additive metric
+// compared, written to `path` whole or not at all (diff_flame.cc).
+// `options` gives the orientation and the like; its metric and subtitle are
+// set here.
 cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& base, const diff::Side& candidate,
-                           const std::string& path);
+                           const FlameOptions& options, const std::string& path);
 
 // The loader cct-diff compares through: every tree goes through the reader
 // the reports use (LoadProfile), so source lines fold the same way and

@@ -1,7 +1,8 @@
 // Internal to src/reports: what the cct-diff report's files share (the
-// summary in text, markdown, JSON and CSV, the differential tree):
-// formatting of values and changes, the header facts, tables of paths, and
-// each format's writer. Not for other modules. Pure functions.
+// summary in text, markdown, JSON and CSV, the differential tree, and the
+// differential flame graph's hover texts and subtitle): formatting of values
+// and changes, the header facts, tables of paths, and each format's writer.
+// Not for other modules. Pure functions.
 #pragma once
 
 #include <optional>
@@ -55,6 +56,11 @@ std::string PText(double p);
 std::string MinAbsText(const DiffResult& r, const MetricDiff& md, bool ascii);
 
 std::string ThresholdText(double t);
+
+// What a verdict on `md` needs: "change > 5% and > 2.30 ms (1% of the base
+// total)", and "and p < 0.01" with a test. The report's facts and the
+// differential flame graph's subtitle say it with the same words.
+std::string VerdictRuleText(const DiffResult& r, const MetricDiff& md, bool ascii);
 
 std::string RunsText(size_t n);
 

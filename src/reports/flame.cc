@@ -1,15 +1,20 @@
 // Flame graph SVG writer (see flame.h). The SVG carries its own small
-// script and style, so the file is all a browser needs.
+// script and style, so the file is all a browser needs. One drawer serves
+// both graphs: a FlameSource says per node how wide, what colour and what
+// hover text; WriteFlameGraph fills it from a tree, WriteDiffFlameGraph from
+// a cct-diff comparison.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 #include "cct/node_values.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
 #include "output/progress.h"
+#include "reports/diff_report_internal.h"
 #include "reports/flame.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
@@ -27,8 +32,12 @@ constexpr double kFrameHeight = 16;
 constexpr double kFontSize = 12;
 constexpr double kCharWidth = 0.59;  // of the font size, Verdana's average advance
 constexpr double kPad = 10;
-constexpr double kTop = 54;     // title, subtitle, buttons, legend
-constexpr double kBottom = 34;  // details line
+constexpr double kTop = 54;        // title, subtitle, buttons, one row of legend
+constexpr double kLegendRow = 16;  // each further row of legend
+constexpr double kBottom = 34;     // details line, below a flame graph
+constexpr double kIcicleDetails = 18;  // details line, above an icicle's frames
+constexpr double kMinShownWidth = 200;  // narrower windows scroll
+constexpr double kSearchBoxWidth = 170;
 
 // Text for XML character data and attribute values: markup characters
 // escaped, invalid UTF-8 replaced by U+FFFD and control characters (not
@@ -109,21 +118,6 @@ std::string KindColour(FrameKind k, std::string_view name) {
   return buf;
 }
 
-// Red for more, blue for less, white for no change; `strength` in [0, 1].
-std::string DeltaColour(double delta, double strength) {
-  if (delta == 0 || strength <= 0) return "rgb(250,250,250)";
-  const int k = static_cast<int>(std::round(40 + 190 * std::min(1.0, strength)));
-  char buf[48];
-  if (delta > 0) std::snprintf(buf, sizeof buf, "rgb(255,%d,%d)", 255 - k, 255 - k);
-  else std::snprintf(buf, sizeof buf, "rgb(%d,%d,255)", 255 - k, 255 - k);
-  return buf;
-}
-
-std::string SignedValue(double v, cct::Unit unit) {
-  if (v == 0) return "0";
-  return (v > 0 ? "+" : "-") + output::FormatValue(std::fabs(v), unit, false);
-}
-
 std::string FitLabel(std::string_view name, double width_px) {
   const int chars = static_cast<int>((width_px - 6) / (kFontSize * kCharWidth));
   if (chars < 3) return "";
@@ -131,13 +125,16 @@ std::string FitLabel(std::string_view name, double width_px) {
   return output::ElideMiddle(name, static_cast<size_t>(chars), true).substr(0, std::string::npos);
 }
 
-// The script: zoom, search, details; also the URL-fragment hooks for tests.
+// The script: fitting the window, zoom, search, details; also the
+// URL-fragment hooks for tests. Frames carry their place as fractions of the
+// drawn total (data-x, data-w), so any width lays them out.
 constexpr const char* kScript = R"JS(
 "use strict";
-var svg = document.documentElement, details, matchedtxt, searchbtn, unzoombtn;
-var W = +svg.getAttribute("data-width"), PAD = +svg.getAttribute("data-pad");
+var svg = document.documentElement, details, matchedtxt, searchbox, unzoombtn;
+var W = +svg.getAttribute("data-width"), H = +svg.getAttribute("height"), PAD = +svg.getAttribute("data-pad");
 var FS = +svg.getAttribute("data-fontsize"), CW = +svg.getAttribute("data-charwidth");
-var searching = null;
+var MINW = +svg.getAttribute("data-min-shown-width"), SW = +svg.getAttribute("data-search-width");
+var zoomed = null, searching = null;
 function frames() { return document.querySelectorAll("g.f"); }
 function fx(g) { return +g.getAttribute("data-x"); }
 function fw(g) { return +g.getAttribute("data-w"); }
@@ -152,29 +149,55 @@ function place(g, x, w) {
   else if (name.length <= chars) t.textContent = name;
   else { var keep = chars - 2, head = Math.ceil(keep / 2); t.textContent = name.substr(0, head) + ".." + name.substr(name.length - (keep - head)); }
 }
-function zoom(target) {
-  var x0 = fx(target), w0 = fw(target), d0 = fd(target), eps = 1e-9, scale = (W - 2 * PAD) / w0;
+// Frames at the current width: all of them, or the zoomed frame's subtree
+// across the width with its ancestors as a dimmed base.
+function layout() {
+  var plot = W - 2 * PAD;
+  if (zoomed === null) {
+    frames().forEach(function (g) {
+      g.classList.remove("hide"); g.classList.remove("parent");
+      place(g, fx(g) * plot, fw(g) * plot);
+    });
+    return;
+  }
+  var x0 = fx(zoomed), w0 = fw(zoomed), d0 = fd(zoomed), eps = 1e-9, scale = plot / w0;
   frames().forEach(function (g) {
     var x = fx(g), w = fw(g), d = fd(g);
     g.classList.remove("hide"); g.classList.remove("parent");
-    if (d < d0 && x <= x0 + eps && x + w >= x0 + w0 - eps) { g.classList.add("parent"); place(g, 0, W - 2 * PAD); }
+    if (d < d0 && x <= x0 + eps && x + w >= x0 + w0 - eps) { g.classList.add("parent"); place(g, 0, plot); }
     else if (d >= d0 && x >= x0 - eps && x + w <= x0 + w0 + eps) { place(g, (x - x0) * scale, w * scale); }
     else { g.classList.add("hide"); }
   });
+}
+function zoom(target) {
+  zoomed = target; layout();
   svg.setAttribute("data-zoomed", target.getAttribute("data-n"));
   unzoombtn.classList.remove("hide");
 }
 function unzoom() {
-  frames().forEach(function (g) {
-    g.classList.remove("hide"); g.classList.remove("parent");
-    place(g, fx(g) * (W - 2 * PAD), fw(g) * (W - 2 * PAD));
-  });
+  zoomed = null; layout();
   svg.removeAttribute("data-zoomed");
   unzoombtn.classList.add("hide");
 }
+// The graph takes the window's width (the file's own width is for viewers
+// without scripts); the header's right-hand items move with it.
+function fit() {
+  svg.setAttribute("width", "100%");
+  var w = Math.floor(svg.getBoundingClientRect().width);
+  if (!(w >= MINW)) { w = MINW; svg.setAttribute("width", String(w)); }
+  W = w;
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  svg.setAttribute("data-shown-width", String(W));
+  document.getElementById("background").setAttribute("width", String(W));
+  document.getElementById("title").setAttribute("x", (W / 2).toFixed(2));
+  document.getElementById("subtitle").setAttribute("x", (W / 2).toFixed(2));
+  document.getElementById("searchfield").setAttribute("x", (W - PAD - SW).toFixed(2));
+  matchedtxt.setAttribute("x", (W - PAD - 110).toFixed(2));
+  layout();
+}
 function search(re) {
   var rx;
-  try { rx = new RegExp(re); } catch (e) { return; }
+  try { rx = new RegExp(re); } catch (e) { matchedtxt.textContent = "Bad regular expression"; return; }
   var ranges = [];
   frames().forEach(function (g) {
     var r = g.querySelector("rect");
@@ -193,7 +216,6 @@ function search(re) {
   searching = re;
   matchedtxt.textContent = "Matched: " + (100 * total).toFixed(1) + "%";
   svg.setAttribute("data-search", re);
-  searchbtn.classList.add("active");
 }
 function resetsearch() {
   frames().forEach(function (g) {
@@ -202,7 +224,6 @@ function resetsearch() {
     g.classList.remove("match");
   });
   searching = null; matchedtxt.textContent = ""; svg.removeAttribute("data-search");
-  searchbtn.classList.remove("active");
 }
 function frameOf(e) {
   for (var n = e.target; n && n !== svg; n = n.parentNode) if (n.classList && n.classList.contains("f")) return n;
@@ -210,30 +231,32 @@ function frameOf(e) {
 }
 function init() {
   details = document.getElementById("details"); matchedtxt = document.getElementById("matched");
-  searchbtn = document.getElementById("search"); unzoombtn = document.getElementById("unzoom");
+  searchbox = document.getElementById("searchbox"); unzoombtn = document.getElementById("unzoom");
   svg.addEventListener("click", function (e) { var g = frameOf(e); if (g) zoom(g); });
   svg.addEventListener("mouseover", function (e) {
     var g = frameOf(e); if (g) details.textContent = g.querySelector("title").textContent.replace(/\n/g, "  ");
   });
   svg.addEventListener("mouseout", function (e) { if (frameOf(e)) details.textContent = " "; });
   unzoombtn.addEventListener("click", function (e) { e.stopPropagation(); unzoom(); });
-  searchbtn.addEventListener("click", function (e) {
-    e.stopPropagation();
-    if (searching !== null) { resetsearch(); return; }
-    var re = prompt("Search frames (regular expression):", ""); if (re) search(re);
-  });
+  searchbox.addEventListener("input", function () { if (searchbox.value) search(searchbox.value); else resetsearch(); });
   window.addEventListener("keydown", function (e) {
-    if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); var re = prompt("Search frames (regular expression):", ""); if (re) search(re); }
-    else if (e.key === "Escape") { unzoom(); resetsearch(); }
+    if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); searchbox.focus(); searchbox.select(); }
+    else if (e.key === "Escape") { unzoom(); searchbox.value = ""; resetsearch(); }
   });
-  var h = decodeURIComponent((window.location.hash || "").slice(1));
-  if (h.indexOf("zoom=") === 0) {
-    var want = h.slice(5), all = frames();
-    for (var i = 0; i < all.length; ++i)
-      if (all[i].getAttribute("data-n") === want) { all[i].dispatchEvent(new MouseEvent("click", {bubbles: true})); break; }
-  } else if (h.indexOf("search=") === 0) {
-    search(h.slice(7));
-  }
+  window.addEventListener("resize", fit);
+  fit();
+  (window.location.hash || "").slice(1).split("&").forEach(function (part) {
+    var h = decodeURIComponent(part);
+    if (h.indexOf("zoom=") === 0) {
+      var want = h.slice(5), all = frames();
+      for (var i = 0; i < all.length; ++i)
+        if (all[i].getAttribute("data-n") === want) { all[i].dispatchEvent(new MouseEvent("click", {bubbles: true})); break; }
+    } else if (h.indexOf("search=") === 0) {
+      searchbox.value = h.slice(7); searchbox.dispatchEvent(new Event("input"));
+    } else if (h === "unzoom") {
+      unzoombtn.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+    }
+  });
 }
 if (document.readyState === "loading") window.addEventListener("load", init); else init();
 )JS";
@@ -242,75 +265,240 @@ constexpr const char* kStyle = R"CSS(
 text { font-family: Verdana, "DejaVu Sans", sans-serif; font-size: 12px; fill: rgb(0,0,0); }
 #title { font-size: 17px; text-anchor: middle; }
 #subtitle { fill: rgb(80,80,80); text-anchor: middle; }
+#searchbox { width: 160px; font: 12px Verdana, "DejaVu Sans", sans-serif; }
 .button { cursor: pointer; fill: rgb(40,40,160); }
-.button.active { font-weight: bold; }
 .hide { display: none; }
 g.f { cursor: pointer; }
 g.f text { pointer-events: none; font-size: 12px; }
 g.f:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }
 g.f.parent rect { opacity: 0.5; }
+g.f.gone rect, rect.legend.gone { stroke: rgb(60,80,170); stroke-width: 1; stroke-dasharray: 3,2; }
+g.f.new rect, rect.legend.new { stroke: rgb(0,0,0); stroke-width: 1; stroke-dasharray: 2,1; }
 rect.legend { stroke: rgb(120,120,120); stroke-width: 0.5; }
 )CSS";
 
-}  // namespace
+// Base-only frames of a differential graph: diagonal stripes, so they read
+// as "not there any more" at any colour setting.
+constexpr const char* kGoneHatchId = "gone-hatch";
+std::string GoneHatchDefs() {
+  return std::string(R"~(<defs><pattern id=")~") + kGoneHatchId +
+         R"~(" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">)~"
+         R"~(<rect x="0" y="0" width="6" height="6" fill="rgb(236,238,248)"/>)~"
+         R"~(<rect x="0" y="0" width="2" height="6" fill="rgb(90,110,190)"/></pattern></defs>)~" "\n";
+}
+std::string GoneFill() { return std::string("url(#") + kGoneHatchId + ")"; }
 
-cct::Result<FlameBaseline> MatchFlameBaseline(const cct::Tree& base, const cct::Tree& cand, const std::string& metric) {
-  const MetricId cm = metric.empty() ? cct::kNoMetric : cand.metrics().Find(metric);
-  if (cm == cct::kNoMetric) return cct::InvalidArgument("no metric '" + metric + "' in the candidate");
-  if (cand.metrics().Get(cm).kind != cct::MetricKind::kAdditive)
-    return cct::InvalidArgument("flame graphs need an additive metric; '" + metric + "' is derived");
-  FlameBaseline out;
-  out.inclusive.assign(cand.size(), 0.0);
-  out.exclusive.assign(cand.size(), 0.0);
-  const MetricId bm = base.metrics().Find(metric);
-  if (bm == cct::kNoMetric) return out;
-  if (base.metrics().Get(bm).kind != cct::MetricKind::kAdditive)
-    return cct::InvalidArgument("'" + metric + "' is derived in the baseline");
-  // Frames of both trees by identity, as small integers.
-  std::unordered_map<std::string, uint32_t> identity;
-  auto ids_of = [&](const cct::Tree& t) {
-    std::vector<uint32_t> v(t.frames().size());
-    for (cct::FrameId f = 0; f < t.frames().size(); ++f)
-      v[f] = identity.emplace(cct::FrameIdentity(t, f), static_cast<uint32_t>(identity.size())).first->second;
-    return v;
-  };
-  const std::vector<uint32_t> base_ids = ids_of(base), cand_ids = ids_of(cand);
-  std::unordered_map<uint64_t, NodeId> base_child;  // (parent, identity) -> first such child
-  base_child.reserve(base.size());
-  for (NodeId n = 1; n < base.size(); ++n)
-    base_child.emplace((static_cast<uint64_t>(base.parent(n)) << 32) | base_ids[base.frame_id(n)], n);
-  cct::NodeValues bv(base);
-  const std::vector<double>& binc = bv.Inclusive(bm);
-  const std::vector<double>& bexc = bv.Exclusive(bm);
-  std::vector<NodeId> match(cand.size(), cct::kNoNode);
-  match[cct::kRootNode] = cct::kRootNode;
-  out.inclusive[cct::kRootNode] = binc[cct::kRootNode];
-  out.exclusive[cct::kRootNode] = bexc[cct::kRootNode];
-  for (NodeId n = 1; n < cand.size(); ++n) {
-    const NodeId bp = match[cand.parent(n)];
-    if (bp == cct::kNoNode) continue;
-    auto it = base_child.find((static_cast<uint64_t>(bp) << 32) | cand_ids[cand.frame_id(n)]);
-    if (it == base_child.end()) continue;
-    match[n] = it->second;
-    out.inclusive[n] = binc[it->second];
-    out.exclusive[n] = bexc[it->second];
-  }
-  return out;
+// The differential colour scale: cct-diff's verdict picks the hue, how far
+// the inclusive change goes the step. A step's lower bound is the verdict's
+// own threshold or the step's bound, whichever is larger.
+constexpr const char* kNeutralFill = "rgb(221,221,221)";
+constexpr const char* kRegressionFill[3] = {"rgb(250,190,175)", "rgb(240,120,95)", "rgb(205,40,25)"};
+constexpr const char* kImprovementFill[3] = {"rgb(190,205,250)", "rgb(120,150,240)", "rgb(40,80,210)"};
+constexpr double kRegressionStepTop[3] = {0.25, 1.0, HUGE_VAL};  // change up to +25%, +100%, beyond
+constexpr double kImprovementStepTop[3] = {0.2, 0.5, 1.0};      // change down to -20%, -50%, beyond
+
+// 1..3 for a change with a verdict (a new frame's +inf is the top step).
+int ChangeStep(diff::Verdict v, double change) {
+  const double size = std::fabs(change);
+  const double* top = v == diff::Verdict::kRegression ? kRegressionStepTop : kImprovementStepTop;
+  for (int s = 0; s < 2; ++s)
+    if (size <= top[s]) return s + 1;
+  return 3;
 }
 
-Status WriteDiffFlameGraph(const cct::Tree& base, const cct::Tree& cand, const FlameOptions& options,
-                           std::ostream& out) {
-  std::string metric = options.metric;
-  if (metric.empty()) {
-    for (MetricId m = 0; m < cand.metrics().size() && metric.empty(); ++m)
-      if (cand.metrics().Get(m).kind == cct::MetricKind::kAdditive) metric = cand.metrics().Get(m).name;
-    if (metric.empty()) return cct::NotFound("the candidate has no additive metric");
+std::string ChangeFill(diff::Verdict v, double change) {
+  if (v == diff::Verdict::kNone) return kNeutralFill;
+  const int s = ChangeStep(v, change) - 1;
+  return v == diff::Verdict::kRegression ? kRegressionFill[s] : kImprovementFill[s];
+}
+
+std::string StepPercent(double fraction, bool regression) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%g%%", regression ? "> +" : "< -", 100 * fraction);
+  return buf;
+}
+
+// One drawn frame: how it looks and what hovering says.
+struct DrawnFrame {
+  std::string name;   // as shown (and searched)
+  std::string info;   // hover text
+  std::string fill;
+  std::string cls;    // further classes of the frame's <g> ("gone", "new")
+  std::string attrs;  // further attributes, escaped, each with a leading space
+  const char* kind;   // data-k
+};
+
+struct LegendItem {
+  std::string fill;   // empty: a label without a swatch
+  std::string label;
+  std::string cls;    // the swatch's further classes ("gone", "new")
+  std::string attrs;  // the swatch's further attributes, escaped, each with a leading space
+};
+
+// What the drawer needs of a graph.
+struct FlameSource {
+  const cct::Tree* tree = nullptr;
+  const std::vector<double>* width = nullptr;          // drawn inclusive width per node, metric units
+  std::function<std::string_view(NodeId)> order_key;  // siblings sorted by it
+  std::function<DrawnFrame(NodeId)> frame;
+  const char* mode = "plain";
+  std::string metric_name;
+  std::string title;     // default title
+  std::string subtitle;  // whole
+  std::string defs;
+  std::vector<LegendItem> legend;
+};
+
+bool UseIcicle(FlameOrientation o, uint32_t levels) {
+  switch (o) {
+    case FlameOrientation::kFlame: return false;
+    case FlameOrientation::kIcicle: return true;
+    case FlameOrientation::kAuto: break;
   }
-  CCT_ASSIGN_OR_RETURN(FlameBaseline baseline, MatchFlameBaseline(base, cand, metric));
-  FlameOptions o = options;
-  o.metric = metric;
-  o.baseline = &baseline;
-  return WriteFlameGraph(cand, o, out);
+  return levels > kFirstScreenLevels;
+}
+
+Status DrawFlame(const FlameSource& src, const FlameOptions& opt, std::ostream& out) {
+  if (opt.width < kMinShownWidth) return cct::InvalidArgument("flame graph width must be at least 200 pixels");
+  const cct::Tree& tree = *src.tree;
+  const std::vector<double>& inc = *src.width;
+  const double total = std::max(0.0, inc[cct::kRootNode]);
+  const double plot_w = static_cast<double>(opt.width) - 2 * kPad;
+  const double px_per_unit = total > 0 ? plot_w / total : 0;
+  const cct::Children children = cct::BuildChildren(tree);
+  auto drawn = [&](NodeId n) { return inc[n] > 0 && inc[n] * px_per_unit >= opt.min_width_px; };
+  // Children of n in key order (stable: equal keys keep creation order).
+  auto sorted_children = [&](NodeId n) {
+    std::vector<NodeId> kids;
+    for (const NodeId* c = children.begin(n); c != children.end(n); ++c)
+      if (drawn(*c)) kids.push_back(*c);
+    std::stable_sort(kids.begin(), kids.end(), [&](NodeId a, NodeId b) { return src.order_key(a) < src.order_key(b); });
+    return kids;
+  };
+
+  // Pass 1: levels drawn, for the height and the orientation.
+  uint32_t max_depth = 0;
+  {
+    std::vector<std::pair<NodeId, uint32_t>> stack{{cct::kRootNode, 0}};
+    while (!stack.empty()) {
+      const auto [n, d] = stack.back();
+      stack.pop_back();
+      max_depth = std::max(max_depth, d);
+      for (const NodeId* c = children.begin(n); c != children.end(n); ++c)
+        if (drawn(*c)) stack.push_back({*c, d + 1});
+    }
+  }
+  const uint32_t levels = max_depth + 1;
+  const bool icicle = UseIcicle(opt.orientation, levels);
+
+  // Legend items flow left to right and wrap at the file's width.
+  struct PlacedItem {
+    const LegendItem* item;
+    double x, y;
+  };
+  std::vector<PlacedItem> placed;
+  double legend_rows = 1;
+  {
+    double x = kPad;
+    for (const LegendItem& it : src.legend) {
+      if (it.fill.empty() && x > kPad) x += 12;  // a group's heading stands apart from the group before
+      const double w = (it.fill.empty() ? 0 : 14) + output::DisplayWidth(it.label) * kFontSize * kCharWidth + 12;
+      if (x > kPad && x + w > static_cast<double>(opt.width) - kPad) {
+        x = kPad;
+        ++legend_rows;
+      }
+      placed.push_back({&it, x, 40 + (legend_rows - 1) * kLegendRow});
+      x += w;
+    }
+  }
+  const double header = kTop + (legend_rows - 1) * kLegendRow;
+  const double frames_top = icicle ? header + kIcicleDetails : header;
+  const double height = frames_top + levels * kFrameHeight + (icicle ? kPad : kBottom);
+  const double details_y = icicle ? header + 12 : height - 12;
+  if (opt.progress) opt.progress->SetTotal(tree.size());
+
+  const std::string title = opt.title.empty() ? src.title : opt.title;
+  out << R"(<?xml version="1.0" encoding="UTF-8" standalone="no"?>)" << '\n'
+      << R"(<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width=")" << opt.width << R"(" height=")"
+      << Num(height) << R"(" viewBox="0 0 )" << opt.width << ' ' << Num(height) << R"(" data-width=")" << opt.width
+      << R"(" data-pad=")" << Num(kPad) << R"(" data-fontsize=")" << Num(kFontSize) << R"(" data-charwidth=")"
+      << kCharWidth << R"(" data-min-shown-width=")" << Num(kMinShownWidth) << R"(" data-search-width=")"
+      << Num(kSearchBoxWidth) << R"(" data-metric=")" << Xml(src.metric_name) << R"(" data-total=")"
+      << output::NumberText(total) << R"(" data-mode=")" << src.mode << R"(" data-orientation=")"
+      << (icicle ? "icicle" : "flame") << "\">\n";
+  out << "<style type=\"text/css\"><![CDATA[" << kStyle << "]]></style>\n";
+  out << "<script type=\"text/ecmascript\"><![CDATA[" << kScript << "]]></script>\n";
+  out << src.defs;
+  out << R"(<rect id="background" x="0" y="0" width=")" << opt.width << R"(" height=")" << Num(height)
+      << R"~(" fill="rgb(248,248,240)"/>)~" << '\n';
+  out << R"(<text id="title" x=")" << Num(opt.width / 2.0) << R"(" y="20">)" << Xml(title) << "</text>\n";
+  out << R"(<text id="subtitle" x=")" << Num(opt.width / 2.0) << R"(" y="36">)" << Xml(src.subtitle) << "</text>\n";
+  out << R"(<text id="unzoom" class="button hide" x=")" << Num(kPad) << R"(" y="20">Reset zoom</text>)" << '\n';
+  out << R"(<foreignObject id="searchfield" x=")" << Num(opt.width - kPad - kSearchBoxWidth)
+      << R"(" y="4" width=")" << Num(kSearchBoxWidth) << R"(" height="24">)"
+      << R"(<input xmlns="http://www.w3.org/1999/xhtml" id="searchbox" type="search" )"
+      << R"~(placeholder="Search (regex)" title="Frames whose names match a regular expression"/></foreignObject>)~"
+      << '\n';
+  for (const PlacedItem& p : placed) {
+    double x = p.x;
+    if (!p.item->fill.empty()) {
+      out << R"(<rect class="legend)" << (p.item->cls.empty() ? "" : " " + p.item->cls) << '"' << p.item->attrs
+          << R"( x=")" << Num(x) << R"(" y=")" << Num(p.y)
+          << R"(" width="10" height="10" fill=")" << p.item->fill << R"("/>)";
+      x += 14;
+    }
+    out << R"(<text x=")" << Num(x) << R"(" y=")" << Num(p.y + 9) << R"(">)" << Xml(p.item->label) << "</text>\n";
+  }
+  out << R"(<text id="details" x=")" << Num(kPad) << R"(" y=")" << Num(details_y) << R"("> </text>)" << '\n';
+  out << R"(<text id="matched" x=")" << Num(opt.width - kPad - 110) << R"(" y=")" << Num(details_y)
+      << R"("></text>)" << '\n';
+  out << "<g id=\"frames\">\n";
+
+  // Pass 2: frames, preorder, x accumulated along the siblings.
+  struct Item {
+    NodeId node;
+    uint32_t depth;
+    double x;  // in metric units from the left edge
+  };
+  std::vector<Item> stack{{cct::kRootNode, 0, 0}};
+  uint64_t done = 0;
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    const NodeId n = it.node;
+    const double w = inc[n];
+    const DrawnFrame f = src.frame(n);
+    const double fx = total > 0 ? it.x / total : 0, fw = total > 0 ? w / total : 0;
+    const double px = kPad + fx * plot_w, pw = fw * plot_w;
+    const double y = icicle ? frames_top + it.depth * kFrameHeight : frames_top + (max_depth - it.depth) * kFrameHeight;
+    out << "<g class=\"f" << (f.cls.empty() ? "" : " " + f.cls) << "\" data-k=\"" << f.kind << "\" data-n=\""
+        << Xml(f.name) << "\" data-d=\"" << it.depth << "\" data-x=\"" << output::NumberText(fx) << "\" data-w=\""
+        << output::NumberText(fw) << "\"" << f.attrs << "><title>" << Xml(f.info) << "</title><rect x=\"" << Num(px)
+        << "\" y=\"" << Num(y) << "\" width=\"" << Num(pw) << "\" height=\"" << Num(kFrameHeight - 1)
+        << "\" fill=\"" << f.fill << "\" rx=\"2\" ry=\"2\"/><text x=\"" << Num(px + 3) << "\" y=\""
+        << Num(y + kFrameHeight - 5) << "\">" << Xml(FitLabel(f.name, pw)) << "</text></g>\n";
+    const std::vector<NodeId> kids = sorted_children(n);
+    double x = it.x;
+    std::vector<Item> next;
+    for (NodeId c : kids) {
+      next.push_back({c, it.depth + 1, x});
+      x += inc[c];
+    }
+    for (auto r = next.rbegin(); r != next.rend(); ++r) stack.push_back(*r);
+    if (opt.progress) opt.progress->Update(++done);
+  }
+  out << "</g>\n</svg>\n";
+  if (!out) return cct::IoError("cannot write the flame graph");
+  return Status::Ok();
+}
+
+}  // namespace
+
+cct::Result<FlameOrientation> ParseFlameOrientation(const std::string& text) {
+  if (text == "auto") return FlameOrientation::kAuto;
+  if (text == "flame") return FlameOrientation::kFlame;
+  if (text == "icicle") return FlameOrientation::kIcicle;
+  return cct::InvalidArgument("--orientation must be auto, flame or icicle");
 }
 
 Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostream& out) {
@@ -330,12 +518,6 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
   if (!opt.details.empty()) {
     CCT_ASSIGN_OR_RETURN(detail_ids, query::ResolveMetrics(tree, opt.details));
   }
-  if (opt.baseline && (opt.baseline->inclusive.size() != tree.size() || opt.baseline->exclusive.size() != tree.size()))
-    return cct::InvalidArgument("the flame graph baseline does not match the tree (" +
-                                std::to_string(opt.baseline->inclusive.size()) + " values for " +
-                                std::to_string(tree.size()) + " nodes)");
-  if (opt.width < 200) return cct::InvalidArgument("flame graph width must be at least 200 pixels");
-
   const cct::MetricDesc& md = reg.Get(metric);
   cct::NodeValues values(tree);
   const std::vector<double>& inc = values.Inclusive(metric);
@@ -346,142 +528,109 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
     dexc.push_back(&values.Exclusive(m));
   }
   const double total = std::max(0.0, inc[cct::kRootNode]);
-  const double plot_w = static_cast<double>(opt.width) - 2 * kPad;
-  const double px_per_unit = total > 0 ? plot_w / total : 0;
-  const cct::Children children = cct::BuildChildren(tree);
-  auto drawn = [&](NodeId n) { return inc[n] > 0 && inc[n] * px_per_unit >= opt.min_width_px; };
-  // Children of n in name order (stable: equal names keep creation order).
-  auto sorted_children = [&](NodeId n) {
-    std::vector<NodeId> kids;
-    for (const NodeId* c = children.begin(n); c != children.end(n); ++c)
-      if (drawn(*c)) kids.push_back(*c);
-    std::stable_sort(kids.begin(), kids.end(), [&](NodeId a, NodeId b) { return tree.name(a) < tree.name(b); });
-    return kids;
-  };
 
-  // Pass 1: depth of the drawn frames, and the largest change for colours.
-  uint32_t max_depth = 0;
-  double max_delta = 0;
-  {
-    std::vector<std::pair<NodeId, uint32_t>> stack{{cct::kRootNode, 0}};
-    while (!stack.empty()) {
-      const auto [n, d] = stack.back();
-      stack.pop_back();
-      max_depth = std::max(max_depth, d);
-      if (opt.baseline && n != cct::kRootNode)
-        max_delta = std::max(max_delta, std::fabs(exc[n] - opt.baseline->exclusive[n]));
-      for (const NodeId* c = children.begin(n); c != children.end(n); ++c)
-        if (drawn(*c)) stack.push_back({*c, d + 1});
-    }
-  }
-  const double height = kTop + (max_depth + 1) * kFrameHeight + kBottom;
-  if (opt.progress) opt.progress->SetTotal(tree.size());
-
-  const std::string title = opt.title.empty() ? (opt.baseline ? "Differential flame graph" : "Flame graph") : opt.title;
-  out << R"(<?xml version="1.0" encoding="UTF-8" standalone="no"?>)" << '\n'
-      << R"(<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width=")" << opt.width << R"(" height=")"
-      << Num(height) << R"(" viewBox="0 0 )" << opt.width << ' ' << Num(height) << R"(" data-width=")" << opt.width
-      << R"(" data-pad=")" << Num(kPad) << R"(" data-fontsize=")" << Num(kFontSize) << R"(" data-charwidth=")"
-      << kCharWidth << R"(" data-metric=")" << Xml(md.name) << R"(" data-total=")" << output::NumberText(total)
-      << R"(" data-mode=")" << (opt.baseline ? "diff" : "plain") << "\">\n";
-  out << "<style type=\"text/css\"><![CDATA[" << kStyle << "]]></style>\n";
-  out << "<script type=\"text/ecmascript\"><![CDATA[" << kScript << "]]></script>\n";
-  out << R"(<rect x="0" y="0" width=")" << opt.width << R"(" height=")" << Num(height)
-      << R"~(" fill="rgb(248,248,240)"/>)~" << '\n';
-  out << R"(<text id="title" x=")" << Num(opt.width / 2.0) << R"(" y="20">)" << Xml(title) << "</text>\n";
-  const std::string totals = md.name + " " + output::FormatValue(total, md.unit, false) + " total";
-  const std::string subtitle = opt.subtitle.empty() ? totals : opt.subtitle + ": " + totals;
-  out << R"(<text id="subtitle" x=")" << Num(opt.width / 2.0) << R"(" y="36">)" << Xml(subtitle) << "</text>\n";
-  out << R"(<text id="unzoom" class="button hide" x=")" << Num(kPad) << R"(" y="20">Reset zoom</text>)" << '\n';
-  out << R"(<text id="search" class="button" x=")" << Num(opt.width - kPad - 60) << R"(" y="20">Search</text>)"
-      << '\n';
-  // Legend.
-  {
-    double x = kPad;
-    auto item = [&](const std::string& fill, const char* label) {
-      out << R"(<rect class="legend" x=")" << Num(x) << R"(" y="40" width="10" height="10" fill=")" << fill
-          << R"("/><text x=")" << Num(x + 14) << R"(" y="49">)" << label << "</text>\n";
-      x += 14 + std::strlen(label) * kFontSize * kCharWidth + 12;
-    };
-    if (opt.baseline) {
-      item(DeltaColour(1, 1), "slower (more in candidate)");
-      item(DeltaColour(-1, 1), "faster (less in candidate)");
-    } else {
-      item("rgb(230,100,20)", "CPU");
-      item("rgb(170,125,230)", "NVTX");
-      item("rgb(90,205,115)", "GPU");
-      item("rgb(180,190,210)", "thread");
-    }
-  }
-  out << R"(<text id="details" x=")" << Num(kPad) << R"(" y=")" << Num(height - 12) << R"("> </text>)" << '\n';
-  out << R"(<text id="matched" x=")" << Num(opt.width - kPad - 110) << R"(" y=")" << Num(height - 12)
-      << R"("></text>)" << '\n';
-  out << "<g id=\"frames\">\n";
-
-  // Pass 2: frames, preorder, x accumulated along the siblings.
-  struct Item {
-    NodeId node;
-    uint32_t depth;
-    double x;  // in metric units from the left edge
-  };
-  std::vector<Item> stack{{cct::kRootNode, 0, 0}};
-  uint64_t done = 0;
-  while (!stack.empty()) {
-    const Item it = stack.back();
-    stack.pop_back();
-    const NodeId n = it.node;
+  FlameSource src;
+  src.tree = &tree;
+  src.width = &inc;
+  src.order_key = [&](NodeId n) { return tree.name(n); };
+  src.frame = [&](NodeId n) {
+    DrawnFrame f;
     const double w = inc[n];
-    const cct::Frame f = tree.frame(n);
-    const std::string name = n == cct::kRootNode ? "all" : output::DisplayName(tree, n);
-    std::string info = name + "\n" + md.name + ": " + output::FormatValue(w, md.unit, false) + " (" +
-                       output::FormatPercent(w, total) + ")";
-    if (exc[n] != 0) info += ", self " + output::FormatValue(exc[n], md.unit, false);
-    std::string fill;
-    if (opt.baseline) {
-      const double b_inc = opt.baseline->inclusive[n], d_inc = w - b_inc, d_exc = exc[n] - opt.baseline->exclusive[n];
-      info += "\nbaseline: " + output::FormatValue(b_inc, md.unit, false) + "; change " + SignedValue(d_inc, md.unit);
-      if (b_inc != 0) {
-        char pct[32];
-        std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * d_inc / b_inc);
-        info += pct;
-      } else if (w != 0) {
-        info += " (new)";
-      }
-      info += ", self " + SignedValue(d_exc, md.unit);
-      fill = DeltaColour(d_exc, max_delta > 0 ? std::fabs(d_exc) / max_delta : 0);
-    } else {
-      fill = n == cct::kRootNode ? "rgb(200,200,200)" : KindColour(f.kind, tree.name(n));
-    }
+    f.name = n == cct::kRootNode ? "all" : output::DisplayName(tree, n);
+    f.info = f.name + "\n" + md.name + ": " + output::FormatValue(w, md.unit, false) + " (" +
+             output::FormatPercent(w, total) + ")";
+    if (exc[n] != 0) f.info += ", self " + output::FormatValue(exc[n], md.unit, false);
     for (size_t i = 0; i < detail_ids.size(); ++i) {
       const cct::MetricDesc& d = reg.Get(detail_ids[i]);
       const double v = (*dinc[i])[n], e = (*dexc[i])[n];
       if (v == 0 && e == 0) continue;
-      info += "\n" + d.name + ": " + output::FormatValue(v, d.unit, false);
-      if (e != 0 && d.kind == cct::MetricKind::kAdditive) info += ", self " + output::FormatValue(e, d.unit, false);
+      f.info += "\n" + d.name + ": " + output::FormatValue(v, d.unit, false);
+      if (e != 0 && d.kind == cct::MetricKind::kAdditive) f.info += ", self " + output::FormatValue(e, d.unit, false);
     }
-    const double fx = total > 0 ? it.x / total : 0, fw = total > 0 ? w / total : 0;
-    const double px = kPad + fx * plot_w, pw = fw * plot_w;
-    const double y = height - kBottom - (it.depth + 1) * kFrameHeight;
-    out << "<g class=\"f\" data-k=\"" << (n == cct::kRootNode ? "root" : KindClass(f.kind)) << "\" data-n=\""
-        << Xml(name) << "\" data-d=\"" << it.depth << "\" data-x=\"" << output::NumberText(fx) << "\" data-w=\"" << output::NumberText(fw)
-        << "\"><title>"
-        << Xml(info) << "</title><rect x=\"" << Num(px) << "\" y=\"" << Num(y) << "\" width=\"" << Num(pw)
-        << "\" height=\"" << Num(kFrameHeight - 1) << "\" fill=\"" << fill << "\" rx=\"2\" ry=\"2\"/><text x=\""
-        << Num(px + 3) << "\" y=\"" << Num(y + kFrameHeight - 5) << "\">" << Xml(FitLabel(name, pw))
-        << "</text></g>\n";
-    const std::vector<NodeId> kids = sorted_children(n);
-    double x = it.x;
-    std::vector<Item> next;
-    for (NodeId c : kids) {
-      next.push_back({c, it.depth + 1, x});
-      x += inc[c];
+    const cct::Frame fr = tree.frame(n);
+    f.fill = n == cct::kRootNode ? "rgb(200,200,200)" : KindColour(fr.kind, tree.name(n));
+    f.kind = n == cct::kRootNode ? "root" : KindClass(fr.kind);
+    return f;
+  };
+  src.metric_name = md.name;
+  src.title = "Flame graph";
+  const std::string totals = md.name + " " + output::FormatValue(total, md.unit, false) + " total";
+  src.subtitle = opt.subtitle.empty() ? totals : opt.subtitle + ": " + totals;
+  src.legend = {{"rgb(230,100,20)", "CPU", "", ""},
+                {"rgb(170,125,230)", "NVTX", "", ""},
+                {"rgb(90,205,115)", "GPU", "", ""},
+                {"rgb(180,190,210)", "thread", "", ""}};
+  return DrawFlame(src, opt, out);
+}
+
+Status WriteDiffFlameGraph(const diff::DiffResult& r, size_t metric, const FlameOptions& opt, std::ostream& out) {
+  using diff::NodeStatus;
+  using diff::Verdict;
+  if (metric >= r.metrics().size()) return cct::InvalidArgument("no such metric in the comparison");
+  const diff::MetricDiff& md = r.metrics()[metric];
+  if (!md.additive)
+    return cct::InvalidArgument("flame graph widths need an additive metric; '" + md.name + "' is derived");
+  const cct::Tree& tree = r.tree();
+  // Drawn widths: the candidate's exclusive values, a gone frame's base
+  // ones, summed up the tree (a child's id is above its parent's), so a gone
+  // subtree widens its ancestors by what it took in the base.
+  std::vector<double> width(tree.size(), 0.0);
+  for (NodeId n = 0; n < tree.size(); ++n)
+    width[n] = std::max(0.0, r.status(n) == NodeStatus::kGone ? md.base_exc[n] : md.cand_exc[n]);
+  for (NodeId n = static_cast<NodeId>(tree.size()); n-- > 1;) width[tree.parent(n)] += width[n];
+
+  FlameSource src;
+  src.tree = &tree;
+  src.width = &width;
+  src.order_key = [&](NodeId n) { return r.name(n); };
+  src.frame = [&](NodeId n) {
+    namespace dr = diff_report;
+    DrawnFrame f;
+    f.name = n == cct::kRootNode ? "all" : dr::Display(r, n);
+    const double b = md.base_inc[n], c = md.cand_inc[n];
+    const Verdict v = md.verdict[n];
+    const NodeStatus s = r.status(n);
+    f.info = f.name + "\n" + md.name + ": " + dr::Value(b, md.unit, false) + " -> " + dr::Value(c, md.unit, false);
+    const std::string change = dr::ChangeText(r, metric, n);
+    if (c != b) f.info += " (" + dr::Delta(c - b, md.unit, false) + (change.empty() ? "" : ", " + change) + ")";
+    f.info += "\nself: " + dr::Value(md.base_exc[n], md.unit, false) + " -> " + dr::Value(md.cand_exc[n], md.unit, false);
+    f.info += "\nverdict: " + (v == Verdict::kNone ? std::string("none") : std::string(diff::VerdictName(v)));
+    if (r.tested()) f.info += ", p " + dr::PText(r.PValue(metric, n));
+    f.fill = s == NodeStatus::kGone ? GoneFill() : ChangeFill(v, r.Change(metric, n));
+    if (s != NodeStatus::kBoth) f.cls = std::string(diff::StatusName(s));
+    f.attrs = " data-s=\"" + std::string(diff::StatusName(s)) + "\" data-v=\"" + std::string(diff::VerdictName(v)) +
+              "\"";
+    if (v != Verdict::kNone) f.attrs += " data-step=\"" + std::to_string(ChangeStep(v, r.Change(metric, n))) + "\"";
+    f.kind = n == cct::kRootNode ? "root" : KindClass(tree.kind(n));
+    return f;
+  };
+  src.mode = "diff";
+  src.metric_name = md.name;
+  src.title = "Differential flame graph";
+  const std::string rule = diff_report::VerdictRuleText(r, md, false);
+  src.subtitle = (opt.subtitle.empty() ? "" : opt.subtitle + ": ") + md.name + " " +
+                 diff_report::Value(md.base_inc[cct::kRootNode], md.unit, false) + " -> " +
+                 diff_report::Value(md.cand_inc[cct::kRootNode], md.unit, false) + "; verdict: " + rule;
+  src.defs = GoneHatchDefs();
+  // The legend is the scale ChangeFill draws with, at this comparison's
+  // threshold: steps a verdict cannot reach are left out.
+  const double t = r.options().threshold;
+  for (const Verdict v : {Verdict::kRegression, Verdict::kImprovement}) {
+    const bool reg = v == Verdict::kRegression;
+    src.legend.push_back({"", reg ? "regression:" : "improvement:", "", ""});
+    const double* top = reg ? kRegressionStepTop : kImprovementStepTop;
+    for (int s = 0; s < 3; ++s) {
+      const double low = std::max(t, s == 0 ? 0.0 : top[s - 1]);
+      if (low >= top[s]) continue;
+      src.legend.push_back({reg ? kRegressionFill[s] : kImprovementFill[s], StepPercent(low, reg), "",
+                            " data-v=\"" + std::string(diff::VerdictName(v)) + "\" data-step=\"" +
+                                std::to_string(s + 1) + "\""});
     }
-    for (auto r = next.rbegin(); r != next.rend(); ++r) stack.push_back(*r);
-    if (opt.progress) opt.progress->Update(++done);
   }
-  out << "</g>\n</svg>\n";
-  if (!out) return cct::IoError("cannot write the flame graph");
-  return Status::Ok();
+  src.legend.push_back({kNeutralFill, "no verdict: inside the noise band", "", " data-v=\"\""});
+  src.legend.push_back({GoneFill(), "gone: base only, at its base width", "gone", " data-s=\"gone\""});
+  src.legend.push_back({kNeutralFill, "new: candidate only", "new", " data-s=\"new\""});
+  return DrawFlame(src, opt, out);
 }
 
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out) {
@@ -500,6 +649,9 @@ cct::Status FlameCommand(const ReportRequest& request, std::ostream& out) {
     if (!(fo.min_width_px >= 0)) return cct::InvalidArgument("--min-width must be 0 or more pixels");
   }
   if (request.image_width) fo.width = *request.image_width;
+  if (request.orientation) {
+    CCT_ASSIGN_OR_RETURN(fo.orientation, ParseFlameOrientation(*request.orientation));
+  }
   fo.subtitle = profile.label;
   output::Progress progress = output::Progress::ForStderr("drawing flame graph");
   fo.progress = &progress;

@@ -35,6 +35,7 @@ struct ReportRequest {
   std::optional<std::string> title;   // flame --title
   std::optional<double> min_width;    // flame --min-width
   std::optional<size_t> image_width;  // flame --image-width
+  std::optional<std::string> orientation;  // flame --orientation
   bool lines = false;                 // --lines
   bool merge_threads = false;         // --merge-threads
 };

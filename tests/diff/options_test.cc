@@ -2,9 +2,12 @@
 // reports/diff_report.h).
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "diff/diff.h"
 #include "diff/inputs.h"
 #include "reports/diff_report.h"
+#include "reports/flame.h"
 
 TEST_CASE("cct-diff's --threshold and --min-abs texts") {
   CHECK(*diff::ParsePercent("5") == doctest::Approx(0.05));
@@ -37,23 +40,29 @@ TEST_CASE("cct-diff's --color modes") {
   CHECK(bad.status().message() == "--color must be auto, always or never");
 }
 
-TEST_CASE("a side of several runs is drawn as their mean") {
-  diff::Side side;
-  for (double v : {2.0, 4.0}) {
-    diff::RunTree r;
-    r.label = "run";
-    cct::MetricDesc d;
-    d.name = "cputime";
-    d.unit = cct::Unit::kNanoseconds;
-    const cct::MetricId m = r.tree.metrics().Register(d).value();
-    const cct::NodeId n = r.tree.InternChild(cct::kRootNode, r.tree.InternFrame(cct::FrameKind::kFunction, "main"));
-    r.tree.AddValue(n, m, v);
-    side.runs.push_back(std::move(r));
-  }
-  auto mean = diff::SideTree(side);
-  REQUIRE(mean.ok());
-  REQUIRE(mean->size() == 2);
-  CHECK(mean->Value(1, 0) == doctest::Approx(3.0));
-  side.runs.pop_back();
-  CHECK(diff::SideTree(side)->Value(1, 0) == doctest::Approx(2.0));
+TEST_CASE("a side of several runs is drawn as their mean in the differential flame graph") {
+  auto side_of = [](const std::vector<double>& values) {
+    diff::Side side;
+    side.group = values.size() > 1;
+    for (double v : values) {
+      diff::RunTree r;
+      r.label = "run";
+      cct::MetricDesc d;
+      d.name = "cputime";
+      d.unit = cct::Unit::kNanoseconds;
+      const cct::MetricId m = r.tree.metrics().Register(d).value();
+      const cct::NodeId n = r.tree.InternChild(cct::kRootNode, r.tree.InternFrame(cct::FrameKind::kFunction, "main"));
+      r.tree.AddValue(n, m, v);
+      side.runs.push_back(std::move(r));
+    }
+    return side;
+  };
+  // The candidate's runs, 2 and 4, are drawn as 3: the graph's total.
+  auto r = diff::Compare(side_of({5.0}), side_of({2.0, 4.0}), diff::DiffOptions());
+  REQUIRE(r.ok());
+  std::ostringstream out;
+  REQUIRE(reports::WriteDiffFlameGraph(*r, 0, reports::FlameOptions(), out).ok());
+  CHECK(out.str().find("data-total=\"3\"") != std::string::npos);
+  // The metric is an index into the comparison's metrics.
+  CHECK(reports::WriteDiffFlameGraph(*r, 1, reports::FlameOptions(), out).code() == cct::ErrorCode::kInvalidArgument);
 }
