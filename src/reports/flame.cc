@@ -333,6 +333,7 @@ struct LegendItem {
   std::string label;
   std::string cls;    // the swatch's further classes ("gone", "new")
   std::string attrs;  // the swatch's further attributes, escaped, each with a leading space
+  bool new_row = false;  // starts a row of its own (groups stay whole in a narrow window)
 };
 
 // What the drawer needs of a graph.
@@ -403,7 +404,7 @@ Status DrawFlame(const FlameSource& src, const FlameOptions& opt, std::ostream& 
     for (const LegendItem& it : src.legend) {
       if (it.fill.empty() && x > kPad) x += 12;  // a group's heading stands apart from the group before
       const double w = (it.fill.empty() ? 0 : 14) + output::DisplayWidth(it.label) * kFontSize * kCharWidth + 12;
-      if (x > kPad && x + w > static_cast<double>(opt.width) - kPad) {
+      if (x > kPad && (it.new_row || x + w > static_cast<double>(opt.width) - kPad)) {
         x = kPad;
         ++legend_rows;
       }
@@ -627,7 +628,9 @@ Status WriteDiffFlameGraph(const diff::DiffResult& r, size_t metric, const Flame
                                 std::to_string(s + 1) + "\""});
     }
   }
-  src.legend.push_back({kNeutralFill, "no verdict: inside the noise band", "", " data-v=\"\""});
+  // The scales on one row, what is not a change on the next: each row fits
+  // a window of about 600 px.
+  src.legend.push_back({kNeutralFill, "no verdict: inside the noise band", "", " data-v=\"\"", true});
   src.legend.push_back({GoneFill(), "gone: base only, at its base width", "gone", " data-s=\"gone\""});
   src.legend.push_back({kNeutralFill, "new: candidate only", "new", " data-s=\"new\""});
   return DrawFlame(src, opt, out);
