@@ -52,7 +52,7 @@ Options)";
 
 // `export` is the exporters' command; the others are reports.
 const std::set<std::string> kExportOptions = {"metric", "to", "output", "merge-threads"};
-const std::set<std::string> kCommonOptions = {"db", "format", "ascii", "width", "args", "command"};
+const std::set<std::string> kCommonOptions = {"db", "format", "color", "ascii", "width", "args", "command"};
 
 // Runs `write` on -o FILE (whole or not at all) or on stdout.
 cct::Status WriteOutput(const po::variables_map& vm, const std::function<cct::Status(std::ostream&)>& write) {
@@ -108,9 +108,8 @@ int main(int argc, char** argv) {
       ("merge-threads", "merge the threads' subtrees into one")
       ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
-      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
-      ("ascii", "draw trees and units with ASCII only")
-      ("width", po::value<size_t>(), "fit text to N columns (default: the terminal's, else 80; 0: no limit)");
+      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex");
+  cli::AddTerminalOptions(visible, /*text=*/true);
   po::options_description hidden;
   hidden.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
   po::options_description all;
@@ -164,9 +163,9 @@ int main(int argc, char** argv) {
   if (vm.count("n")) opt.limit = vm["n"].as<size_t>();
   if (vm.count("inclusive") && vm.count("exclusive")) cli::Fail(kTool, "--inclusive and --exclusive exclude each other");
   opt.sort_exclusive = vm.count("exclusive") > 0;
-  opt.ascii = vm.count("ascii") > 0;
-  if (vm.count("width")) opt.width = vm["width"].as<size_t>();
-  else if (const size_t tw = cli::TerminalWidth(); tw > 0) opt.width = tw;
+  const cli::TerminalOptions terminal = cli::ReadTerminalOptions(kTool, vm);
+  opt.ascii = terminal.ascii;
+  opt.width = terminal.width;
   if (vm.count("by")) request.by = vm["by"].as<std::string>();
   if (vm.count("format")) request.format = vm["format"].as<std::string>();
   if (vm.count("nodes")) request.nodes = vm["nodes"].as<std::string>();
