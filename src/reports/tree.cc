@@ -20,10 +20,15 @@ namespace {
 
 // Each name of a --focus heading keeps at most this many columns.
 constexpr size_t kHeadingNameColumns = 60;
+// A tree with more rows than this is printed as it is walked (the first line
+// within a second for any size); a smaller one is laid out from all of its
+// rows, with columns no wider than its cells.
+constexpr size_t kStreamAfterRows = 4096;
 
 void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, const ReportOptions& opt,
                NodeId top, std::ostream& out) {
   output::TextTable table(cols.TextColumns(), "calling context");
+  table.Stream(out, opt.width, opt.ascii, kStreamAfterRows, cols.TextCellBounds(opt.ascii));
   const output::TreeGlyphs& g = output::Glyphs(opt.ascii);
   struct Item {
     NodeId node;
@@ -43,7 +48,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
                        it.child_prefix + (last ? g.space : g.pipe)});
     }
   }
-  table.Render(out, opt.width, opt.ascii);
+  table.Finish();
 }
 
 void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top, bool header,
