@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
                                        "table: tag:KEY, the tag whose values make the groups")
       ("nodes", po::value<std::string>(), "table: values of the frames matching REGEX instead of run totals")
       ("confidence", po::value<double>(), "table: confidence level of the intervals (default 0.95)")
+      ("baseline", po::value<std::string>(), "table: add a speedup column per metric, the mean of group VALUE "
+                                             "over each group's")
       ("title", po::value<std::string>(), "flame: the graph's title")
       ("min-width", po::value<double>(), "flame: hide frames narrower than PX pixels (default 0.1)")
       ("image-width", po::value<size_t>(), "flame: image width in pixels (default 1200)")
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
   if (vm.count("format")) request.format = vm["format"].as<std::string>();
   if (vm.count("nodes")) request.nodes = vm["nodes"].as<std::string>();
   if (vm.count("confidence")) request.confidence = vm["confidence"].as<double>();
+  if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
   if (vm.count("title")) request.title = vm["title"].as<std::string>();
   if (vm.count("min-width")) request.min_width = vm["min-width"].as<double>();
   if (vm.count("image-width")) request.image_width = vm["image-width"].as<size_t>();
