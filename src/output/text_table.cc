@@ -34,11 +34,13 @@ void TextTable::AddRow(std::vector<std::string> cells, std::string name_prefix, 
   }
 }
 
-void TextTable::Stream(std::ostream& out, size_t width, bool ascii, size_t after, std::vector<size_t> bounds) {
+void TextTable::Stream(std::ostream& out, size_t width, bool ascii, size_t after, std::vector<size_t> bounds,
+                       size_t max_prefix) {
   stream_ = &out;
   stream_width_ = width;
   stream_ascii_ = ascii;
   stream_after_ = after;
+  stream_prefix_ = max_prefix;
   stream_bounds_ = std::move(bounds);
   stream_bounds_.resize(columns_.size(), 0);
 }
@@ -75,8 +77,8 @@ TextTable::Layout TextTable::Fit(size_t width, const std::vector<size_t>* bounds
       prefix = std::max(prefix, pw);
       widest = std::max(widest, pw + DisplayWidth(r.name));
     }
-    // Rows still to come may be deeper and longer: give them the budget.
-    const size_t need = bounds ? kMaxPrefixBudget + kMinNameWidth
+    // Rows still to come may be deeper and longer: room for the deepest.
+    const size_t need = bounds ? std::min(std::max(prefix, stream_prefix_), kMaxPrefixBudget) + kMinNameWidth
                                : std::min(std::min(prefix, kMaxPrefixBudget) + kMinNameWidth, widest);
     for (;;) {
       if (used() + need <= width) break;

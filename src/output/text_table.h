@@ -41,10 +41,12 @@ class TextTable {
   // layout is fixed and the header, those rows and every later one are
   // written as they are added. The widths are then the widest of the first
   // rows and `bounds` (per column the widest cell it can hold; the caller
-  // knows its values' range), and names get room for the full prefix budget.
-  // A table of at most `after` rows is laid out from all its rows, as by
-  // Render. Finish() writes what is still held.
-  void Stream(std::ostream& out, size_t width, bool ascii, size_t after, std::vector<size_t> bounds);
+  // knows its values' range), and names get room behind the widest prefix
+  // a row can have, `max_prefix` columns (up to the prefix budget). A table
+  // of at most `after` rows is laid out from all its rows, as by Render.
+  // Finish() writes what is still held.
+  void Stream(std::ostream& out, size_t width, bool ascii, size_t after, std::vector<size_t> bounds,
+              size_t max_prefix);
   void Finish();
 
  private:
@@ -69,7 +71,7 @@ class TextTable {
   std::vector<Row> rows_;
   // Streaming state (Stream()).
   std::ostream* stream_ = nullptr;
-  size_t stream_width_ = 0, stream_after_ = 0;
+  size_t stream_width_ = 0, stream_after_ = 0, stream_prefix_ = 0;
   bool stream_ascii_ = false;
   std::vector<size_t> stream_bounds_;
   std::optional<Layout> fixed_;  // set once rows are written as they come

@@ -134,7 +134,7 @@ TEST_CASE("text table: headers are abbreviated before any column is dropped") {
 TEST_CASE("text table: streaming writes rows as they are added, in the widths the bounds promise") {
   output::TextTable t({{"value", 0}}, "name");
   std::ostringstream out;
-  t.Stream(out, 0, false, 2, {9});
+  t.Stream(out, 0, false, 2, {9}, 0);
   t.AddRow({"1"}, "", "a");
   t.AddRow({"22"}, "", "b");
   CHECK(out.str().empty());  // still deciding: a table of two rows is laid out as a whole
@@ -148,11 +148,28 @@ TEST_CASE("text table: streaming writes rows as they are added, in the widths th
   // A short table never streams: laid out from its rows, as Render does.
   output::TextTable small({{"value", 0}}, "name");
   std::ostringstream streamed, rendered;
-  small.Stream(streamed, 0, false, 10, {9});
+  small.Stream(streamed, 0, false, 10, {9}, 0);
   small.AddRow({"1"}, "", "a");
   small.Render(rendered, 0, false);
   CHECK(streamed.str().empty());
   small.Finish();
   CHECK(streamed.str() == rendered.str());
   CHECK(streamed.str() == "value  name\n    1  a\n");
+}
+
+TEST_CASE("text table: a streamed table keeps the columns that rows as deep as promised leave room for") {
+  // Columns 5 + 2 and 1 + 2 wide: 10. Names need 24 behind the prefix. With
+  // rows at most 6 columns deep the table needs 40: both columns stay at 40.
+  // Promised 30 columns deep (the budget), it needs 64: the droppable one goes.
+  auto render = [](size_t max_prefix) {
+    output::TextTable t({{"value", 0}, {"%", 1}}, "name");
+    std::ostringstream out;
+    t.Stream(out, 40, false, 1, {5, 1}, max_prefix);
+    t.AddRow({"1", "2"}, "", "a");
+    t.AddRow({"3", "4"}, "|- ", "b");
+    t.Finish();
+    return out.str();
+  };
+  CHECK(render(6).find("value  %  name\n") == 0);
+  CHECK(render(30).find("value  name\n") == 0);
 }
