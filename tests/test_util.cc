@@ -59,6 +59,11 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
     const char* eq = std::strchr(*e, '=');
     if (eq) merged[std::string(*e, static_cast<size_t>(eq - *e))] = eq + 1;
   }
+  // The tools follow the terminal's conventions (COLUMNS, the locale's
+  // character set, NO_COLOR): every test starts from the same ones, whatever
+  // the shell running the suite has, and sets others through `env`.
+  for (const char* var : {"COLUMNS", "LC_ALL", "LC_CTYPE", "LANG", "NO_COLOR"}) merged.erase(var);
+  merged["LC_ALL"] = "C.UTF-8";
   for (const auto& [k, v] : env) {
     if (v.empty()) merged.erase(k);
     else merged[k] = v;

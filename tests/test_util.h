@@ -24,7 +24,9 @@ struct RunResult {
 };
 
 // Runs argv[0] with args; extra environment entries override the inherited
-// ones (an empty value unsets). Kills the process after `timeout_s`.
+// ones (an empty value unsets). COLUMNS, NO_COLOR and the locale variables
+// are not inherited: LC_ALL is C.UTF-8 unless `env` says otherwise. Kills
+// the process after `timeout_s`.
 RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
               double timeout_s = 120, const std::string& cwd = "");
 

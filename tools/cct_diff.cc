@@ -72,10 +72,8 @@ int main(int argc, char** argv) {
                                                 "when more than 50 levels are drawn)")
       ("depth", po::value<int>(), "tree: show N levels")
       ("min", po::value<double>(), "tree: hide nodes below PCT percent of the base total on both sides")
-      ("format", po::value<std::string>(), "text|json|markdown|csv (default text)")
-      ("color", po::value<std::string>(), "auto|always|never (default auto: a terminal without NO_COLOR)")
-      ("ascii", "draw trees and units with ASCII only")
-      ("width", po::value<size_t>(), "fit text to N columns (default: the terminal's, else 80; 0: no limit)");
+      ("format", po::value<std::string>(), "text|json|markdown|csv (default text)");
+  cli::AddTerminalOptions(visible, /*text=*/true);
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>());
   po::options_description all;
@@ -144,12 +142,10 @@ int main(int argc, char** argv) {
     ro.min_pct = vm["min"].as<double>();
     if (!(ro.min_pct >= 0 && ro.min_pct <= 100)) cli::Fail(kTool, "--min must be a percentage from 0 to 100");
   }
-  auto color = reports::UseColor(vm.count("color") ? vm["color"].as<std::string>() : "auto");
-  if (!color.ok()) cli::Fail(kTool, color.status());
-  ro.color = ro.format == reports::DiffFormat::kText && *color;
-  ro.ascii = vm.count("ascii") > 0;
-  if (vm.count("width")) ro.width = vm["width"].as<size_t>();
-  else if (const size_t tw = cli::TerminalWidth(); tw > 0) ro.width = tw;
+  const cli::TerminalOptions terminal = cli::ReadTerminalOptions(kTool, vm);
+  ro.color = ro.format == reports::DiffFormat::kText && terminal.color;
+  ro.ascii = terminal.ascii;
+  ro.width = terminal.width;
   reports::FlameOptions flame;
   if (vm.count("orientation")) {
     if (!vm.count("flame")) cli::Fail(kTool, "--orientation applies to --flame");

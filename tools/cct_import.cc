@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
                                            "ncu-csv: a regex of the ncu metrics to attach")
       ("unit", po::value<std::string>(), "ns|us|ms|s|bytes|count|percent|1 (times are stored in ns)")
       ("skip-bad-lines", "import what is well-formed and report how much was skipped");
+  cli::AddTerminalOptions(visible, /*text=*/false);
   po::options_description hidden;
   hidden.add_options()("file", po::value<std::vector<std::string>>());
   po::options_description all;
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
     cli::PrintVersion(kTool);
     return 0;
   }
+  cli::ReadTerminalOptions(kTool, vm);  // nothing it prints is coloured; a bad --color is still an error
   if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (" + importers::ImporterNames() + ")");
   const std::vector<std::string> files =
       vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>();

@@ -52,7 +52,7 @@ Options)";
 
 // `export` is the exporters' command; the others are reports.
 const std::set<std::string> kExportOptions = {"metric", "to", "output", "merge-threads"};
-const std::set<std::string> kCommonOptions = {"db", "format", "ascii", "width", "args", "command"};
+const std::set<std::string> kCommonOptions = {"db", "format", "color", "ascii", "width", "args", "command"};
 
 // Runs `write` on -o FILE (whole or not at all) or on stdout.
 cct::Status WriteOutput(const po::variables_map& vm, const std::function<cct::Status(std::ostream&)>& write) {
@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
                                        "table: tag:KEY, the tag whose values make the groups")
       ("nodes", po::value<std::string>(), "table: values of the frames matching REGEX instead of run totals")
       ("confidence", po::value<double>(), "table: confidence level of the intervals (default 0.95)")
+      ("baseline", po::value<std::string>(), "table: add a speedup column per metric, the mean of group VALUE "
+                                             "over each group's")
       ("title", po::value<std::string>(), "flame: the graph's title")
       ("min-width", po::value<double>(), "flame: hide frames narrower than PX pixels (default 0.1)")
       ("image-width", po::value<size_t>(), "flame: image width in pixels without a script (default 1200; a "
@@ -111,9 +113,8 @@ int main(int argc, char** argv) {
       ("merge-threads", "merge the threads' subtrees into one")
       ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
-      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
-      ("ascii", "draw trees and units with ASCII only")
-      ("width", po::value<size_t>(), "fit text to N columns (default: the terminal's, else 80; 0: no limit)");
+      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex");
+  cli::AddTerminalOptions(visible, /*text=*/true);
   po::options_description hidden;
   hidden.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
   po::options_description all;
@@ -167,13 +168,14 @@ int main(int argc, char** argv) {
   if (vm.count("n")) opt.limit = vm["n"].as<size_t>();
   if (vm.count("inclusive") && vm.count("exclusive")) cli::Fail(kTool, "--inclusive and --exclusive exclude each other");
   opt.sort_exclusive = vm.count("exclusive") > 0;
-  opt.ascii = vm.count("ascii") > 0;
-  if (vm.count("width")) opt.width = vm["width"].as<size_t>();
-  else if (const size_t tw = cli::TerminalWidth(); tw > 0) opt.width = tw;
+  const cli::TerminalOptions terminal = cli::ReadTerminalOptions(kTool, vm);
+  opt.ascii = terminal.ascii;
+  opt.width = terminal.width;
   if (vm.count("by")) request.by = vm["by"].as<std::string>();
   if (vm.count("format")) request.format = vm["format"].as<std::string>();
   if (vm.count("nodes")) request.nodes = vm["nodes"].as<std::string>();
   if (vm.count("confidence")) request.confidence = vm["confidence"].as<double>();
+  if (vm.count("baseline")) request.baseline = vm["baseline"].as<std::string>();
   if (vm.count("title")) request.title = vm["title"].as<std::string>();
   if (vm.count("min-width")) request.min_width = vm["min-width"].as<double>();
   if (vm.count("image-width")) request.image_width = vm["image-width"].as<size_t>();

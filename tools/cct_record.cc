@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
        "smaller N: more samples, more slowdown)")
       ("gpu-raw", po::value<std::string>(), "also dump the raw GPU records each process received into DIR "
                                             "(replay: cct-import --from cupti-raw FILE)");
+  cli::AddTerminalOptions(visible, /*text=*/false);
   // Which options take a value, as the command line spells them.
   std::set<std::string> with_value;
   for (const auto& option : visible.options()) {
@@ -119,6 +120,8 @@ int main(int argc, char** argv) {
     cli::PrintVersion(kTool);
     return 0;
   }
+  // Nothing it prints is coloured; a bad --color is still an error.
+  cli::ReadTerminalOptions(kTool, vm, kExitOwnError);
   if (program.empty()) cli::Fail(kTool, "no program given (usage: cct-record [OPTIONS] -- PROGRAM [ARGS...])", kExitOwnError);
 
   collector::CollectorConfig config;

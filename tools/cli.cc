@@ -3,7 +3,6 @@
 #include "cctdb_config.h"
 #include "tools/cctdb_version.h"
 
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,9 @@
 #include <string>
 #include <iostream>
 #include <new>
+#include <optional>
+
+#include "output/terminal.h"
 
 namespace cli {
 
@@ -100,12 +102,25 @@ void TuneAllocator(int argc, char** argv) {
   else unsetenv("GLIBC_TUNABLES");
 }
 
-size_t TerminalWidth() {
-  if (!isatty(STDOUT_FILENO)) return 0;
-  struct winsize ws {};
-  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-  if (const char* cols = std::getenv("COLUMNS")) return static_cast<size_t>(std::atoi(cols));
-  return 80;
+void AddTerminalOptions(boost::program_options::options_description& options, bool text) {
+  namespace po = boost::program_options;
+  options.add_options()("color", po::value<std::string>(),
+                        "auto|always|never (default auto: a terminal without NO_COLOR)");
+  if (!text) return;
+  options.add_options()("ascii", "draw trees and units with ASCII only (default when the locale is not UTF-8)")(
+      "width", po::value<size_t>(),
+      "fit text to N columns (default: $COLUMNS, else the terminal's, else 80; 0: no limit)");
+}
+
+TerminalOptions ReadTerminalOptions(const std::string& tool, const boost::program_options::variables_map& vm,
+                                    int code) {
+  TerminalOptions t;
+  auto color = output::UseColor(vm.count("color") ? vm["color"].as<std::string>() : "auto");
+  if (!color.ok()) Fail(tool, color.status(), code);
+  t.color = *color;
+  t.ascii = vm.count("ascii") > 0 || !output::LocaleIsUtf8();
+  t.width = output::TextWidth(vm.count("width") ? std::optional<size_t>(vm["width"].as<size_t>()) : std::nullopt);
+  return t;
 }
 
 }  // namespace cli

@@ -3,6 +3,7 @@
 // here, everything else in the libraries.
 #pragma once
 
+#include <boost/program_options.hpp>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,8 +41,21 @@ cct::Result<unsigned> ParseFileMode(const std::string& text);
 // Parses repeated K=V options.
 cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items);
 
-// Columns of the terminal on stdout, or 0 when stdout is not a terminal.
-size_t TerminalWidth();
+// The terminal options, the same on every tool: --color always|never|auto
+// on all four (a tool that prints nothing coloured still checks the value),
+// and, on the tools that print text reports (`text`), --ascii and --width N.
+void AddTerminalOptions(boost::program_options::options_description& options, bool text);
+
+struct TerminalOptions {
+  bool color = false;
+  bool ascii = false;  // --ascii, or a locale whose character set is not UTF-8
+  size_t width = 80;   // 0: no limit
+};
+// Reads them (output/terminal.h says how each default is found); a bad
+// --color value is one error line and exit `code` (cct-record's own errors
+// are 125: its other statuses are the program's).
+TerminalOptions ReadTerminalOptions(const std::string& tool, const boost::program_options::variables_map& vm,
+                                    int code = kExitError);
 
 // Re-executes the tool once with glibc malloc tuned for large trees:
 // transparent huge pages and a heap that is neither trimmed nor split into

@@ -1,5 +1,6 @@
 #include "output/metric_columns.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "output/format.h"
@@ -60,6 +61,46 @@ std::vector<std::string> MetricColumns::TextCells(const std::vector<double>& inc
     cells.push_back(additive(i) && !ze ? FormatPercent(exc[i], totals_[i]) : "");
   }
   return cells;
+}
+
+// A cell's width depends on the value's sign and decade only (three
+// significant digits, a unit per power of 1000 or 1024, one decimal for
+// percentages): the widest cell up to a magnitude is among the widest
+// numbers of each decade below it (9.99…, which rounds up to the next
+// decade's width) and the magnitude itself.
+std::vector<size_t> MetricColumns::TextCellBounds(bool ascii, bool show_exclusive) const {
+  std::vector<size_t> bounds;
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    const cct::Unit unit = desc(i).unit;
+    size_t widths[2] = {0, 0}, percents[2] = {0, 0};
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<double>& v = pass == 0 ? *inc_[i] : *exc_[i];
+      double largest = 0;
+      bool negative = false;
+      for (double x : v) {
+        if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
+        negative |= x < 0;
+      }
+      std::vector<double> probes{largest};
+      for (double decade = 1e-3; decade <= largest; decade *= 10)
+        for (double m : {1.0, 9.99, 9.9951, 9.99951}) {
+          if (decade * m <= largest) probes.push_back(decade * m);
+          if (decade * m * 1.024 <= largest) probes.push_back(decade * m * 1.024);  // 1024-based units
+        }
+      for (double p : probes)
+        for (double sign : {1.0, -1.0}) {
+          if (sign < 0 && !negative) continue;
+          widths[pass] = std::max(widths[pass], DisplayWidth(FormatValue(sign * p, unit, ascii)));
+          if (additive(i)) percents[pass] = std::max(percents[pass], DisplayWidth(FormatPercent(sign * p, totals_[i])));
+        }
+    }
+    bounds.push_back(widths[0]);
+    bounds.push_back(percents[0]);
+    if (!show_exclusive) continue;
+    bounds.push_back(widths[1]);
+    bounds.push_back(percents[1]);
+  }
+  return bounds;
 }
 
 std::vector<double> MetricColumns::NodeInclusive(NodeId n) const {

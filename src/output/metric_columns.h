@@ -37,6 +37,10 @@ class MetricColumns {
   std::vector<std::string> TextCells(const std::vector<double>& inc, const std::vector<double>& exc, bool ascii,
                                      bool show_exclusive = true) const;
   std::vector<std::string> NodeTextCells(cct::NodeId n, bool ascii) const;
+  // Per text column the widest cell any node of the tree can have (for
+  // TextTable::Stream): from each metric's largest magnitude, not by
+  // formatting every node.
+  std::vector<size_t> TextCellBounds(bool ascii, bool show_exclusive = true) const;
 
   // "inclusive": {metric: value}, "exclusive": {...} in export units.
   void WriteJson(JsonWriter& w, const std::vector<double>& inc, const std::vector<double>& exc) const;

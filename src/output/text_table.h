@@ -3,11 +3,15 @@
 // Value columns are right-aligned to their widest cell; the last column (a
 // name, optionally behind a tree-drawing prefix) takes the rest of the
 // terminal width and long names are elided in the middle, never the prefix.
-// When names would get too narrow, value columns with a drop priority are
-// removed, highest priority first (secondary metrics' exclusive values, then
-// percentages), until the widest tree prefix plus a readable name fits.
+// When names would get too narrow, headers are abbreviated first (the
+// columns that have a short form), then value columns with a drop priority
+// are removed, highest priority first (secondary metrics' exclusive values,
+// then percentages), until the widest tree prefix plus a readable name
+// fits. A readable name is 24 columns, or the widest name when all are
+// narrower: a column is never dropped for room its rows do not need.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,6 +24,7 @@ class TextTable {
     std::string header;
     int drop = 0;       // 0: always shown; higher numbers are dropped first
     bool left = false;  // left-aligned (text) instead of right (numbers)
+    std::string short_header = {};  // used when the table is too wide; empty: none
   };
 
   explicit TextTable(std::vector<Column> columns, std::string name_header)
@@ -31,14 +36,45 @@ class TextTable {
   // Writes the header and rows to fit `width` columns (0: no limit).
   void Render(std::ostream& out, size_t width, bool ascii) const;
 
+  // Streaming, for tables too long to hold before their first line (a
+  // 5·10^6-node tree took 10 s to start printing): after `after` rows the
+  // layout is fixed and the header, those rows and every later one are
+  // written as they are added. The widths are then the widest of the first
+  // rows and `bounds` (per column the widest cell it can hold; the caller
+  // knows its values' range), and names get room behind the widest prefix
+  // a row can have, `max_prefix` columns (up to the prefix budget). A table
+  // of at most `after` rows is laid out from all its rows, as by Render.
+  // Finish() writes what is still held.
+  void Stream(std::ostream& out, size_t width, bool ascii, size_t after, std::vector<size_t> bounds,
+              size_t max_prefix);
+  void Finish();
+
  private:
   struct Row {
     std::vector<std::string> cells;
     std::string prefix, name;
   };
+  struct Layout {
+    bool abbreviated = false;    // short headers
+    std::vector<size_t> widths;  // per column; 0: empty column
+    std::vector<bool> shown;
+    size_t name_width = 0;       // 0: unlimited
+  };
+  // `bounds`: widest cells beyond the rows held (streaming); null: none.
+  Layout Fit(size_t width, const std::vector<size_t>* bounds) const;
+  void Emit(std::ostream& out, const Layout& layout, bool ascii, const std::vector<std::string>& cells,
+            const std::string& prefix, const std::string& name) const;
+  void EmitHeader(std::ostream& out, const Layout& layout, bool ascii) const;
+
   std::vector<Column> columns_;
   std::string name_header_;
   std::vector<Row> rows_;
+  // Streaming state (Stream()).
+  std::ostream* stream_ = nullptr;
+  size_t stream_width_ = 0, stream_after_ = 0, stream_prefix_ = 0;
+  bool stream_ascii_ = false;
+  std::vector<size_t> stream_bounds_;
+  std::optional<Layout> fixed_;  // set once rows are written as they come
 };
 
 // Tree-drawing prefixes: "├─ ", "└─ ", "│  ", "   " (or ASCII "|- ", "`- ", "|  ").

@@ -1,24 +1,9 @@
 // cct-diff --flame FILE, and the loader cct-diff reads its sides with.
-#include <unistd.h>
-
-#include <cstdlib>
-
 #include "output/write_file.h"
 #include "reports/diff_report.h"
 #include "reports/flame.h"
 
 namespace reports {
-
-cct::Result<bool> UseColor(const std::string& mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  if (mode != "auto") return cct::InvalidArgument("--color must be auto, always or never");
-  const char* no_color = std::getenv("NO_COLOR");
-  if (no_color != nullptr && *no_color != '\0') return false;
-  const char* term = std::getenv("TERM");
-  if (term != nullptr && std::string(term) == "dumb") return false;
-  return isatty(STDOUT_FILENO) != 0;
-}
 
 cct::Status WriteDiffFlame(const diff::DiffResult& result, const diff::Side& base, const diff::Side& cand,
                            const FlameOptions& options, const std::string& path) {

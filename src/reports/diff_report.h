@@ -5,8 +5,8 @@
 // diff_text.cc, diff_markdown.cc, diff_json.cc, diff_csv.cc, diff_tree.cc,
 // diff_flame.cc; diff_report_internal.h is what they share.
 //
-// Pure functions of their inputs (but WriteDiffFlame, which writes a file,
-// and UseColor, which reads the environment); thread-compatible.
+// Pure functions of their inputs (but WriteDiffFlame, which writes a file);
+// thread-compatible. --color is output::UseColor (output/terminal.h).
 #pragma once
 
 #include <ostream>
@@ -38,11 +38,6 @@ struct DiffReportOptions {
 
 void WriteDiffReport(const diff::DiffResult& result, const diff::Side& base, const diff::Side& candidate,
                      const DiffReportOptions& options, std::ostream& out);
-
-// --color auto|always|never: whether text gets ANSI colours. auto: stdout is
-// a terminal, NO_COLOR is unset or empty and TERM is not "dumb".
-// kInvalidArgument for another mode.
-cct::Result<bool> UseColor(const std::string& mode);
 
 // The differential flame graph of the comparison (reports/flame.h: the
 // union tree, coloured by the verdicts) for the first additive metric

@@ -53,7 +53,7 @@ const std::vector<ReportInfo>& Reports() {
        "GPU kernels: time, launches, Nsight Compute metrics, bottleneck; for a group, kernel popularity across its runs",
        {"metric", "n"}, 1, 1, "kernels expects one RUN or SELECTOR (see cct-query --help)", false, &OnSelector<WriteKernelsReport>},
       {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
-       {"metric", "by", "nodes", "confidence"}, 1, 1,
+       {"metric", "by", "nodes", "confidence", "baseline"}, 1, 1,
        "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},
       {"check", "[DB]", "read every run back whole: checksums and tree invariants; exit 1 naming the damaged runs", {},
        0, 1, "check takes at most one database (or -d DB)", false, &CheckCommand},

@@ -32,6 +32,7 @@ struct ReportRequest {
   std::optional<std::string> format;  // --format: text|json|csv, table also markdown|latex
   std::optional<std::string> nodes;   // table --nodes
   std::optional<double> confidence;   // table --confidence
+  std::optional<std::string> baseline;  // table --baseline
   std::optional<std::string> title;   // flame --title
   std::optional<double> min_width;    // flame --min-width
   std::optional<size_t> image_width;  // flame --image-width

@@ -65,8 +65,8 @@ cct::Status WriteKernelsReport(const std::string& selector, const std::string& d
                                const ReportOptions& options, std::ostream& out);
 
 // `table`: per group of runs (the values of tag KEY) the mean of each metric
-// with a confidence interval (Student t) and n, for papers
-// (table.cc).
+// with a confidence interval (Student t) and n, for papers; with a baseline
+// group, each metric's speedup against it (table.cc).
 enum class TableFormat { kText, kMarkdown, kCsv, kLatex, kJson };
 cct::Result<TableFormat> ParseTableFormat(const std::string& s);
 struct TableOptions {
@@ -76,6 +76,7 @@ struct TableOptions {
   double confidence = 0.95;
   TableFormat format = TableFormat::kText;
   bool ascii = false;
+  std::string baseline;  // a group (tag value): add a speedup column against it; empty: none
 };
 cct::Status WriteTableReport(const std::string& selector, const std::string& default_db,
                              const TableOptions& options, std::ostream& out);

@@ -10,14 +10,20 @@
 //
 // Printing: each metric column gets one unit, chosen so its largest mean
 // reads as a number from 1 to 999 where the unit allows (s/ms/µs/ns,
-// B/KiB/MiB/GiB, k/M/G for counts); the half-width is rounded to two
-// significant digits and the mean to the same decimal place, so the digits
-// shown are the ones the data supports. CSV and JSON carry unrounded values
-// in export units (seconds, bytes) instead.
+// B/KiB/MiB/GiB, k/M/G for counts), and one number of decimal places
+// (ColumnDecimals): every half-width keeps at least two significant digits
+// and the means are rounded to the same place, so the digits shown are the
+// ones the data supports and line up. CSV and JSON carry unrounded values in
+// export units (seconds, bytes) instead.
+//
+// --baseline VALUE adds after each metric its speedup against that group:
+// the baseline's mean over the group's (above 1: the group's is smaller),
+// to two decimal places.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "cct/node_values.h"
 #include "cct/pattern.h"
@@ -99,45 +105,65 @@ PrintUnit ChooseUnit(cct::Unit unit, double largest, bool ascii) {
   }
 }
 
-// Mean and half-width as printed: the half-width to two significant digits,
-// the mean to the same decimal place (three significant digits without an
-// interval).
+// The decimal places a group's cell asks for: two significant digits of the
+// half-width, or three of the mean where there is no interval.
+std::optional<int> WantedDecimals(const Stat& s, double div) {
+  if (s.n == 0 || std::isnan(s.mean)) return std::nullopt;
+  if (!std::isnan(s.half) && s.half > 0) {
+    const double h = s.half / div;
+    int decimals = 1 - static_cast<int>(std::floor(std::log10(h)));
+    // Rounding can carry into a third digit (0.0996 -> 0.10): keep two.
+    if (std::round(h * std::pow(10.0, decimals)) >= 100) --decimals;
+    return decimals;
+  }
+  const double a = std::fabs(s.mean / div);
+  return a == 0 ? 0 : 2 - static_cast<int>(std::floor(std::log10(a)));
+}
+
+// A column prints every group to one number of decimal places, so the digits
+// line up and a reader compares like with like: the most any interval needs
+// (each keeps at least two significant digits); groups of one run follow
+// the column. Without any interval: three significant digits of the largest
+// mean. Negative: rounded to tens, hundreds.
+int ColumnDecimals(const std::vector<Stat>& column, double div) {
+  std::optional<int> with_interval, largest_mean;
+  double largest = -1;
+  for (const Stat& s : column) {
+    const std::optional<int> d = WantedDecimals(s, div);
+    if (!d) continue;
+    if (!std::isnan(s.half) && s.half > 0) {
+      with_interval = std::max(with_interval.value_or(*d), *d);
+    } else if (std::fabs(s.mean) > largest) {
+      largest = std::fabs(s.mean);
+      largest_mean = d;
+    }
+  }
+  if (with_interval) return *with_interval;
+  return largest_mean.value_or(0);
+}
+
+std::string FormatDecimals(double v, int decimals) {
+  char buf[64];
+  if (decimals >= 0) {
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  } else {
+    const double q = std::pow(10.0, -decimals);
+    std::snprintf(buf, sizeof buf, "%.0f", std::round(v / q) * q);
+  }
+  std::string out = buf;
+  if (out[0] == '-' && out.find_first_not_of("-0.") == std::string::npos) out.erase(0, 1);  // "-0.0"
+  return out;
+}
+
+// Mean and half-width as printed (empty when the group has no value).
 struct Printed {
   std::string mean, half;
 };
-Printed PrintStat(const Stat& s, double div) {
+Printed PrintStat(const Stat& s, double div, int decimals) {
   Printed p;
   if (s.n == 0 || std::isnan(s.mean)) return p;
-  const double m = s.mean / div;
-  int decimals;
-  if (!std::isnan(s.half) && s.half > 0) {
-    const double h = s.half / div;
-    decimals = 1 - static_cast<int>(std::floor(std::log10(h)));
-    // Rounding can carry into a third digit (0.0996 -> 0.10): keep two.
-    const double scale = std::pow(10.0, decimals);
-    if (std::round(h * scale) >= 100) --decimals;
-  } else {
-    const double a = std::fabs(m);
-    decimals = a == 0 ? 0 : 2 - static_cast<int>(std::floor(std::log10(a)));
-  }
-  auto fmt = [&](double v) {
-    char buf[64];
-    if (decimals >= 0) {
-      std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    } else {
-      const double q = std::pow(10.0, -decimals);
-      std::snprintf(buf, sizeof buf, "%.0f", std::round(v / q) * q);
-    }
-    std::string out = buf;
-    if (out == "-0" || out.rfind("-0.", 0) == 0) {
-      bool zero = true;
-      for (char c : out) zero &= c == '-' || c == '0' || c == '.';
-      if (zero) out.erase(0, 1);
-    }
-    return out;
-  };
-  p.mean = fmt(m);
-  if (!std::isnan(s.half)) p.half = fmt(s.half / div);
+  p.mean = FormatDecimals(s.mean / div, decimals);
+  if (!std::isnan(s.half)) p.half = FormatDecimals(s.half / div, decimals);
   return p;
 }
 
@@ -250,20 +276,50 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
   for (const std::string& name : metric_names)
     if (!metric_units.count(name)) return cct::InvalidArgument("no selected run has a metric '" + name + "'");
 
-  // Statistics and print units.
+  if (!opt.baseline.empty() && !group_runs.count(opt.baseline)) {
+    std::string known;
+    for (const auto& [g, n] : group_runs) known += (known.empty() ? "" : ", ") + g;
+    return cct::InvalidArgument("--baseline '" + opt.baseline + "' is not a group of tag " + key + " (groups: " +
+                                cct::ElideMiddle(known, 200) + ")");
+  }
+
+  // Statistics, print units and decimal places.
   std::map<std::string, std::map<std::string, Stat>> stats;
   std::map<std::string, PrintUnit> print_units;
+  std::map<std::string, int> decimals;
   for (const std::string& name : metric_names) {
     double largest = 0;
+    std::vector<Stat> column;
     for (const auto& [g, n] : group_runs) {
       Stat s = Summarize(values[g][name], opt.confidence);
       if (!std::isnan(s.mean)) largest = std::max(largest, std::fabs(s.mean));
       stats[g][name] = s;
+      column.push_back(s);
     }
     print_units[name] = ChooseUnit(metric_units[name], largest, opt.ascii);
+    decimals[name] = ColumnDecimals(column, print_units[name].div);
   }
+  // --baseline: per metric the baseline group's mean over the group's, the
+  // speedup when smaller is better (times, bytes, samples); NaN where either
+  // mean is missing or the group's is 0.
+  const bool speedup = !opt.baseline.empty();
+  auto ratio = [&](const std::string& g, const std::string& name) {
+    const double base = stats[opt.baseline][name].mean, mine = stats[g][name].mean;
+    return std::isnan(base) || std::isnan(mine) || mine == 0 ? NAN : base / mine;
+  };
+  // Two decimal places in every row of the column, as for the means.
+  auto ratio_cell = [&](const std::string& g, const std::string& name, bool latex) {
+    const double r = ratio(g, name);
+    if (std::isnan(r)) return std::string(latex ? "--" : "-");
+    const std::string x = FormatDecimals(r, 2);
+    return latex ? "$" + x + "\\times$" : x + (opt.ascii ? "x" : "×");
+  };
+  auto ratio_header = [&](const std::string& name) {
+    return metric_names.size() == 1 ? std::string("speedup") : name + " speedup";
+  };
   const std::string what = std::string(nodes ? "frames /" + opt.nodes + "/, " : "") + "mean ± " +
-                           NumberText(opt.confidence * 100) + "% CI (Student t) over runs";
+                           NumberText(opt.confidence * 100) + "% CI (Student t) over runs" +
+                           (opt.baseline.empty() ? "" : "; speedup: mean of " + opt.baseline + " / mean");
   auto header_of = [&](const std::string& name, bool latex) {
     const PrintUnit& u = print_units[name];
     const std::string unit = latex ? u.latex : u.name;
@@ -272,7 +328,7 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
   };
   auto cell = [&](const std::string& g, const std::string& name, bool latex) {
     const Stat& s = stats[g][name];
-    const Printed p = PrintStat(s, print_units[name].div);
+    const Printed p = PrintStat(s, print_units[name].div, decimals[name]);
     if (p.mean.empty()) return std::string(latex ? "--" : "-");
     std::string c = p.half.empty() ? p.mean : p.mean + (latex ? " \\pm " : (opt.ascii ? " +- " : " ± ")) + p.half;
     if (latex) c = "$" + c + "$";
@@ -284,13 +340,19 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
     case TableFormat::kText: {
       out << "runs " << sel.text << " by " << opt.by << ": " << (opt.ascii ? "mean +- " : "mean ± ")
           << NumberText(opt.confidence * 100) << "% CI (Student t)" << (nodes ? "; frames /" + opt.nodes + "/" : "")
-          << '\n';
+          << (speedup ? "; speedup: mean of " + opt.baseline + " / mean" : "") << '\n';
       // Group first, then n and the metrics, right-aligned.
       std::vector<std::vector<std::string>> grid{{key, "n"}};
-      for (const std::string& name : metric_names) grid[0].push_back(header_of(name, false));
+      for (const std::string& name : metric_names) {
+        grid[0].push_back(header_of(name, false));
+        if (speedup) grid[0].push_back(ratio_header(name));
+      }
       for (const auto& [g, n] : group_runs) {
         std::vector<std::string> r{g, std::to_string(n)};
-        for (const std::string& name : metric_names) r.push_back(cell(g, name, false));
+        for (const std::string& name : metric_names) {
+          r.push_back(cell(g, name, false));
+          if (speedup) r.push_back(ratio_cell(g, name, false));
+        }
         grid.push_back(std::move(r));
       }
       std::vector<size_t> width(grid[0].size(), 0);
@@ -310,13 +372,19 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
     }
     case TableFormat::kMarkdown: {
       out << "| " << output::MarkdownText(key) << " | n |";
-      for (const std::string& name : metric_names) out << ' ' << output::MarkdownText(header_of(name, false)) << " |";
+      for (const std::string& name : metric_names) {
+        out << ' ' << output::MarkdownText(header_of(name, false)) << " |";
+        if (speedup) out << ' ' << output::MarkdownText(ratio_header(name)) << " |";
+      }
       out << "\n|:---|---:|";
-      for (size_t i = 0; i < metric_names.size(); ++i) out << "---:|";
+      for (size_t i = 0; i < metric_names.size() * (speedup ? 2 : 1); ++i) out << "---:|";
       out << '\n';
       for (const auto& [g, n] : group_runs) {
         out << "| " << output::MarkdownText(g) << " | " << n << " |";
-        for (const std::string& name : metric_names) out << ' ' << cell(g, name, false) << " |";
+        for (const std::string& name : metric_names) {
+          out << ' ' << cell(g, name, false) << " |";
+          if (speedup) out << ' ' << ratio_cell(g, name, false) << " |";
+        }
         out << '\n';
       }
       out << "\n" << output::MarkdownText(what) << "\n";
@@ -325,20 +393,26 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
     case TableFormat::kLatex: {
       out << "% cct-query table " << sel.text << " --by " << opt.by << ": " << what << "\n";
       out << "% needs \\usepackage{booktabs}\n";
-      out << "\\begin{tabular}{lr" << std::string(metric_names.size(), 'r') << "}\n\\toprule\n";
+      out << "\\begin{tabular}{lr" << std::string(metric_names.size() * (speedup ? 2 : 1), 'r') << "}\n\\toprule\n";
       out << LatexEscape(key) << " & $n$";
-      for (const std::string& name : metric_names) out << " & " << header_of(name, true);
+      for (const std::string& name : metric_names) {
+        out << " & " << header_of(name, true);
+        if (speedup) out << " & " << LatexEscape(ratio_header(name));
+      }
       out << " \\\\\n\\midrule\n";
       for (const auto& [g, n] : group_runs) {
         out << LatexEscape(g) << " & " << n;
-        for (const std::string& name : metric_names) out << " & " << cell(g, name, true);
+        for (const std::string& name : metric_names) {
+          out << " & " << cell(g, name, true);
+          if (speedup) out << " & " << ratio_cell(g, name, true);
+        }
         out << " \\\\\n";
       }
       out << "\\bottomrule\n\\end{tabular}\n";
       break;
     }
     case TableFormat::kCsv: {
-      out << "group,metric,unit,n,mean,sd,half_width,ci_low,ci_high\n";
+      out << "group,metric,unit,n,mean,sd,half_width,ci_low,ci_high" << (speedup ? ",speedup" : "") << '\n';
       for (const auto& [g, n] : group_runs)
         for (const std::string& name : metric_names) {
           const Stat& s = stats[g][name];
@@ -346,7 +420,12 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
           auto ev = [&](double v) { return std::isnan(v) ? std::string() : NumberText(ExportValue(v, u)); };
           out << CsvField(g) << ',' << CsvField(name) << ',' << (u == cct::Unit::kNanoseconds ? "s" : UnitName(u))
               << ',' << s.n << ',' << ev(s.mean) << ',' << ev(s.sd) << ',' << ev(s.half) << ','
-              << ev(s.mean - s.half) << ',' << ev(s.mean + s.half) << '\n';
+              << ev(s.mean - s.half) << ',' << ev(s.mean + s.half);
+          if (speedup) {
+            const double r = ratio(g, name);
+            out << ',' << (std::isnan(r) ? std::string() : NumberText(r));
+          }
+          out << '\n';
         }
       break;
     }
@@ -354,6 +433,7 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
       output::JsonWriter w(out);
       w.BeginObject().Field("runs", sel.text).Field("by", opt.by).Field("confidence", opt.confidence);
       if (nodes) w.Field("nodes", opt.nodes);
+      if (speedup) w.Field("baseline", opt.baseline);
       w.Key("groups").BeginArray();
       for (const auto& [g, n] : group_runs) {
         w.BeginObject().Field("group", g).FieldInt("runs", static_cast<long long>(n)).Key("metrics").BeginObject();
@@ -369,6 +449,11 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
           num(s.sd);
           w.Key("half_width");
           num(s.half);
+          if (speedup) {
+            const double r = ratio(g, name);
+            w.Key("speedup");
+            std::isnan(r) ? w.Null() : w.Number(r);
+          }
           w.EndObject();
         }
         w.EndObject().EndObject();
@@ -392,6 +477,7 @@ cct::Status TableCommand(const ReportRequest& request, std::ostream& out) {
     CCT_ASSIGN_OR_RETURN(to.format, ParseTableFormat(*request.format));
   }
   to.ascii = request.options.ascii;
+  if (request.baseline) to.baseline = *request.baseline;
   return WriteTableReport(request.args.at(0), request.db_path, to, out);
 }
 

@@ -20,10 +20,22 @@ namespace {
 
 // Each name of a --focus heading keeps at most this many columns.
 constexpr size_t kHeadingNameColumns = 60;
+// A tree with more rows than this is printed as it is walked (the first line
+// within a second for any size); a smaller one is laid out from all of its
+// rows, with columns no wider than its cells.
+constexpr size_t kStreamAfterRows = 4096;
 
 void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, const ReportOptions& opt,
                NodeId top, std::ostream& out) {
   output::TextTable table(cols.TextColumns(), "calling context");
+  // The deepest row's prefix: three columns a level below `top`, bounded by
+  // --depth and by the tree's depth (a parent's id is below its children's).
+  std::vector<uint32_t> depth(tree.size(), 0);
+  uint32_t deepest = 0;
+  for (NodeId n = 1; n < tree.size(); ++n) deepest = std::max(deepest, depth[n] = depth[tree.parent(n)] + 1);
+  const size_t levels = deepest - depth[top];
+  const size_t max_prefix = 3 * (opt.depth >= 0 ? std::min<size_t>(levels, static_cast<size_t>(opt.depth)) : levels);
+  table.Stream(out, opt.width, opt.ascii, kStreamAfterRows, cols.TextCellBounds(opt.ascii), max_prefix);
   const output::TreeGlyphs& g = output::Glyphs(opt.ascii);
   struct Item {
     NodeId node;
@@ -43,7 +55,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
                        it.child_prefix + (last ? g.space : g.pipe)});
     }
   }
-  table.Render(out, opt.width, opt.ascii);
+  table.Finish();
 }
 
 void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top, bool header,

@@ -32,14 +32,6 @@ TEST_CASE("cct-diff's --threshold and --min-abs texts") {
   CHECK(!diff::ParseMinAbs("3 parsecs").ok());
 }
 
-TEST_CASE("cct-diff's --color modes") {
-  CHECK(*reports::UseColor("always"));
-  CHECK(!*reports::UseColor("never"));
-  auto bad = reports::UseColor("sometimes");
-  REQUIRE(!bad.ok());
-  CHECK(bad.status().message() == "--color must be auto, always or never");
-}
-
 TEST_CASE("a side of several runs is drawn as their mean in the differential flame graph") {
   auto side_of = [](const std::vector<double>& values) {
     diff::Side side;

@@ -21,7 +21,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
       {"flame", {"output", "metric", "title", "min-width", "image-width", "orientation", "lines",
                  "merge-threads"}},
       {"kernels", {"metric", "n"}},
-      {"table", {"by", "metric", "nodes", "confidence"}},
+      {"table", {"by", "metric", "nodes", "confidence", "baseline"}},
       {"check", {}},
   };
   std::map<std::string, std::set<std::string>> listed;

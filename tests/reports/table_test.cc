@@ -30,7 +30,7 @@ void AddRun(const std::string& db, double ms, const std::string& variant) {
 //     -> half-width 1.9632 ms: "11.0 ± 2.0"
 //  B: mean 21.5, s^2 = (2.25+.25+.25+2.25)/3 = 1.6667, s/sqrt(4) = 0.64550,
 //     t(.975,3) = 3.1824 -> 2.0542 ms: "21.5 ± 2.1"
-//  C: n = 1, no interval: "5.00"
+//  C: n = 1, no interval; the column's one decimal place (A's and B's): "5.0"
 std::string Fixture(const testutil::TempDir& dir) {
   const std::string db = dir / "t.db";
   for (double ms : {10, 12, 11, 13, 9}) AddRun(db, ms, "A");
@@ -67,7 +67,8 @@ TEST_CASE("table: mean ± CI per group as text, Markdown and CSV") {
   CHECK(text.out.find("cputime (ms)") != std::string::npos);
   CHECK(text.out.find("11.0 ± 2.0") != std::string::npos);
   CHECK(text.out.find("21.5 ± 2.1") != std::string::npos);
-  CHECK(text.out.find("5.00") != std::string::npos);
+  CHECK(text.out.find(" 5.0 ") != std::string::npos);
+  CHECK(text.out.find("5.00") == std::string::npos);
   CHECK(text.out.find("100 ± 0") != std::string::npos);  // samples: identical in every run
   CHECK(text.out.find("(1 run without tag variant left out)") != std::string::npos);
   CHECK_MESSAGE(testutil::CheckGolden("table.txt", text.out) == "", testutil::CheckGolden("table.txt", text.out));
@@ -75,7 +76,7 @@ TEST_CASE("table: mean ± CI per group as text, Markdown and CSV") {
   auto md = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "--format", "markdown"});
   REQUIRE(md.exit_code == 0);
   CHECK(md.out.find("| variant | n | cputime (ms) |\n|:---|---:|---:|\n| A | 5 | 11.0 ± 2.0 |\n| B | 4 | 21.5 ± 2.1 |\n"
-                    "| C | 1 | 5.00 |\n") == 0);
+                    "| C | 1 | 5.0 |\n") == 0);
 
   auto csv = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "--format", "csv"});
   REQUIRE(csv.exit_code == 0);
@@ -183,4 +184,53 @@ TEST_CASE("table --format markdown: a tag value with a newline or a '|' stays in
   std::istringstream in(md.out);
   std::string line;
   for (int i = 0; i < 3 && std::getline(in, line); ++i) CHECK_MESSAGE(line.rfind('|', 0) == 0, line);  // no row cut
+}
+
+TEST_CASE("table: one number of decimal places per column, and a speedup column against a baseline group") {
+  testutil::TempDir dir;
+  const std::string db = dir / "d.db";
+  // A = 10, 12, 11, 13, 9 ms: mean 11, half-width 1.9632 (two significant
+  // digits: one decimal). D = 20.0, 20.2, 20.4 ms: mean 20.2, s = 0.2,
+  // t(.975,2) = 4.3027 -> 4.3027 * 0.2 / sqrt(3) = 0.49683 (two decimals).
+  // C = 5 ms, one run. The column takes the most decimals an interval
+  // needs, two, for every group.
+  for (double ms : {10, 12, 11, 13, 9}) AddRun(db, ms, "A");
+  for (double ms : {20.0, 20.2, 20.4}) AddRun(db, ms, "D");
+  AddRun(db, 5, "C");
+  auto text = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "-m", "cputime"});
+  REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  CHECK(text.out.find("A        5  11.00 ± 1.96\n") != std::string::npos);
+  CHECK(text.out.find("C        1          5.00\n") != std::string::npos);
+  CHECK(text.out.find("D        3  20.20 ± 0.50\n") != std::string::npos);
+
+  // --baseline A: A's mean over each group's: A 1, C 11/5 = 2.2, D 11/20.2 = 0.5446.
+  auto speedup = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "-m", "cputime", "--baseline", "A"});
+  REQUIRE_MESSAGE(speedup.exit_code == 0, speedup.err);
+  CHECK(speedup.out.find("cputime (ms)  speedup\n") != std::string::npos);
+  CHECK(speedup.out.find("11.00 ± 1.96    1.00×\n") != std::string::npos);
+  CHECK(speedup.out.find("5.00    2.20×\n") != std::string::npos);
+  CHECK(speedup.out.find("20.20 ± 0.50    0.54×\n") != std::string::npos);
+  auto md = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "--baseline", "A", "--format", "md",
+                                "--ascii"});
+  REQUIRE(md.exit_code == 0);
+  CHECK(md.out.find("| variant | n | cputime (ms) | speedup |\n|:---|---:|---:|---:|\n") == 0);
+  CHECK(md.out.find("| D | 3 | 20.20 +- 0.50 | 0.54x |\n") != std::string::npos);
+  auto json = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "--baseline", "A", "--format", "json"});
+  REQUIRE(json.exit_code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc["baseline"] == "A");
+  CHECK(doc["groups"][2]["group"] == "D");
+  CHECK(doc["groups"][2]["metrics"]["cputime"]["speedup"].get<double>() == doctest::Approx(11 / 20.2));
+  auto csv = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "--baseline", "C", "--format", "csv"});
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.out.find("group,metric,unit,n,mean,sd,half_width,ci_low,ci_high,speedup\n") == 0);
+  CHECK(csv.out.find("\nC,cputime,s,1,0.005,,,,,1\n") != std::string::npos);
+
+  auto bad = interop::Query(db, {"table", "tag:exp=fig3", "--by", "tag:variant", "--baseline", "B"});
+  CHECK(bad.exit_code == 2);
+  CHECK(testutil::LineCount(bad.err) == 1);
+  CHECK(bad.err.find("--baseline 'B' is not a group of tag variant (groups: A, C, D)") != std::string::npos);
+  auto elsewhere = interop::Query(db, {"top", "latest", "--baseline", "A"});
+  CHECK(elsewhere.exit_code == 2);
+  CHECK(elsewhere.err.find("--baseline does not apply to 'top'") != std::string::npos);
 }
