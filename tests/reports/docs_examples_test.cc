@@ -2,7 +2,8 @@
 // session of commands (lines starting "$ ") each followed by what it prints
 // (stderr, then stdout), run in a fresh directory that holds the fixtures
 // the page's introduction names (docs.db, runs.db, gpu.db, fig3.db and the
-// folded files). A changed report that leaves the page stale fails here.
+// folded files, and diff.db as docs/diff.md's script builds it). A changed
+// report that leaves the page stale fails here.
 // Timestamps (YYYY-MM-DD HH:MM:SS) and the `host` line are the only parts
 // compared loosely (they differ between the machine that wrote the page and
 // the one running the test), and trailing blank lines are not compared.
@@ -122,6 +123,30 @@ void BuildDocFixtures(const fs::path& dir) {
   fs::rename(fixture / "runs.db-lock", dir / "runs.db-lock");
   fs::remove_all(fixture);
 
+  // diff.db: what docs/diff.md's "Reproducing the examples" script builds
+  // (seeded noise, so the same bytes everywhere), run as the page shows it,
+  // bar its first line (the directory it makes).
+  {
+    const std::string diff_page = testutil::ReadFileOrDie(src + "/docs/diff.md");
+    const size_t at = diff_page.find("## Reproducing the examples");
+    REQUIRE(at != std::string::npos);
+    const size_t open = diff_page.find("```sh\n", at), close = diff_page.find("\n```", open + 6);
+    REQUIRE(open != std::string::npos);
+    REQUIRE(close != std::string::npos);
+    std::string script = diff_page.substr(open + 6, close - open - 6);
+    REQUIRE(script.starts_with("cd "));
+    script = script.substr(script.find('\n') + 1);
+    fs::create_directories(dir / "diffdocs");
+    testutil::WriteFileOrDie(dir / "diffdocs/make.sh", script + "\n");
+    const std::string tools = fs::path(testutil::Tool("cct-import")).parent_path().string();
+    auto r = testutil::Run({"/bin/bash", "-e", "make.sh"}, {{"PATH", tools + ":/usr/bin:/bin"}}, 120,
+                           (dir / "diffdocs").string());
+    REQUIRE_MESSAGE(r.exit_code == 0, "diff.md's script: " << r.err);
+    fs::rename(dir / "diffdocs/diff.db", dir / "diff.db");
+    fs::rename(dir / "diffdocs/diff.db-lock", dir / "diff.db-lock");
+    fs::remove_all(dir / "diffdocs");
+  }
+
   for (const char* f : {"gpu-run.json", "raw.csv"}) fs::copy_file(src + "/tests/data/ncu/" + f, dir / f);
   DocRun(dir, {imp, "-d", "gpu.db", "--from", "hatchet", "gpu-run.json"});
   DocRun(dir, {imp, "-d", "gpu.db", "--from", "ncu-csv", "raw.csv", "--run", "latest"});
@@ -154,7 +179,23 @@ TEST_CASE("docs/cli.md: every console example prints what the page shows") {
     const fs::path dir = fs::path(tmp.path()) / ("block" + std::to_string(b));
     fs::copy(fixtures, dir, fs::copy_options::recursive);
     for (const DocCommand& c : blocks[b]) {
-      std::vector<std::string> argv = DocWords(c.text);
+      // Two shell endings the page uses, done here (no shell runs):
+      // "| head -N" keeps the first N lines of stdout, and
+      // '; echo "exit $?"' prints the exit status after the output.
+      std::string text = c.text;
+      size_t head = 0;
+      bool echo_status = false;
+      static const std::regex kHead(R"(^(.*) \| head -(\d+)$)");
+      static constexpr std::string_view kEchoStatus = "; echo \"exit $?\"";
+      std::smatch m;
+      if (std::regex_match(text, m, kHead)) {
+        head = std::stoul(m[2].str());
+        text = m[1].str();
+      } else if (text.ends_with(kEchoStatus)) {
+        echo_status = true;
+        text.resize(text.size() - kEchoStatus.size());
+      }
+      std::vector<std::string> argv = DocWords(text);
       REQUIRE(!argv.empty());
       const std::string tool = argv[0];
       CAPTURE(c.line);
@@ -163,6 +204,15 @@ TEST_CASE("docs/cli.md: every console example prints what the page shows") {
                       "docs/cli.md:" << c.line << ": a console example runs cct-query, cct-import, cct-diff or cat");
       argv[0] = tool == "cat" ? "/bin/cat" : testutil::Tool(tool);
       auto r = testutil::Run(argv, {{"TZ", "UTC"}}, 120, dir.string());
+      if (head > 0) {
+        size_t end = 0;
+        for (size_t n = 0; n < head && end != std::string::npos; ++n) {
+          end = r.out.find('\n', end);
+          if (end != std::string::npos) ++end;
+        }
+        if (end != std::string::npos) r.out.resize(end);
+      }
+      if (echo_status) r.out += "exit " + std::to_string(r.exit_code) + "\n";
       const std::string actual = DocNormalize(r.err + r.out), expected = DocNormalize(c.expected);
       CHECK_MESSAGE(actual == expected, "docs/cli.md:" << c.line << ": $ " << c.text << "\n--- the page shows:\n"
                                                       << expected << "--- the tool prints:\n" << actual);

@@ -556,7 +556,9 @@ TEST_CASE("flame: differential colours are cct-diff's verdicts; the noise band s
       {"main", {"", ""}},          {"steady", {"", ""}},           {"wobble", {"", ""}},
       {"small", {"", ""}},         {"slow", {"regression", "2"}}, {"slower", {"regression", "3"}},
       {"faster", {"improvement", "1"}}, {"halved", {"improvement", "3"}}};
-  for (const auto& [name, vs] : expected) {
+  for (const auto& entry : expected) {
+    const std::string& name = entry.first;  // not a structured binding: clang's lambdas (CAPTURE) cannot take one
+    const auto& vs = entry.second;
     CAPTURE(name);
     const SvgFrame* f = Find(d, name);
     REQUIRE(f != nullptr);
