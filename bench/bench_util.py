@@ -33,3 +33,13 @@ def best(argv, repeat):
         walls.append(w)
         rss = max(rss, r)
     return min(walls), rss
+
+
+def built_programs(build, *paths):
+    """The build's programs at `paths` (relative to the build directory, as
+    "tools/cct-query"); exits the script naming the first one missing."""
+    out = [os.path.join(build, p) for p in paths]
+    for p in out:
+        if not os.access(p, os.X_OK):
+            sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build)")
+    return out

@@ -35,7 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import best, run_rss  # noqa: E402
+from bench_util import best, built_programs, run_rss  # noqa: E402
 
 TARGETS = {"pair": 1.0, "groups": 2.0}
 
@@ -100,12 +100,7 @@ def main():
     ap.add_argument("--group-nodes", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    tools = os.path.join(args.build, "tools")
-    gen = os.path.join(args.build, "bench", "gen-profile")
-    diff, imp = os.path.join(tools, "cct-diff"), os.path.join(tools, "cct-import")
-    for p in (gen, diff, imp):
-        if not os.access(p, os.X_OK):
-            sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build)")
+    gen, diff, imp = built_programs(args.build, "bench/gen-profile", "tools/cct-diff", "tools/cct-import")
 
     def do_import(db, folded, *extra):
         subprocess.run([imp, "-d", db, "--from", "folded", folded, "--metric", "cputime", "--unit", "ns", *extra],

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import best, run_rss  # noqa: E402
+from bench_util import best, built_programs, run_rss  # noqa: E402
 
 TARGETS = {"import": 2.0, "top": 0.3, "tree": 0.3, "bytes_per_node": 48}
 
@@ -73,12 +73,7 @@ def main():
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    tools = os.path.join(args.build, "tools")
-    gen = os.path.join(args.build, "bench", "gen-profile")
-    query, imp = os.path.join(tools, "cct-query"), os.path.join(tools, "cct-import")
-    for p in (gen, query, imp):
-        if not os.access(p, os.X_OK):
-            sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build)")
+    gen, query, imp = built_programs(args.build, "bench/gen-profile", "tools/cct-query", "tools/cct-import")
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="cctdb-bench-") as tmp:

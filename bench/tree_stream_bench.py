@@ -17,6 +17,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import built_programs  # noqa: E402
+
 
 def first_and_total(argv):
     """(seconds to the first tree row, seconds to the end, output lines)."""
@@ -49,12 +52,7 @@ def main():
     ap.add_argument("--sizes", default="1000000,5600000")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    tools = os.path.join(args.build, "tools")
-    gen = os.path.join(args.build, "bench", "gen-profile")
-    query, imp = os.path.join(tools, "cct-query"), os.path.join(tools, "cct-import")
-    for p in (gen, query, imp):
-        if not os.access(p, os.X_OK):
-            sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build)")
+    gen, query, imp = built_programs(args.build, "bench/gen-profile", "tools/cct-query", "tools/cct-import")
     print(f"cct-query tree RUN (whole tree, stdout a pipe; best of {args.repeat})")
     print(f"{'nodes':>9} {'lines':>9} {'first row':>10} {'total':>9} {'first/total':>12}")
     with tempfile.TemporaryDirectory(prefix="cctdb-bench-") as tmp:
