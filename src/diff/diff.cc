@@ -266,7 +266,7 @@ size_t DiffResult::regressions() const {
 // Sets m.cause and the counts (diff.h, "Causes"). A node's own change: its
 // inclusive value minus its flagged children's (same verdict), per run for
 // the test and as means for the thresholds.
-void DiffResult::MarkCauses(size_t mi, const std::vector<std::vector<NodeId>>& kids, MannWhitney& mw) {
+void DiffResult::MarkCauses(size_t mi, const cct::Children& kids, MannWhitney& mw) {
   MetricDiff& m = metrics_[mi];
   const DiffOptions& options = options_;
   m.cause.assign(m.verdict.size(), 0);
@@ -278,11 +278,11 @@ void DiffResult::MarkCauses(size_t mi, const std::vector<std::vector<NodeId>>& k
     bool explained = false;
     // A derived metric's value (a ratio, a rate) is not the sum of its
     // children's: nothing below explains a node's change, each is its own.
-    for (NodeId c : kids[n]) {
-      if (!m.additive || m.verdict[c] != v) continue;
+    for (const NodeId* c = kids.begin(n); c != kids.end(n); ++c) {
+      if (!m.additive || m.verdict[*c] != v) continue;
       explained = true;
-      base_own -= m.base_inc[c];
-      cand_own -= m.cand_inc[c];
+      base_own -= m.base_inc[*c];
+      cand_own -= m.cand_inc[*c];
     }
     bool cause = !explained;  // nothing below explains it: its change is its own
     if (explained) {
@@ -294,8 +294,8 @@ void DiffResult::MarkCauses(size_t mi, const std::vector<std::vector<NodeId>>& k
         auto own_per_run = [&](const std::vector<std::vector<double>>& runs, std::vector<double>& out) {
           for (size_t i = 0; i < out.size(); ++i) {
             out[i] = runs[i][n];
-            for (NodeId c : kids[n])
-              if (m.verdict[c] == v) out[i] -= runs[i][c];
+            for (const NodeId* c = kids.begin(n); c != kids.end(n); ++c)
+              if (m.verdict[*c] == v) out[i] -= runs[i][*c];
           }
         };
         own_per_run(m.base_runs, x);
@@ -344,8 +344,7 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
   for (size_t i = 0; i < present.size(); ++i)
     result.status_[i] = present[i] == 3 ? NodeStatus::kBoth : present[i] == 1 ? NodeStatus::kGone : NodeStatus::kNew;
   const cct::Tree& ut = result.tree();
-  std::vector<std::vector<NodeId>> kids(ut.size());
-  for (NodeId n = 1; n < ut.size(); ++n) kids[ut.parent(n)].push_back(n);
+  const cct::Children kids = cct::BuildChildren(ut);
 
   for (const cct::MetricDesc& desc : descs) {
     MetricDiff md;

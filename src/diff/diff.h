@@ -43,6 +43,7 @@
 #include "cct/metric.h"
 #include "cct/status.h"
 #include "cct/tree.h"
+#include "cct/tree_ops.h"
 #include "diff/align.h"
 
 namespace diff {
@@ -159,7 +160,7 @@ class DiffResult {
  private:
   friend cct::Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOptions& options);
   // Sets the metric's causes and counts from its verdicts (see "Causes").
-  void MarkCauses(size_t metric, const std::vector<std::vector<cct::NodeId>>& kids, MannWhitney& mw);
+  void MarkCauses(size_t metric, const cct::Children& kids, MannWhitney& mw);
 
   Aligner aligner_;
   DiffOptions options_;

@@ -30,9 +30,8 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   output::TextTable table(cols.TextColumns(), "calling context");
   // The deepest row's prefix: three columns a level below `top`, bounded by
   // --depth and by the tree's depth (a parent's id is below its children's).
-  std::vector<uint32_t> depth(tree.size(), 0);
-  uint32_t deepest = 0;
-  for (NodeId n = 1; n < tree.size(); ++n) deepest = std::max(deepest, depth[n] = depth[tree.parent(n)] + 1);
+  const std::vector<uint32_t> depth = cct::Depths(tree);
+  const uint32_t deepest = *std::max_element(depth.begin(), depth.end());
   const size_t levels = deepest - depth[top];
   const size_t max_prefix = 3 * (opt.depth >= 0 ? std::min<size_t>(levels, static_cast<size_t>(opt.depth)) : levels);
   table.Stream(out, opt.width, opt.ascii, kStreamAfterRows, cols.TextCellBounds(opt.ascii), max_prefix);

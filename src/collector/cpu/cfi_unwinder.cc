@@ -229,17 +229,20 @@ bool ParseCie(const CfiModule& m, uintptr_t at, Cie* cie) {
   return r.ok;
 }
 
+// Entry i's field k (0: initial location, 1: FDE) of m's .eh_frame_hdr
+// table, as an address. The table follows variable-length encodings, so it
+// need not be aligned.
+uintptr_t TableField(const CfiModule& m, size_t i, int k) {
+  int32_t v;
+  std::memcpy(&v, reinterpret_cast<const void*>(m.table + 8 * i + 4 * static_cast<size_t>(k)), sizeof v);
+  return m.hdr + static_cast<intptr_t>(v);
+}
+
 // The FDE covering `pc` in `m`, through .eh_frame_hdr's sorted table.
 bool FindFde(const CfiModule& m, uintptr_t pc, Cie* cie, uintptr_t* fde_instructions, uintptr_t* fde_end,
              uintptr_t* fde_start) {
   if (!m.hdr || m.fde_count == 0) return false;
-  // Entry i's field k (0: initial location, 1: FDE), as an address. The
-  // table follows variable-length encodings, so it need not be aligned.
-  auto field = [&m](size_t i, int k) {
-    int32_t v;
-    std::memcpy(&v, reinterpret_cast<const void*>(m.table + 8 * i + 4 * static_cast<size_t>(k)), sizeof v);
-    return m.hdr + static_cast<intptr_t>(v);
-  };
+  auto field = [&m](size_t i, int k) { return TableField(m, i, k); };
   // The last entry whose initial location is <= pc.
   size_t lo = 0, hi = m.fde_count;
   while (hi - lo > 1) {
@@ -841,10 +844,8 @@ void CfiFunctionRanges(CfiModule m, uintptr_t hdr, uintptr_t image_delta, std::v
   bool cie_ok = false;
   out->reserve(out->size() + m.fde_count);
   for (size_t i = 0; i < m.fde_count; ++i) {
-    int32_t v;
-    std::memcpy(&v, reinterpret_cast<const void*>(m.table + 8 * i + 4), sizeof v);
     Reader r;
-    if (!EntryAt(m, m.hdr + static_cast<intptr_t>(v), &r)) continue;
+    if (!EntryAt(m, TableField(m, i, 1), &r)) continue;
     const uintptr_t cie_field = r.p;
     const uint32_t cie_offset = r.Fixed<uint32_t>();
     if (!r.ok || cie_offset == 0 || cie_offset > cie_field) continue;
