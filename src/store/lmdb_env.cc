@@ -50,6 +50,7 @@ constexpr uint64_t kNoPage = ~uint64_t{0};
 // file (LMDB asserts, and aborts, on a meta page).
 bool ValidRoot(uint64_t root, uint64_t last_page) { return root == kNoPage || (root >= 2 && root <= last_page); }
 constexpr size_t kMetaLastPage = kPageHeader + 24 + 2 * 48;
+bool ValidPageSize(uint32_t psize) { return psize >= 512 && psize <= 65536 && (psize & (psize - 1)) == 0; }
 constexpr size_t kMetaTxnId = kMetaLastPage + 8;
 constexpr size_t kMetaEnd = kMetaTxnId + 8;
 
@@ -123,7 +124,7 @@ Status CheckFile(const std::string& path, bool allow_empty) {
     return Corrupt(path + " is an LMDB file of an unsupported LMDB data version");
   }
   const uint32_t psize = Load<uint32_t>(head + kMetaPageSize);
-  if (psize < 512 || psize > 65536 || (psize & (psize - 1)) != 0) {
+  if (!ValidPageSize(psize)) {
     ::close(fd);
     return Corrupt(path + " is damaged: invalid page size in its header");
   }
@@ -149,6 +150,13 @@ Status CheckFile(const std::string& path, bool allow_empty) {
     last_page = Load<uint64_t>(second + kMetaLastPage);
     txnid = Load<uint64_t>(second + kMetaTxnId);
   }
+  // LMDB takes the page size from the header it uses and divides by it: a
+  // second header with a newer transaction and a page size of 0 made
+  // mdb_env_open die of SIGFPE (found by database_fuzz). One file has one
+  // page size; a second header that disagrees is damage.
+  if (Load<uint32_t>(meta + kMetaPageSize) != psize)
+    return Corrupt(path + " is damaged: its two headers name different page sizes (" + std::to_string(psize) +
+                   " and " + std::to_string(Load<uint32_t>(meta + kMetaPageSize)) + ")");
   // The free-page and main tables' roots: LMDB asserts (aborts) on a root
   // that is one of the two meta pages, and reads wherever any other points.
   for (size_t db = 0; db < 2; ++db) {

@@ -504,6 +504,33 @@ TEST_CASE("a header whose table root is a meta page: a damage status, not LMDB's
   CHECK_MESSAGE(db.status().message().find("root of a table") != std::string::npos, db.status().message());
 }
 
+TEST_CASE("a second header with a newer transaction and a page size of 0: a damage status, not SIGFPE") {
+  // LMDB reads both header pages, uses the one with the newer transaction
+  // and divides by its page size (found by database_fuzz in CI).
+  testutil::TempDir dir;
+  const std::string path = OneRunDatabase(dir / "t.db");
+  std::string bytes = testutil::ReadFileOrDie(path);
+  REQUIRE(bytes.size() >= 3 * 4096);
+  // Page 1's MDB_meta (mdb.c): the page size is mm_dbs[0].md_pad, 24 bytes
+  // after the 16-byte page header; the transaction id closes the record.
+  const size_t second = 4096;
+  uint32_t psize = 0;
+  std::memcpy(&psize, bytes.data() + 16 + 24, 4);
+  REQUIRE(psize == 4096);
+  for (const uint32_t bad : {uint32_t{0}, uint32_t{8192}}) {
+    CAPTURE(bad);
+    std::string damaged = bytes;
+    std::memcpy(damaged.data() + second + 16 + 24, &bad, 4);
+    const uint64_t newest = ~uint64_t{0} >> 1;
+    std::memcpy(damaged.data() + second + 16 + 24 + 2 * 48 + 8, &newest, 8);
+    testutil::WriteFileOrDie(path, damaged);
+    auto db = Database::Open(path, Database::Mode::kRead);  // before the fix: SIGFPE for 0
+    REQUIRE_FALSE(db.ok());
+    CHECK(db.status().code() == ErrorCode::kCorrupt);
+    CHECK_MESSAGE(db.status().message().find("different page sizes") != std::string::npos, db.status().message());
+  }
+}
+
 TEST_CASE("a named table whose root is a meta page: a damage status, not LMDB's abort") {
   // The same assertion through a named table's record in the main table
   // (found by database_fuzz after the header check).
