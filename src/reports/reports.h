@@ -39,6 +39,12 @@ struct ReportOptions {
 };
 
 cct::Status WriteTreeReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
+// `tree A B ...`: the runs' trees aligned by path identity as cct-diff
+// aligns them, one column per run (per metric); children ordered, and --min
+// applied, by their largest share of the first metric in any run
+// (tree_side_by_side.cc).
+cct::Status WriteSideBySideTreeReport(std::vector<query::Profile>& profiles, const ReportOptions& options,
+                                      std::ostream& out);
 cct::Status WriteTopReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 cct::Status WriteCallersReport(query::Profile& profile, const std::string& regex, const ReportOptions& options,
                                std::ostream& out);

@@ -221,7 +221,7 @@ TEST_CASE("command-line errors: exit 2 with one line") {
       {{}, "no command"},
       {{"frobnicate", "1"}, "unknown command 'frobnicate'"},
       {{"tree"}, "tree expects one RUN"},
-      {{"tree", "1", "2"}, "tree expects one RUN"},
+      {{"tree", "1", "2"}, "no run matches '2'"},
       {{"runs", "--depth", "3"}, "--depth does not apply to 'runs'"},
       {{"tree", "1", "-m", "nosuch"}, "no metric 'nosuch'"},
       {{"tree", "1", "--focus", "("}, "invalid --focus pattern '(' at position 0: missing )"},
