@@ -146,48 +146,30 @@ void WriteSideText(SideBySide& s, const output::VisibleTree& vis, const ReportOp
   table.Render(out, opt.width, opt.ascii);
 }
 
-// The nodes as `tree --format json` writes them (iteratively: trees can be
-// deeper than the stack), each value an array with one entry per run.
+// The nodes as `tree --format json` writes them, each value an array with
+// one entry per run.
 void WriteSideJson(SideBySide& s, const output::VisibleTree& vis, NodeId top, output::JsonWriter& w) {
-  struct Item {
-    std::vector<NodeId> kids;
-    size_t next;
-    int depth;
-  };
-  auto open = [&](NodeId n, int depth) -> Item {
-    const cct::Frame f = s.shape.frame(n);
-    w.BeginObject();
-    w.Field("name", n == cct::kRootNode ? std::string(cct::kRootName) : s.display[n]);
-    w.Field("kind", cct::FrameKindName(f.kind));
-    w.Field("module", s.shape.str(f.module));
-    w.Field("file", s.shape.str(f.file));
-    w.FieldInt("line", f.line);
-    for (const bool inclusive : {true, false}) {
-      w.Key(inclusive ? "inclusive" : "exclusive").BeginObject();
-      for (size_t m = 0; m < s.names.size(); ++m) {
-        w.Key(s.names[m]).BeginArray();
-        for (size_t r = 0; r < s.runs.size(); ++r)
-          w.Number(output::ExportValue(inclusive ? s.Inc(r, m, n) : s.Exc(r, m, n), s.descs[m].unit));
-        w.EndArray();
-      }
-      w.EndObject();
-    }
-    w.Key("children").BeginArray();
-    return Item{vis.Children(n, depth), 0, depth};
-  };
-  std::vector<Item> stack;
-  stack.push_back(open(top, 0));
-  while (!stack.empty()) {
-    Item& it = stack.back();
-    if (it.next < it.kids.size()) {
-      const NodeId child = it.kids[it.next++];
-      const int depth = it.depth + 1;
-      stack.push_back(open(child, depth));
-    } else {
-      w.EndArray().EndObject();
-      stack.pop_back();
-    }
-  }
+  output::WriteNestedJson(
+      w, top,
+      [&](NodeId n) {
+        const cct::Frame f = s.shape.frame(n);
+        w.Field("name", n == cct::kRootNode ? std::string(cct::kRootName) : s.display[n]);
+        w.Field("kind", cct::FrameKindName(f.kind));
+        w.Field("module", s.shape.str(f.module));
+        w.Field("file", s.shape.str(f.file));
+        w.FieldInt("line", f.line);
+        for (const bool inclusive : {true, false}) {
+          w.Key(inclusive ? "inclusive" : "exclusive").BeginObject();
+          for (size_t m = 0; m < s.names.size(); ++m) {
+            w.Key(s.names[m]).BeginArray();
+            for (size_t r = 0; r < s.runs.size(); ++r)
+              w.Number(output::ExportValue(inclusive ? s.Inc(r, m, n) : s.Exc(r, m, n), s.descs[m].unit));
+            w.EndArray();
+          }
+          w.EndObject();
+        }
+      },
+      [&](NodeId n, int depth) { return vis.Children(n, depth); });
 }
 
 void WriteSideCsv(SideBySide& s, const std::vector<query::Profile>& profiles, const output::VisibleTree& vis,
