@@ -5,7 +5,7 @@ namespace output {
 using cct::NodeId;
 
 void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top,
-                   JsonWriter& w, bool with_path) {
+                   JsonWriter& w, bool with_path, const std::vector<char>* ends) {
   struct Item {
     std::vector<NodeId> kids;
     size_t next;
@@ -24,6 +24,7 @@ void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricCo
     w.Field("module", tree.str(f.module));
     w.Field("file", tree.str(f.file));
     w.FieldInt("line", f.line);
+    if (ends) w.Key("match").Bool((*ends)[n] != 0);
     cols.WriteNodeJson(w, n);
     w.Key("children").BeginArray();
     return Item{vis.Children(n, depth), 0, depth};
