@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cct/text.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
 #include "reports/registry.h"
@@ -46,16 +47,40 @@ Status WriteMatchReport(query::Profile& profile, const std::string& query_text, 
   std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(shown), rows.end(), larger);
   rows.resize(shown);
 
-  const std::string_view separator = opt.ascii ? " > " : " › ";
-  auto display_path = [&](NodeId n) {
-    std::vector<NodeId> chain;
-    for (NodeId v = n; v != cct::kRootNode; v = tree.parent(v)) chain.push_back(v);
-    std::string s;
-    for (size_t i = chain.size(); i-- > 0;) {
-      s += output::DisplayName(tree, chain[i]);
-      if (i) s += separator;
+  // A path wider than the name column keeps as many of its last frames as
+  // fit, cut between frames ("… › solve › dgemm"): the end and its nearest
+  // callers are what a reader looks for, and TextTable's own cut in the
+  // middle of the text would hide them. The name column gets what the value
+  // columns (as wide as their widest cell or header, two spaces apart) leave.
+  const std::string separator = opt.ascii ? " > " : " › ";
+  const std::string ellipsis = opt.ascii ? "..." : "…";
+  size_t budget = SIZE_MAX;
+  if (opt.width && opt.format == OutputFormat::kText) {
+    const std::vector<output::TextTable::Column> columns = cols.TextColumns();
+    std::vector<size_t> widths;
+    for (const auto& c : columns) widths.push_back(cct::DisplayWidth(c.header));
+    for (NodeId n : rows) {
+      const std::vector<std::string> cells = cols.NodeTextCells(n, opt.ascii);
+      for (size_t i = 0; i < cells.size() && i < widths.size(); ++i)
+        widths[i] = std::max(widths[i], cct::DisplayWidth(cells[i]));
     }
-    return s;
+    size_t used = 0;
+    for (size_t w : widths) used += w + 2;
+    budget = std::max<size_t>(24, opt.width > used ? opt.width - used : 0);
+  }
+  auto display_path = [&](NodeId n) {
+    std::string path = output::DisplayName(tree, n);
+    size_t width = cct::DisplayWidth(path);
+    const size_t cut = cct::DisplayWidth(ellipsis + separator);
+    for (NodeId v = tree.parent(n); v != cct::kRootNode; v = tree.parent(v)) {
+      const std::string name = output::DisplayName(tree, v);
+      const size_t w = cct::DisplayWidth(name) + cct::DisplayWidth(separator);
+      const bool last = tree.parent(v) == cct::kRootNode;
+      if (width + w + (last ? 0 : cut) > budget) return ellipsis + separator + path;
+      path = name + separator + path;
+      width += w;
+    }
+    return path;
   };
 
   switch (opt.format) {

@@ -43,7 +43,7 @@ const std::vector<ReportInfo>& Reports() {
       {"callers", "RUN REGEX", "bottom-up: who reaches the frames matching REGEX",
        {"metric", "depth", "min", "merge-threads", "lines"}, 2, 2, "callers expects RUN and REGEX (see cct-query --help)",
        false, &CallersCommand},
-      {"match", "RUN QUERY", "the nodes where call paths matching QUERY end (docs/query.md), with their paths",
+      {"match", "RUN QUERY", "where the call paths matching QUERY end (docs/query.md)",
        {"metric", "n", "inclusive", "exclusive", "lines", "merge-threads"}, 2, 2,
        "match expects RUN and QUERY (see cct-query --help)", false, &MatchCommand},
       {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric"}, 1, 1,
