@@ -14,7 +14,9 @@
 
 namespace query {
 
-namespace {
+// Internal types, named (not anonymous) because PathQueryProgram, declared
+// in the header, holds them.
+namespace path_query_internal {
 
 // Bounds that keep hostile queries cheap: every one is an error with a
 // position, never a slow parse or a deep recursion.
@@ -59,7 +61,20 @@ struct PqAtom {
   PqRep rep = PqRep::kOne;
 };
 
-}  // namespace
+}  // namespace path_query_internal
+
+using path_query_internal::kMaxComparisons;
+using path_query_internal::kMaxPathSteps;
+using path_query_internal::kMaxPredicateNesting;
+using path_query_internal::kMaxQueryBytes;
+using path_query_internal::kMaxRepetition;
+using path_query_internal::PqAtom;
+using path_query_internal::PqComparison;
+using path_query_internal::PqExpr;
+using path_query_internal::PqField;
+using path_query_internal::PqOp;
+using path_query_internal::PqRep;
+using path_query_internal::PqScale;
 
 struct PathQueryProgram {
   std::vector<PqComparison> leaves;
