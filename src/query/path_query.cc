@@ -88,6 +88,25 @@ namespace {
 
 std::string Quote(std::string_view s) { return "'" + cct::ElideMiddle(s, 40) + "'"; }
 
+// Messages quote pieces of the query (a field, a metric name, a regex in
+// RE2's message): control characters in them, written \xNN, would break
+// the one line.
+std::string OneLine(std::string_view s) {
+  std::string line;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      line += c;
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    line += "\\x";
+    line += kHex[u >> 4];
+    line += kHex[u & 15];
+  }
+  return line;
+}
+
 // A name step's bare word stops at separators, brackets, quantifiers and
 // comparison operators (which belong inside brackets).
 bool IsStepWordChar(char c) {
@@ -133,7 +152,7 @@ class PathQueryParser {
  private:
   cct::Status Error(size_t pos, const std::string& reason) {
     error_pos_ = pos;
-    return cct::InvalidArgument("invalid query at position " + std::to_string(pos) + ": " + reason);
+    return cct::InvalidArgument("invalid query at position " + std::to_string(pos) + ": " + OneLine(reason));
   }
 
   void SkipSpace() {
@@ -619,8 +638,8 @@ struct PathQueryMatcher {
         std::string have;
         for (cct::MetricId m = 0; m < tree.metrics().size(); ++m)
           have += (have.empty() ? "" : ", ") + tree.metrics().Get(m).name;
-        return cct::InvalidArgument("the query reads metric '" + name + "', which the run does not have (it has: " +
-                                    (have.empty() ? "none" : have) + ")");
+        return cct::InvalidArgument("the query reads metric '" + OneLine(cct::ElideMiddle(name, 80)) +
+                                    "', which the run does not have (it has: " + (have.empty() ? "none" : have) + ")");
       }
       metric_ids.push_back(id);
     }
