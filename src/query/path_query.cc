@@ -822,9 +822,13 @@ struct PathQueryMatcher {
 };
 
 cct::Result<PathQueryMatch> MatchPathQuery(const cct::Tree& tree, const PathQuery& query) {
+  cct::NodeValues values(tree);
+  return MatchPathQuery(tree, query, values);
+}
+
+cct::Result<PathQueryMatch> MatchPathQuery(const cct::Tree& tree, const PathQuery& query, cct::NodeValues& values) {
   const PathQueryProgram* prog = PathQueryMatcher::ProgramOf(query);
   if (!prog) return cct::InvalidArgument("an empty path query (PathQuery::Parse makes them)");
-  cct::NodeValues values(tree);
   PathQueryMatcher matcher{tree, *prog, {}, {}, {}, {}, {}, {}, {}};
   CCT_RETURN_IF_ERROR(matcher.Prepare(values));
   return matcher.Run();

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cct/node_values.h"
 #include "cct/status.h"
 #include "cct/tree.h"
 
@@ -60,6 +61,9 @@ struct PathQueryMatch {
 // Matches `query` against every path of `tree`. kInvalidArgument when the
 // query names a metric the tree lacks (the message lists the tree's metrics).
 cct::Result<PathQueryMatch> MatchPathQuery(const cct::Tree& tree, const PathQuery& query);
+// The same, reading metric values from `values` (of `tree`), so a report
+// that has them computes them once.
+cct::Result<PathQueryMatch> MatchPathQuery(const cct::Tree& tree, const PathQuery& query, cct::NodeValues& values);
 
 // "QUERY\n      ^" lines for an error at `pos`: the query (elided around the
 // position when long) and a caret under the offending byte.

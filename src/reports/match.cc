@@ -15,10 +15,10 @@ namespace reports {
 using cct::NodeId;
 using cct::Status;
 
-cct::Result<query::PathQueryMatch> MatchReportQuery(const cct::Tree& tree, const std::string& text,
-                                                    bool require_match) {
+cct::Result<query::PathQueryMatch> MatchReportQuery(const cct::Tree& tree, cct::NodeValues& values,
+                                                    const std::string& text, bool require_match) {
   CCT_ASSIGN_OR_RETURN(const query::PathQuery q, query::PathQuery::Parse(text));
-  CCT_ASSIGN_OR_RETURN(query::PathQueryMatch match, query::MatchPathQuery(tree, q));
+  CCT_ASSIGN_OR_RETURN(query::PathQueryMatch match, query::MatchPathQuery(tree, q, values));
   if (require_match && match.ends == 0)
     return cct::NotFound("no path matches the query '" + cct::ElideMiddle(text, 80) + "'");
   return match;
@@ -30,7 +30,7 @@ Status WriteMatchReport(query::Profile& profile, const std::string& query_text, 
   CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
   cct::NodeValues values(tree);
   output::MetricColumns cols(values, ids);
-  CCT_ASSIGN_OR_RETURN(const query::PathQueryMatch match, MatchReportQuery(tree, query_text, false));
+  CCT_ASSIGN_OR_RETURN(const query::PathQueryMatch match, MatchReportQuery(tree, values, query_text, false));
 
   std::vector<NodeId> rows;
   rows.reserve(match.ends);

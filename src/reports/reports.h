@@ -43,8 +43,8 @@ struct ReportOptions {
 // A path query's matches on `tree` (the report's loaded tree: source lines
 // folded unless kept). kNotFound, "no path matches the query 'Q'", when
 // nothing does and `require_match`.
-cct::Result<query::PathQueryMatch> MatchReportQuery(const cct::Tree& tree, const std::string& text,
-                                                    bool require_match);
+cct::Result<query::PathQueryMatch> MatchReportQuery(const cct::Tree& tree, cct::NodeValues& values,
+                                                    const std::string& text, bool require_match);
 
 cct::Status WriteTreeReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 cct::Status WriteTopReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);

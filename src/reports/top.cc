@@ -68,7 +68,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   const cct::MetricRegistry& reg = tree.metrics();
   query::PathQueryMatch match;
   if (!opt.query.empty()) {
-    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, opt.query, /*require_match=*/true));
+    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, values, opt.query, /*require_match=*/true));
   }
   const std::vector<char>* ends = opt.query.empty() ? nullptr : &match.end;
 

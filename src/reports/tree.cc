@@ -102,7 +102,7 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
   query::PathQueryMatch match;
   const bool queried = !opt.query.empty();
   if (queried) {
-    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, opt.query, /*require_match=*/true));
+    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, values, opt.query, /*require_match=*/true));
     if (shown.empty()) shown = match.on_path;
     else
       for (size_t n = 0; n < shown.size(); ++n) shown[n] = shown[n] && match.on_path[n];
