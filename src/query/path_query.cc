@@ -120,7 +120,7 @@ bool IsValueChar(char c) {
   const auto u = static_cast<unsigned char>(c);
   if (u >= 0x80) return true;
   if (std::isspace(u)) return false;
-  return std::string_view("[]()\"'=!<>~&").find(c) == std::string_view::npos;
+  return std::string_view("[]()\"'=!<>~&|").find(c) == std::string_view::npos;
 }
 bool IsMetricChar(char c) {
   const auto u = static_cast<unsigned char>(c);

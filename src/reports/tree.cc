@@ -124,11 +124,14 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
   switch (opt.format) {
     case OutputFormat::kText: {
       out << profile.label << ": " << cols.TotalsLine(opt.ascii) << '\n';
-      if (queried)
-        out << "query: " << (opt.width ? output::ElideMiddle(opt.query, opt.width > 40 ? opt.width - 30 : 10, opt.ascii)
-                                       : opt.query)
-            << "; " << match.ends << (match.ends == 1 ? " end" : " ends") << " marked "
+      if (queried) {
+        // The query on one line (a newline in it is whitespace to the parser).
+        std::string shown_query = opt.query;
+        std::replace_if(shown_query.begin(), shown_query.end(), [](char c) { return c >= 0 && c < 0x20; }, ' ');
+        if (opt.width) shown_query = output::ElideMiddle(shown_query, opt.width > 40 ? opt.width - 30 : 10, opt.ascii);
+        out << "query: " << shown_query << "; " << match.ends << (match.ends == 1 ? " end" : " ends") << " marked "
             << (opt.ascii ? kEndMarkAscii : kEndMark) << '\n';
+      }
       for (NodeId top : tops) {
         if (!opt.focus.empty()) {
           // Each name cut to a bounded width (a 30,000-character template

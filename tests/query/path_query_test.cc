@@ -174,6 +174,7 @@ TEST_CASE("path query: fields, operators and precedence") {
   CHECK(PqEnds(t, "* [not kind=function and name~\"^<gpu\"]") == PqNodeSet{10, 13, 16});
   CHECK(PqEnds(t, "* [kind=gpu-op]") == PqNodeSet{10, 13, 16});
   CHECK(PqEnds(t, "* [kind=nvtx || name=solve && line=20]") == PqNodeSet{2, 9, 15});
+  CHECK(PqEnds(t, "* [name=forward||name=solve&&line=20]") == PqNodeSet{2, 9});  // bare words end at || and &&
   CHECK(PqEnds(t, "* [kind=function and module !~ \"lib(app|mpi)\"]") == PqNodeSet{4, 6, 7, 8, 12});
   CHECK(PqEnds(t, "* [module = libfoo.so]") == PqNodeSet{7, 8, 12});
   CHECK(PqEnds(t, "* [module = libfoo]").empty());  // `=` is the whole string
