@@ -1,6 +1,7 @@
 // cct-query: reports and exports from a cctdb database.
 #include <boost/program_options.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <set>
@@ -8,6 +9,7 @@
 #include "exporters/registry.h"
 #include "output/progress.h"
 #include "output/write_file.h"
+#include "query/path_query.h"
 #include "reports/registry.h"
 #include "store/fault_guard.h"
 #include "store/selector.h"
@@ -79,6 +81,16 @@ cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& re
   return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(profile, *exporter, eo, out); });
 }
 
+// A path query that does not parse: its error line, then the query with a
+// caret under the position, before any database is opened.
+void CheckQuery(const std::string& text) {
+  size_t pos = 0;
+  auto parsed = query::PathQuery::Parse(text, &pos);
+  if (parsed.ok()) return;
+  std::cerr << kTool << ": " << parsed.status().message() << '\n' << query::CaretLines(text, pos);
+  std::exit(cli::kExitError);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +106,7 @@ int main(int argc, char** argv) {
       ("depth", po::value<int>(), "tree/callers: show N levels")
       ("min", po::value<double>(), "hide nodes below PCT percent of the total")
       ("focus", po::value<std::string>(), "tree: subtrees rooted at frames matching REGEX")
+      ("query", po::value<std::string>(), "tree, top: only the call paths matching QUERY (docs/query.md)")
       ("n,n", po::value<size_t>(), "top: show N rows (default 20; 0 for all)")
       ("by", po::value<std::string>(), "top: function|kernel|nvtx|line|module (default function); "
                                        "table: tag:KEY, the tag whose values make the groups")
@@ -165,6 +178,7 @@ int main(int argc, char** argv) {
     if (!(opt.min_pct >= 0 && opt.min_pct <= 100)) cli::Fail(kTool, "--min must be a percentage from 0 to 100");
   }
   if (vm.count("focus")) opt.focus = vm["focus"].as<std::string>();
+  if (vm.count("query")) opt.query = vm["query"].as<std::string>();
   if (vm.count("n")) opt.limit = vm["n"].as<size_t>();
   if (vm.count("inclusive") && vm.count("exclusive")) cli::Fail(kTool, "--inclusive and --exclusive exclude each other");
   opt.sort_exclusive = vm.count("exclusive") > 0;
@@ -192,6 +206,8 @@ int main(int argc, char** argv) {
   } else {
     if (request.args.size() < report->min_args || request.args.size() > report->max_args)
       cli::Fail(kTool, std::string(report->args_error));
+    if (!opt.query.empty()) CheckQuery(opt.query);
+    if (command == "match") CheckQuery(request.args.at(1));
     status = report->writes_output ? WriteOutput(vm, [&](std::ostream& out) { return report->run(request, out); })
                                    : report->run(request, std::cout);
   }

@@ -5,7 +5,7 @@ namespace output {
 using cct::NodeId;
 
 void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top,
-                   JsonWriter& w, bool with_path) {
+                   JsonWriter& w, bool with_path, const std::vector<char>* ends) {
   WriteNestedJson(
       w, top,
       [&](NodeId n) {
@@ -20,6 +20,7 @@ void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricCo
         w.Field("module", tree.str(f.module));
         w.Field("file", tree.str(f.file));
         w.FieldInt("line", f.line);
+        if (ends) w.Key("match").Bool((*ends)[n] != 0);
         cols.WriteNodeJson(w, n);
       },
       [&](NodeId n, int depth) { return vis.Children(n, depth); });

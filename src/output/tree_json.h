@@ -85,8 +85,9 @@ void WriteNestedJson(JsonWriter& w, cct::NodeId top, Fields&& fields, Kids&& chi
 
 // One node object {"name", "kind", "module", "file", "line", "inclusive",
 // "exclusive", "children": [...]} for `top` and its visible subtree;
-// `with_path` adds the node's "path" (a --focus root).
+// `with_path` adds the node's "path" (a --focus root); `ends` (a path
+// query's match ends, per node) adds "match": true|false to every node.
 void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, cct::NodeId top,
-                   JsonWriter& w, bool with_path);
+                   JsonWriter& w, bool with_path, const std::vector<char>* ends = nullptr);
 
 }  // namespace output

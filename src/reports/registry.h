@@ -27,7 +27,7 @@ namespace reports {
 struct ReportRequest {
   std::vector<std::string> args;  // after the command name
   std::string db_path;            // store::DefaultDatabasePath applied
-  ReportOptions options;          // -m, --depth, --min, --focus, -n, --exclusive, --ascii, --width
+  ReportOptions options;          // -m, --depth, --min, --focus, --query, -n, --exclusive, --ascii, --width
   std::optional<std::string> by;      // --by: top's grouping, table's tag:KEY
   std::optional<std::string> format;  // --format: text|json|csv, table also markdown|latex
   std::optional<std::string> nodes;   // table --nodes
@@ -70,6 +70,7 @@ cct::Status TreeCommand(const ReportRequest& request, std::ostream& out);
 inline constexpr size_t kMaxSideBySideRuns = 16;
 cct::Status TopCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CallersCommand(const ReportRequest& request, std::ostream& out);
+cct::Status MatchCommand(const ReportRequest& request, std::ostream& out);
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CheckCommand(const ReportRequest& request, std::ostream& out);

@@ -214,6 +214,11 @@ void WriteSideCsv(SideBySide& s, const std::vector<query::Profile>& profiles, co
 
 Status WriteSideBySideTreeReport(std::vector<query::Profile>& profiles, const ReportOptions& opt, std::ostream& out) {
   if (profiles.size() < 2) return cct::InvalidArgument("a side-by-side tree needs two runs or more");
+  // A query's metric predicates read one run's values: which run's, side by
+  // side, would be a guess.
+  if (!opt.query.empty())
+    return cct::InvalidArgument("--query applies to one run's tree; derive a run per input (cct-query derive RUN "
+                                "--query Q) and show those side by side");
   CCT_ASSIGN_OR_RETURN(SideBySide s, Align(profiles, opt));
   const size_t nr = s.runs.size();
 
