@@ -38,6 +38,19 @@ class VisibleTree {
     });
     return out;
   }
+  // Calls f(node, depth) for `top` and the nodes shown below it, in display
+  // order (preorder; no recursion: trees are deeper than the stack).
+  template <class F>
+  void Preorder(cct::NodeId top, F&& f) const {
+    std::vector<std::pair<cct::NodeId, int>> stack{{top, 0}};
+    while (!stack.empty()) {
+      const auto [node, depth] = stack.back();
+      stack.pop_back();
+      f(node, depth);
+      const std::vector<cct::NodeId> kids = Children(node, depth);
+      for (size_t i = kids.size(); i-- > 0;) stack.emplace_back(kids[i], depth + 1);
+    }
+  }
   bool Shown(cct::NodeId n) const {
     if (with_values_ && !(*with_values_)[n]) return false;
     return threshold_ <= 0 || std::fabs(key_[n]) >= threshold_;

@@ -66,25 +66,16 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
 void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top, bool header,
               const std::vector<char>* ends, std::ostream& out) {
   if (header) out << "depth,name,kind,module,file,line," << cols.CsvHeader() << ",path" << (ends ? ",match" : "") << '\n';
-  struct Item {
-    NodeId node;
-    int depth;
-  };
-  std::vector<Item> stack{{top, 0}};
-  while (!stack.empty()) {
-    const Item it = stack.back();
-    stack.pop_back();
-    const cct::Frame f = tree.frame(it.node);
+  vis.Preorder(top, [&](NodeId n, int depth) {
+    const cct::Frame f = tree.frame(n);
     std::string path;
-    for (const std::string& p : cct::PathNames(tree, it.node)) path += (path.empty() ? "" : ";") + p;
-    out << it.depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
+    for (const std::string& p : cct::PathNames(tree, n)) path += (path.empty() ? "" : ";") + p;
+    out << depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
         << CsvField(tree.str(f.module)) << ',' << CsvField(tree.str(f.file)) << ',' << f.line << ','
-        << cols.CsvCells(cols.NodeInclusive(it.node), cols.NodeExclusive(it.node)) << ',' << CsvField(path);
-    if (ends) out << ',' << ((*ends)[it.node] ? 1 : 0);
+        << cols.CsvCells(cols.NodeInclusive(n), cols.NodeExclusive(n)) << ',' << CsvField(path);
+    if (ends) out << ',' << ((*ends)[n] ? 1 : 0);
     out << '\n';
-    const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
-    for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
-  }
+  });
 }
 
 }  // namespace

@@ -182,32 +182,23 @@ void WriteSideCsv(SideBySide& s, const std::vector<query::Profile>& profiles, co
           out << ',' << output::CsvField(s.names[m] + part + p.selector.text + "]");
     out << ",path\n";
   }
-  struct Item {
-    NodeId node;
-    int depth;
-  };
-  std::vector<Item> stack{{top, 0}};
-  while (!stack.empty()) {
-    const Item it = stack.back();
-    stack.pop_back();
-    const cct::Frame f = s.shape.frame(it.node);
-    out << it.depth << ',' << output::CsvField(it.node == cct::kRootNode ? cct::kRootName : s.display[it.node]) << ','
+  vis.Preorder(top, [&](NodeId node, int depth) {
+    const cct::Frame f = s.shape.frame(node);
+    out << depth << ',' << output::CsvField(node == cct::kRootNode ? cct::kRootName : s.display[node]) << ','
         << cct::FrameKindName(f.kind) << ',' << output::CsvField(s.shape.str(f.module)) << ','
         << output::CsvField(s.shape.str(f.file)) << ',' << f.line;
     for (size_t m = 0; m < s.names.size(); ++m)
       for (size_t r = 0; r < s.runs.size(); ++r)
-        for (const double v : {s.Inc(r, m, it.node), s.Exc(r, m, it.node)}) {
+        for (const double v : {s.Inc(r, m, node), s.Exc(r, m, node)}) {
           // As `tree --format csv`: a derived metric without a value is blank.
           const bool none = std::isnan(v) || (v == 0 && s.descs[m].kind == cct::MetricKind::kDerived);
           out << ',' << (none ? std::string() : output::NumberText(output::ExportValue(v, s.descs[m].unit)));
         }
     std::string path;
-    for (NodeId a = it.node; a != cct::kRootNode; a = s.shape.parent(a))
+    for (NodeId a = node; a != cct::kRootNode; a = s.shape.parent(a))
       path = s.display[a] + (path.empty() ? "" : ";") + path;
     out << ',' << output::CsvField(path) << '\n';
-    const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
-    for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
-  }
+  });
 }
 
 }  // namespace
