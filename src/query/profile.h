@@ -27,6 +27,9 @@ struct LoadOptions {
   // @iter=median: the metric whose per-iteration totals choose the iteration
   // (empty: the run's first metric).
   std::string median_metric;
+  // Keep each run's own tree beside the merged one (Profile::run_trees), for
+  // statistics across a group's runs or an invocation's processes.
+  bool keep_run_trees = false;
 };
 
 struct Profile {
@@ -36,6 +39,10 @@ struct Profile {
   std::string label;                 // "run 3 'name'", "run 3 'name' iteration 4", "group tag:k=v (mean of 5 runs)",
                                      // "invocation job/all (total of 3 processes)"
   cct::Tree tree;
+  // With LoadOptions::keep_run_trees: each run's tree, as `runs` orders them
+  // (its iteration values when selected; source lines and threads folded as
+  // in `tree`).
+  std::vector<cct::Tree> run_trees;
 };
 
 cct::Result<Profile> LoadProfile(const std::string& selector_text, const std::string& default_db,
