@@ -90,7 +90,9 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("metric,m", po::value<std::vector<std::string>>(), "metric to report (repeatable; default: the run's first)")
+      ("metric,m", po::value<std::vector<std::string>>(), "metric to report (repeatable; default: the run's first); "
+                                                             "tree, top: METRIC@sum|mean|min|max|imbalance across "
+                                                             "ranks or threads")
       ("depth", po::value<int>(), "tree/callers: show N levels")
       ("min", po::value<double>(), "hide nodes below PCT percent of the total")
       ("focus", po::value<std::string>(), "tree: subtrees rooted at frames matching REGEX")

@@ -1,5 +1,7 @@
 #include "reports/registry.h"
 
+#include "reports/aggregate_view.h"
+
 namespace reports {
 
 namespace {
@@ -81,8 +83,14 @@ cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request) {
 cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines) {
   query::LoadOptions load;
   load.keep_lines = request.lines || keep_lines;
-  load.merge_threads = request.merge_threads;
-  if (!request.options.metrics.empty()) load.median_metric = request.options.metrics.front();  // @iter=median
+  load.merge_threads = request.merge_threads && !AnyAggregation(request.options.metrics);  // the units fold them
+  if (!request.options.metrics.empty()) {
+    // @iter=median by the first -m's metric (without an @AGG).
+    const std::string& first = request.options.metrics.front();
+    load.median_metric = first.substr(0, first.rfind('@'));
+  }
+  // METRIC@AGG across an invocation's processes needs each process's tree.
+  load.keep_run_trees = AnyAggregation(request.options.metrics);
   return query::LoadProfile(request.args.at(0), request.db_path, load);
 }
 

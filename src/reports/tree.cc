@@ -1,11 +1,14 @@
 // `cct-query tree`: the calling-context tree, top-down.
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "cct/pattern.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
 #include "output/tree_json.h"
+#include "reports/aggregate_view.h"
 #include "reports/reports.h"
 
 namespace reports {
@@ -73,7 +76,7 @@ void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns
     for (const std::string& p : cct::PathNames(tree, it.node)) path += (path.empty() ? "" : ";") + p;
     out << it.depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
         << CsvField(tree.str(f.module)) << ',' << CsvField(tree.str(f.file)) << ',' << f.line << ','
-        << cols.CsvCells(cols.NodeInclusive(it.node), cols.NodeExclusive(it.node)) << ',' << CsvField(path) << '\n';
+        << cols.NodeCsvCells(it.node) << ',' << CsvField(path) << '\n';
     const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
     for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
   }
@@ -82,15 +85,29 @@ void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns
 }  // namespace
 
 Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
-  const cct::Tree& tree = profile.tree;
-  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
-  cct::NodeValues values(tree);
-  MetricColumns cols(values, ids);
+  CCT_ASSIGN_OR_RETURN(const std::vector<MetricSpec> specs, ParseMetricSpecs(opt.metrics));
+  // METRIC@AGG columns: the thread-merged tree, values across its units.
+  std::unique_ptr<AggregateView> view;
+  std::optional<cct::NodeValues> own_values;
+  std::optional<MetricColumns> own_cols;
+  if (AnyAggregation(specs)) {
+    CCT_ASSIGN_OR_RETURN(view, AggregateView::Make(profile, specs));
+  } else {
+    CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(profile.tree, opt.metrics));
+    own_values.emplace(profile.tree);
+    own_cols.emplace(*own_values, ids);
+  }
+  const cct::Tree& tree = view ? view->tree() : profile.tree;
+  const MetricColumns& cols = view ? view->columns() : *own_cols;
+  const std::string label = view ? profile.label + view->Across() : profile.label;
   const cct::Children children = cct::BuildChildren(tree);
-  const double threshold = opt.min_pct > 0 ? std::fabs(cols.total(0)) * opt.min_pct / 100.0 : 0.0;
+  // Order and --min follow the first column; an imbalance (a ratio, NaN
+  // where nothing ran) by its metric's total over the units instead.
+  const std::vector<double>& key = cols.ratio(0) ? view->values().Inclusive(cols.first()) : cols.inclusive(0);
+  const double threshold = opt.min_pct > 0 ? std::fabs(key[cct::kRootNode]) * opt.min_pct / 100.0 : 0.0;
   // An iteration keeps the run's whole tree; show only what it touched.
   const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
-  VisibleTree vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth,
+  VisibleTree vis(tree, children, key, threshold, opt.depth,
               profile.selector.iteration ? &with_values : nullptr);
 
   std::vector<NodeId> tops{cct::kRootNode};
@@ -102,7 +119,7 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
 
   switch (opt.format) {
     case OutputFormat::kText: {
-      out << profile.label << ": " << cols.TotalsLine(opt.ascii) << '\n';
+      out << label << ": " << cols.TotalsLine(opt.ascii) << '\n';
       for (NodeId top : tops) {
         if (!opt.focus.empty()) {
           // Each name cut to a bounded width (a 30,000-character template
