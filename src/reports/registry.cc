@@ -57,6 +57,10 @@ const std::vector<ReportInfo>& Reports() {
       {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
        {"metric", "by", "nodes", "confidence", "baseline"}, 1, 1,
        "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},
+      {"stats", "SELECTOR...",
+       "statistics across runs, per node or --by group; mean, median, sd, cv, min, max, percentiles",
+       {"metric", "depth", "min", "focus", "n", "by", "exclusive", "percentiles", "merge-threads", "lines"}, 1,
+       SIZE_MAX, "stats expects one or more SELECTORs (see cct-query --help)", false, &StatsCommand},
       {"check", "[DB]", "read every run back whole: checksums and tree invariants; exit 1 naming the damaged runs", {},
        0, 1, "check takes at most one database (or -d DB)", false, &CheckCommand},
   };
