@@ -202,7 +202,8 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     const double scale = total ? 1.0 : 1.0 / static_cast<double>(p.runs.size());
     for (const store::RunMeta& run : p.runs) {
       CCT_ASSIGN_OR_RETURN(cct::Tree t, read(run));
-      CCT_RETURN_IF_ERROR(cct::MergeInto(p.tree, t, scale).WithContext(RunLabel(run)));
+      if (!(options.keep_run_trees && options.skip_merged_tree))
+        CCT_RETURN_IF_ERROR(cct::MergeInto(p.tree, t, scale).WithContext(RunLabel(run)));
       if (options.keep_run_trees) {
         fold(t);
         p.run_trees.push_back(std::move(t));

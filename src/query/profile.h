@@ -30,6 +30,9 @@ struct LoadOptions {
   // Keep each run's own tree beside the merged one (Profile::run_trees), for
   // statistics across a group's runs or an invocation's processes.
   bool keep_run_trees = false;
+  // With keep_run_trees: leave Profile::tree empty for a group or an
+  // invocation (a caller that merges the runs its own way saves a merge).
+  bool skip_merged_tree = false;
 };
 
 struct Profile {

@@ -72,6 +72,7 @@ cct::Result<Ensemble> LoadEnsemble(const std::vector<std::string>& selectors, co
   std::set<std::pair<std::string, store::RunId>> seen;
   query::LoadOptions load;
   load.keep_run_trees = true;
+  load.skip_merged_tree = true;  // TreeUnits merges the runs
   load.merge_threads = opt.merge_threads;
   load.keep_lines = opt.keep_lines || (opt.flat && opt.report.by == GroupBy::kLine);
   for (const std::string& sel : selectors) {
@@ -417,18 +418,22 @@ Status WriteStatsReport(const std::vector<std::string>& selectors, const std::st
     case OutputFormat::kCsv: {
       out << "depth,name,kind,module,file,line," << StatsCsvHeader(metric_names, st) << ",path\n";
       for (NodeId top : tops) {
-        std::vector<Item> stack{{top, 0, "", ""}};
+        // The path column grows along the walk (`prefix` holds a node's path)
+        // instead of climbing to the root for every row.
+        std::string top_path;
+        for (const std::string& p : cct::PathNames(tree, top)) top_path += (top_path.empty() ? "" : ";") + p;
+        std::vector<Item> stack{{top, 0, top_path, ""}};
         while (!stack.empty()) {
           const Item it = std::move(stack.back());
           stack.pop_back();
           const cct::Frame f = tree.frame(it.node);
-          std::string path;
-          for (const std::string& p : cct::PathNames(tree, it.node)) path += (path.empty() ? "" : ";") + p;
           out << it.depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
               << CsvField(tree.str(f.module)) << ',' << CsvField(tree.str(f.file)) << ',' << f.line << ','
-              << StatsCsvCells(metric_units, st, stats[it.node]) << ',' << CsvField(path) << '\n';
+              << StatsCsvCells(metric_units, st, stats[it.node]) << ',' << CsvField(it.prefix) << '\n';
           const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
-          for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1, "", ""});
+          for (size_t i = kids.size(); i-- > 0;)
+            stack.push_back({kids[i], it.depth + 1,
+                             (it.prefix.empty() ? "" : it.prefix + ";") + std::string(tree.name(kids[i])), ""});
         }
       }
       break;
