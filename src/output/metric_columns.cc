@@ -245,7 +245,8 @@ std::string MetricColumns::TotalsLine(bool ascii) const {
            (at && !std::isnan(t) ? " (" + AtLabel((*at)[cct::kRootNode]) + ")" : "") + " overall";
       continue;
     }
-    s += name(i) + " " + ((t == 0 && cols_[i].none_when_zero) || std::isnan(t) ? "-" : FormatValue(t, desc(i).unit, ascii));
+    const bool none = (t == 0 && cols_[i].none_when_zero) || std::isnan(t);
+    s += name(i) + " " + (none ? "-" : FormatValue(t, desc(i).unit, ascii));
     s += additive(i) ? " total" : " overall";
   }
   return s;

@@ -153,8 +153,10 @@ cct::Result<Units> ProfileUnits(const Profile& profile) {
   std::vector<const cct::Tree*> trees;
   for (size_t i = 0; i < profile.runs.size(); ++i) {
     const store::RunMeta& run = profile.runs[i];
-    if (run.launcher && run.launcher->rank >= 0) units.push_back(Unit{Unit::Kind::kRank, std::to_string(run.launcher->rank)});
-    else units.push_back(Unit{Unit::Kind::kRun, RunLabel(run)});
+    if (run.launcher && run.launcher->rank >= 0)
+      units.push_back(Unit{Unit::Kind::kRank, std::to_string(run.launcher->rank)});
+    else
+      units.push_back(Unit{Unit::Kind::kRun, RunLabel(run)});
     trees.push_back(&profile.run_trees[i]);
   }
   return TreeUnits(std::move(units), trees, /*fold_threads=*/true);

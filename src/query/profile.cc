@@ -185,7 +185,8 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
   // Folds what the options fold away, in the merged tree and in each run's.
   auto fold = [&](cct::Tree& t) {
     if (!options.keep_lines && cct::HasKind(t, cct::FrameKind::kLine)) t = cct::FoldKind(t, cct::FrameKind::kLine);
-    if (options.merge_threads && cct::HasKind(t, cct::FrameKind::kThread)) t = cct::FoldKind(t, cct::FrameKind::kThread);
+    if (options.merge_threads && cct::HasKind(t, cct::FrameKind::kThread))
+      t = cct::FoldKind(t, cct::FrameKind::kThread);
   };
   if (p.runs.size() == 1 && !p.selector.is_group()) {
     CCT_ASSIGN_OR_RETURN(p.tree, read(p.runs.front()));

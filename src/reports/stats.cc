@@ -157,7 +157,8 @@ std::string StatsCsvCells(const std::vector<cct::Unit>& units, const StatTable& 
   for (size_t i = 0; i < row.size(); ++i) {
     if (i) s += ',';
     const size_t k = i % st.per_metric();
-    if (!std::isnan(row[i])) s += output::NumberText(k == kCvColumn ? row[i] : output::ExportValue(row[i], units[i / st.per_metric()]));
+    if (std::isnan(row[i])) continue;
+    s += output::NumberText(k == kCvColumn ? row[i] : output::ExportValue(row[i], units[i / st.per_metric()]));
   }
   return s;
 }
@@ -186,7 +187,8 @@ Status WriteStatsReport(const std::vector<std::string>& selectors, const std::st
                         const StatsOptions& opt, std::ostream& out) {
   for (const std::string& m : opt.report.metrics)
     if (m.find('@') != std::string::npos)
-      return cct::InvalidArgument("-m '" + m + "': stats computes its own statistics across runs; name the metric alone");
+      return cct::InvalidArgument("-m '" + m +
+                                  "': stats computes its own statistics across runs; name the metric alone");
   CCT_ASSIGN_OR_RETURN(Ensemble e, LoadEnsemble(selectors, default_db, opt));
   std::vector<query::Unit> unit_list;
   std::vector<const cct::Tree*> trees;
