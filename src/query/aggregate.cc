@@ -33,6 +33,25 @@ std::string RankOfThreadName(std::string_view name) {
   return std::string(rest);
 }
 
+// (merged node, value) entries as a column: sorted, and summed per node,
+// since several source nodes of one unit can map to one merged node (a
+// thread nested in another, sibling frames that path identity does not
+// tell apart).
+cct::SparseColumn SumEntries(std::vector<std::pair<NodeId, double>>& e) {
+  std::sort(e.begin(), e.end());
+  std::vector<NodeId> nodes;
+  std::vector<double> values;
+  for (const auto& nv : e) {
+    if (!nodes.empty() && nodes.back() == nv.first) {
+      values.back() += nv.second;
+    } else {
+      nodes.push_back(nv.first);
+      values.push_back(nv.second);
+    }
+  }
+  return cct::SparseColumn::FromSparse(std::move(nodes), std::move(values));
+}
+
 // One unit's exclusive columns, sized to the merged tree's metrics.
 void SizeColumns(Units& u) {
   for (std::vector<cct::SparseColumn>& cols : u.exclusive) cols.resize(u.merged.metrics().size());
@@ -83,26 +102,11 @@ Units ThreadUnits(const cct::Tree& tree) {
   out.exclusive.assign(out.units.size(), std::vector<cct::SparseColumn>(reg.size()));
   for (MetricId m = 0; m < reg.size(); ++m) {
     if (reg.Get(m).kind != cct::MetricKind::kAdditive) continue;
-    // Entries sorted by merged node and summed: a thread nested in a thread
-    // of the same unit maps two source nodes to one merged node.
     std::vector<std::vector<std::pair<NodeId, double>>> entries(out.units.size());
     tree.column(m).ForEach([&](NodeId n, double v) {
       if (n < unit_of.size() && unit_of[n] != kNoUnit && v != 0) entries[unit_of[n]].emplace_back(node_map[n], v);
     });
-    for (size_t u = 0; u < entries.size(); ++u) {
-      std::vector<std::pair<NodeId, double>>& e = entries[u];
-      std::sort(e.begin(), e.end());
-      std::vector<NodeId> nodes;
-      std::vector<double> values;
-      for (const auto& nv : e) {
-        if (!nodes.empty() && nodes.back() == nv.first) values.back() += nv.second;
-        else {
-          nodes.push_back(nv.first);
-          values.push_back(nv.second);
-        }
-      }
-      out.exclusive[u][m] = cct::SparseColumn::FromSparse(std::move(nodes), std::move(values));
-    }
+    for (size_t u = 0; u < entries.size(); ++u) out.exclusive[u][m] = SumEntries(entries[u]);
   }
   return out;
 }
@@ -128,17 +132,7 @@ cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cc
       t.column(m).ForEach([&](NodeId n, double v) {
         if (v != 0) e.emplace_back(node_map[n], v);
       });
-      std::sort(e.begin(), e.end());
-      std::vector<NodeId> nodes;
-      std::vector<double> values;
-      for (const auto& nv : e) {
-        if (!nodes.empty() && nodes.back() == nv.first) values.back() += nv.second;
-        else {
-          nodes.push_back(nv.first);
-          values.push_back(nv.second);
-        }
-      }
-      out.exclusive[u][to] = cct::SparseColumn::FromSparse(std::move(nodes), std::move(values));
+      out.exclusive[u][to] = SumEntries(e);
     }
   }
   SizeColumns(out);
