@@ -2,8 +2,9 @@
 // by every report and exporter (text cells, JSON fields, CSV cells, totals),
 // and the display name of a node's frame. Depends on cct only.
 //
-// A MetricColumns borrows the NodeValues it reads (which must outlive it);
-// const use from several threads is safe, like NodeValues' own.
+// A MetricColumns borrows the NodeValues or the Source vectors it reads and
+// the tree (which must outlive it); const use from several threads is safe,
+// like NodeValues' own.
 #pragma once
 
 #include <string>
