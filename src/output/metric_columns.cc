@@ -170,7 +170,10 @@ std::vector<double> MetricColumns::NodeExclusive(NodeId n) const {
   return v;
 }
 
+// Plain metric columns (no unit labels) skip the per-node unit vectors: a
+// million-row tree builds them for nothing.
 std::vector<std::string> MetricColumns::NodeTextCells(NodeId n, bool ascii) const {
+  if (unit_labels_.empty()) return TextCells(NodeInclusive(n), NodeExclusive(n), ascii);
   const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
   return TextCells(NodeInclusive(n), NodeExclusive(n), ascii, true, &inc_at, &exc_at);
 }
@@ -198,6 +201,7 @@ void MetricColumns::WriteJson(JsonWriter& w, const std::vector<double>& inc, con
 }
 
 void MetricColumns::WriteNodeJson(JsonWriter& w, NodeId n) const {
+  if (unit_labels_.empty()) return WriteJson(w, NodeInclusive(n), NodeExclusive(n));
   const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
   WriteJson(w, NodeInclusive(n), NodeExclusive(n), &inc_at, &exc_at);
 }
@@ -230,6 +234,7 @@ std::string MetricColumns::CsvCells(const std::vector<double>& inc, const std::v
 }
 
 std::string MetricColumns::NodeCsvCells(NodeId n) const {
+  if (unit_labels_.empty()) return CsvCells(NodeInclusive(n), NodeExclusive(n));
   const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
   return CsvCells(NodeInclusive(n), NodeExclusive(n), &inc_at, &exc_at);
 }
