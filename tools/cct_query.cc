@@ -102,13 +102,15 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("metric,m", po::value<std::vector<std::string>>(), "metric to report (repeatable; default: the run's first)")
-      ("depth", po::value<int>(), "tree/callers: show N levels")
+      ("metric,m", po::value<std::vector<std::string>>(), "metric to report (repeatable; default: the run's first); "
+                                                             "tree, top: METRIC@sum|mean|min|max|imbalance across "
+                                                             "ranks or threads")
+      ("depth", po::value<int>(), "tree/callers/stats: show N levels")
       ("min", po::value<double>(), "hide nodes below PCT percent of the total")
-      ("focus", po::value<std::string>(), "tree: subtrees rooted at frames matching REGEX")
+      ("focus", po::value<std::string>(), "tree, stats: subtrees rooted at frames matching REGEX")
       ("query", po::value<std::string>(), "tree, top: only the call paths matching QUERY (docs/query.md)")
-      ("n,n", po::value<size_t>(), "top: show N rows (default 20; 0 for all)")
-      ("by", po::value<std::string>(), "top: function|kernel|nvtx|line|module (default function); "
+      ("n,n", po::value<size_t>(), "top, stats --by: show N rows (default 20; 0 for all)")
+      ("by", po::value<std::string>(), "top, stats: function|kernel|nvtx|line|module (default function); "
                                        "table: tag:KEY, the tag whose values make the groups")
       ("nodes", po::value<std::string>(), "table: values of the frames matching REGEX instead of run totals")
       ("confidence", po::value<double>(), "table: confidence level of the intervals (default 0.95)")
@@ -120,8 +122,9 @@ int main(int argc, char** argv) {
                                            "browser uses the window's)")
       ("orientation", po::value<std::string>(), "flame: auto|flame|icicle (default auto: an icicle, root on top, "
                                                 "when more than 50 levels are drawn)")
+      ("percentiles", po::value<std::string>(), "stats: the percentiles to show, P,P,... (default 10,25,75,90)")
       ("inclusive", "top: order by inclusive value (default)")
-      ("exclusive", "top: order by exclusive value")
+      ("exclusive", "top: order by exclusive value; stats: exclusive values")
       ("lines", "keep source-line nodes (folded into their functions otherwise)")
       ("merge-threads", "merge the threads' subtrees into one")
       ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
   if (vm.count("min-width")) request.min_width = vm["min-width"].as<double>();
   if (vm.count("image-width")) request.image_width = vm["image-width"].as<size_t>();
   if (vm.count("orientation")) request.orientation = vm["orientation"].as<std::string>();
+  if (vm.count("percentiles")) request.percentiles = vm["percentiles"].as<std::string>();
   request.lines = vm.count("lines") > 0;
   request.merge_threads = vm.count("merge-threads") > 0;
 

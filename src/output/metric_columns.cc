@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "output/format.h"
 
@@ -20,28 +21,71 @@ std::string DisplayName(const cct::Tree& tree, NodeId node) {
 }
 
 MetricColumns::MetricColumns(cct::NodeValues& values, std::vector<MetricId> ids)
-    : values_(values), ids_(std::move(ids)) {
+    : tree_(values.tree()), ids_(std::move(ids)) {
   for (MetricId m : ids_) {
-    inc_.push_back(&values_.Inclusive(m));
-    exc_.push_back(&values_.Exclusive(m));
-    totals_.push_back((*inc_.back())[cct::kRootNode]);
+    const cct::MetricDesc& d = tree_.metrics().Get(m);
+    Source c;
+    c.name = d.name;
+    c.metric = m;
+    c.percent = d.kind == cct::MetricKind::kAdditive;
+    c.none_when_zero = !c.percent;
+    c.inc = &values.Inclusive(m);
+    c.exc = &values.Exclusive(m);
+    totals_.push_back((*c.inc)[cct::kRootNode]);
+    cols_.push_back(std::move(c));
   }
 }
 
-const cct::MetricDesc& MetricColumns::desc(size_t i) const { return values_.tree().metrics().Get(ids_[i]); }
-bool MetricColumns::additive(size_t i) const { return desc(i).kind == cct::MetricKind::kAdditive; }
+MetricColumns::MetricColumns(const cct::Tree& tree, std::vector<Source> sources, std::vector<std::string> unit_labels)
+    : tree_(tree), cols_(std::move(sources)), unit_labels_(std::move(unit_labels)) {
+  for (const Source& c : cols_) {
+    ids_.push_back(c.metric);
+    totals_.push_back((*c.inc)[cct::kRootNode]);
+  }
+}
+
+const cct::MetricDesc& MetricColumns::desc(size_t i) const { return tree_.metrics().Get(ids_[i]); }
+bool MetricColumns::additive(size_t i) const { return cols_[i].percent; }
+
+namespace {
+
+// A ratio (imbalance) in text: two decimals, the unit it was taken at after it.
+std::string RatioText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+// Ratio columns' unit per column, or none.
+uint32_t AtOf(const std::vector<uint32_t>* at, size_t i) { return at && i < at->size() ? (*at)[i] : UINT32_MAX; }
+
+}  // namespace
+
+std::string MetricColumns::AtLabel(uint32_t unit) const {
+  return unit < unit_labels_.size() ? unit_labels_[unit] : std::string();
+}
+
+std::vector<uint32_t> MetricColumns::NodeAt(NodeId n, bool inclusive) const {
+  std::vector<uint32_t> at;
+  for (const Source& c : cols_) {
+    const std::vector<uint32_t>* v = inclusive ? c.inc_at : c.exc_at;
+    at.push_back(v ? (*v)[n] : UINT32_MAX);
+  }
+  return at;
+}
 
 // Drop order when names need room: secondary metrics' exclusive values and
 // percentages first, then the first metric's percentages, then its exclusive.
 std::vector<TextTable::Column> MetricColumns::TextColumns(bool show_exclusive) const {
   std::vector<TextTable::Column> cols;
-  for (size_t i = 0; i < ids_.size(); ++i) {
+  for (size_t i = 0; i < cols_.size(); ++i) {
     const bool first = i == 0;
-    const std::string& name = desc(i).name;
-    cols.push_back({ids_.size() == 1 ? "inclusive" : name, 0});
+    // One plain metric needs no name over its columns (the totals line has it).
+    const bool plain = cols_.size() == 1 && name(i) == desc(i).name;
+    cols.push_back({plain ? "inclusive" : name(i), 0});
     cols.push_back({additive(i) ? "%" : "", first ? 4 : 6});
     if (!show_exclusive) continue;
-    cols.push_back({ids_.size() == 1 ? "exclusive" : "excl", first ? 3 : 8});
+    cols.push_back({plain ? "exclusive" : "excl", first ? 3 : 8});
     cols.push_back({additive(i) ? "%" : "", first ? 5 : 9});
   }
   return cols;
@@ -49,16 +93,22 @@ std::vector<TextTable::Column> MetricColumns::TextColumns(bool show_exclusive) c
 
 // Zeros print blank in text: a tree of mostly empty cells reads faster.
 std::vector<std::string> MetricColumns::TextCells(const std::vector<double>& inc, const std::vector<double>& exc,
-                                                  bool ascii, bool show_exclusive) const {
+                                                  bool ascii, bool show_exclusive,
+                                                  const std::vector<uint32_t>* inc_at,
+                                                  const std::vector<uint32_t>* exc_at) const {
   std::vector<std::string> cells;
-  for (size_t i = 0; i < ids_.size(); ++i) {
-    const cct::Unit unit = desc(i).unit;
-    const bool zi = inc[i] == 0, ze = exc[i] == 0;
-    cells.push_back(zi ? "" : FormatValue(inc[i], unit, ascii));
-    cells.push_back(additive(i) && !zi ? FormatPercent(inc[i], totals_[i]) : "");
+  auto value = [&](size_t i, double v, uint32_t at) -> std::string {
+    if (v == 0 || std::isnan(v)) return "";
+    if (!ratio(i)) return FormatValue(v, desc(i).unit, ascii);
+    const std::string where = AtLabel(at);
+    return RatioText(v) + (where.empty() ? "" : " (" + where + ")");
+  };
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    cells.push_back(value(i, inc[i], AtOf(inc_at, i)));
+    cells.push_back(additive(i) && inc[i] != 0 ? FormatPercent(inc[i], totals_[i]) : "");
     if (!show_exclusive) continue;
-    cells.push_back(ze ? "" : FormatValue(exc[i], unit, ascii));
-    cells.push_back(additive(i) && !ze ? FormatPercent(exc[i], totals_[i]) : "");
+    cells.push_back(value(i, exc[i], AtOf(exc_at, i)));
+    cells.push_back(additive(i) && exc[i] != 0 ? FormatPercent(exc[i], totals_[i]) : "");
   }
   return cells;
 }
@@ -69,17 +119,23 @@ std::vector<std::string> MetricColumns::TextCells(const std::vector<double>& inc
 // numbers of each decade below it (9.99…, which rounds up to the next
 // decade's width) and the magnitude itself.
 std::vector<size_t> MetricColumns::TextCellBounds(bool ascii, bool show_exclusive) const {
+  size_t label_width = 0;
+  for (const std::string& l : unit_labels_) label_width = std::max(label_width, DisplayWidth(l));
   std::vector<size_t> bounds;
-  for (size_t i = 0; i < ids_.size(); ++i) {
+  for (size_t i = 0; i < cols_.size(); ++i) {
     const cct::Unit unit = desc(i).unit;
     size_t widths[2] = {0, 0}, percents[2] = {0, 0};
     for (int pass = 0; pass < 2; ++pass) {
-      const std::vector<double>& v = pass == 0 ? *inc_[i] : *exc_[i];
+      const std::vector<double>& v = pass == 0 ? *cols_[i].inc : *cols_[i].exc;
       double largest = 0;
       bool negative = false;
       for (double x : v) {
         if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
         negative |= x < 0;
+      }
+      if (ratio(i)) {
+        widths[pass] = RatioText(negative ? -largest : largest).size() + 1 + (label_width ? label_width + 3 : 0);
+        continue;
       }
       std::vector<double> probes{largest};
       for (double decade = 1e-3; decade <= largest; decade *= 10)
@@ -105,60 +161,97 @@ std::vector<size_t> MetricColumns::TextCellBounds(bool ascii, bool show_exclusiv
 
 std::vector<double> MetricColumns::NodeInclusive(NodeId n) const {
   std::vector<double> v;
-  for (const auto* col : inc_) v.push_back((*col)[n]);
+  for (const Source& c : cols_) v.push_back((*c.inc)[n]);
   return v;
 }
 std::vector<double> MetricColumns::NodeExclusive(NodeId n) const {
   std::vector<double> v;
-  for (const auto* col : exc_) v.push_back((*col)[n]);
+  for (const Source& c : cols_) v.push_back((*c.exc)[n]);
   return v;
 }
 
+// Plain metric columns (no unit labels) skip the per-node unit vectors: a
+// million-row tree builds them for nothing.
 std::vector<std::string> MetricColumns::NodeTextCells(NodeId n, bool ascii) const {
-  return TextCells(NodeInclusive(n), NodeExclusive(n), ascii);
+  if (unit_labels_.empty()) return TextCells(NodeInclusive(n), NodeExclusive(n), ascii);
+  const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
+  return TextCells(NodeInclusive(n), NodeExclusive(n), ascii, true, &inc_at, &exc_at);
 }
 
-void MetricColumns::WriteJson(JsonWriter& w, const std::vector<double>& inc, const std::vector<double>& exc) const {
+void MetricColumns::WriteJson(JsonWriter& w, const std::vector<double>& inc, const std::vector<double>& exc,
+                              const std::vector<uint32_t>* inc_at, const std::vector<uint32_t>* exc_at) const {
   for (int pass = 0; pass < 2; ++pass) {
     const std::vector<double>& v = pass == 0 ? inc : exc;
+    const std::vector<uint32_t>* at = pass == 0 ? inc_at : exc_at;
     w.Key(pass == 0 ? "inclusive" : "exclusive").BeginObject();
-    for (size_t i = 0; i < ids_.size(); ++i) {
-      w.Key(desc(i).name);
+    for (size_t i = 0; i < cols_.size(); ++i) {
+      w.Key(name(i));
       // A derived metric with no operands at this node has no value.
-      if (!additive(i) && v[i] == 0) w.Null();
+      if ((cols_[i].none_when_zero && v[i] == 0) || std::isnan(v[i])) w.Null();
+      else if (ratio(i)) w.Number(v[i]);
       else w.Number(ExportValue(v[i], desc(i).unit));
+      if (!ratio(i)) continue;
+      w.Key(name(i) + "_at");
+      const std::string where = std::isnan(v[i]) ? "" : AtLabel(AtOf(at, i));
+      if (where.empty()) w.Null();
+      else w.String(where);
     }
     w.EndObject();
   }
 }
 
-void MetricColumns::WriteNodeJson(JsonWriter& w, NodeId n) const { WriteJson(w, NodeInclusive(n), NodeExclusive(n)); }
+void MetricColumns::WriteNodeJson(JsonWriter& w, NodeId n) const {
+  if (unit_labels_.empty()) return WriteJson(w, NodeInclusive(n), NodeExclusive(n));
+  const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
+  WriteJson(w, NodeInclusive(n), NodeExclusive(n), &inc_at, &exc_at);
+}
 
 std::string MetricColumns::CsvHeader() const {
   std::string h;
-  for (size_t i = 0; i < ids_.size(); ++i) {
+  for (size_t i = 0; i < cols_.size(); ++i) {
     if (i) h += ',';
-    h += CsvField(desc(i).name + " (inc)") + "," + CsvField(desc(i).name + " (exc)");
+    h += CsvField(name(i) + " (inc)") + "," + CsvField(name(i) + " (exc)");
+    if (ratio(i)) h += "," + CsvField(name(i) + " at (inc)") + "," + CsvField(name(i) + " at (exc)");
   }
   return h;
 }
 
-std::string MetricColumns::CsvCells(const std::vector<double>& inc, const std::vector<double>& exc) const {
+std::string MetricColumns::CsvCells(const std::vector<double>& inc, const std::vector<double>& exc,
+                                    const std::vector<uint32_t>* inc_at, const std::vector<uint32_t>* exc_at) const {
   std::string s;
-  for (size_t i = 0; i < ids_.size(); ++i) {
+  for (size_t i = 0; i < cols_.size(); ++i) {
     if (i) s += ',';
-    const cct::Unit u = desc(i).unit;
-    const bool none_inc = !additive(i) && inc[i] == 0, none_exc = !additive(i) && exc[i] == 0;
-    s += (none_inc ? "" : NumberText(ExportValue(inc[i], u))) + "," + (none_exc ? "" : NumberText(ExportValue(exc[i], u)));
+    auto cell = [&](double v) -> std::string {
+      if ((cols_[i].none_when_zero && v == 0) || std::isnan(v)) return "";
+      return NumberText(ratio(i) ? v : ExportValue(v, desc(i).unit));
+    };
+    s += cell(inc[i]) + "," + cell(exc[i]);
+    if (ratio(i))
+      s += "," + CsvField(std::isnan(inc[i]) ? "" : AtLabel(AtOf(inc_at, i))) + "," +
+           CsvField(std::isnan(exc[i]) ? "" : AtLabel(AtOf(exc_at, i)));
   }
   return s;
 }
 
+std::string MetricColumns::NodeCsvCells(NodeId n) const {
+  if (unit_labels_.empty()) return CsvCells(NodeInclusive(n), NodeExclusive(n));
+  const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
+  return CsvCells(NodeInclusive(n), NodeExclusive(n), &inc_at, &exc_at);
+}
+
 std::string MetricColumns::TotalsLine(bool ascii) const {
   std::string s;
-  for (size_t i = 0; i < ids_.size(); ++i) {
+  for (size_t i = 0; i < cols_.size(); ++i) {
     if (i) s += ", ";
-    s += desc(i).name + " " + (totals_[i] == 0 && !additive(i) ? "-" : FormatValue(totals_[i], desc(i).unit, ascii));
+    const double t = totals_[i];
+    if (ratio(i)) {
+      const std::vector<uint32_t>* at = cols_[i].inc_at;
+      s += name(i) + " " + (std::isnan(t) ? "-" : RatioText(t)) +
+           (at && !std::isnan(t) ? " (" + AtLabel((*at)[cct::kRootNode]) + ")" : "") + " overall";
+      continue;
+    }
+    const bool none = (t == 0 && cols_[i].none_when_zero) || std::isnan(t);
+    s += name(i) + " " + (none ? "-" : FormatValue(t, desc(i).unit, ascii));
     s += additive(i) ? " total" : " overall";
   }
   return s;

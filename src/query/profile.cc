@@ -183,8 +183,18 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     }
     return t;
   };
+  // Folds what the options fold away, in the merged tree and in each run's.
+  auto fold = [&](cct::Tree& t) {
+    if (!options.keep_lines && cct::HasKind(t, cct::FrameKind::kLine)) t = cct::FoldKind(t, cct::FrameKind::kLine);
+    if (options.merge_threads && cct::HasKind(t, cct::FrameKind::kThread))
+      t = cct::FoldKind(t, cct::FrameKind::kThread);
+  };
   if (p.runs.size() == 1 && !p.selector.is_group()) {
     CCT_ASSIGN_OR_RETURN(p.tree, read(p.runs.front()));
+    if (options.keep_run_trees) {
+      p.run_trees.push_back(p.tree);
+      fold(p.run_trees.back());
+    }
     p.label = RunLabel(p.runs.front());
     if (!iteration_desc.empty()) p.label += " " + iteration_desc;
   } else {
@@ -194,16 +204,19 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     const double scale = total ? 1.0 : 1.0 / static_cast<double>(p.runs.size());
     for (const store::RunMeta& run : p.runs) {
       CCT_ASSIGN_OR_RETURN(cct::Tree t, read(run));
-      CCT_RETURN_IF_ERROR(cct::MergeInto(p.tree, t, scale).WithContext(RunLabel(run)));
+      if (!(options.keep_run_trees && options.skip_merged_tree))
+        CCT_RETURN_IF_ERROR(cct::MergeInto(p.tree, t, scale).WithContext(RunLabel(run)));
+      if (options.keep_run_trees) {
+        fold(t);
+        p.run_trees.push_back(std::move(t));
+      }
     }
     p.label = total ? InvocationLabel(p.selector.text, p.runs.size())
                     : "group " + p.selector.text + " (mean of " + std::to_string(p.runs.size()) + " runs)";
   }
-  if (!options.keep_lines && cct::HasKind(p.tree, cct::FrameKind::kLine))
-    p.tree = cct::FoldKind(p.tree, cct::FrameKind::kLine);
-  if (options.merge_threads && cct::HasKind(p.tree, cct::FrameKind::kThread))
-    p.tree = cct::FoldKind(p.tree, cct::FrameKind::kThread);
+  fold(p.tree);
   CCT_RETURN_IF_ERROR(DefineMetrics(p.tree, options.metrics));
+  for (cct::Tree& t : p.run_trees) CCT_RETURN_IF_ERROR(DefineMetrics(t, options.metrics));
   return p;
 }
 

@@ -30,6 +30,12 @@ struct LoadOptions {
   // The -m list: its NAME=EXPR definitions are registered in the loaded
   // tree (DefineMetrics), so every report, export and diff can show them.
   std::vector<std::string> metrics;
+  // Keep each run's own tree beside the merged one (Profile::run_trees), for
+  // statistics across a group's runs or an invocation's processes.
+  bool keep_run_trees = false;
+  // With keep_run_trees: leave Profile::tree empty for a group or an
+  // invocation (a caller that merges the runs its own way saves a merge).
+  bool skip_merged_tree = false;
 };
 
 struct Profile {
@@ -39,6 +45,10 @@ struct Profile {
   std::string label;                 // "run 3 'name'", "run 3 'name' iteration 4", "group tag:k=v (mean of 5 runs)",
                                      // "invocation job/all (total of 3 processes)"
   cct::Tree tree;
+  // With LoadOptions::keep_run_trees: each run's tree, as `runs` orders them
+  // (its iteration values when selected; source lines and threads folded as
+  // in `tree`).
+  std::vector<cct::Tree> run_trees;
 };
 
 cct::Result<Profile> LoadProfile(const std::string& selector_text, const std::string& default_db,

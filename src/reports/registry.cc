@@ -1,5 +1,7 @@
 #include "reports/registry.h"
 
+#include "reports/aggregate_view.h"
+
 namespace reports {
 
 namespace {
@@ -58,6 +60,10 @@ const std::vector<ReportInfo>& Reports() {
       {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
        {"metric", "by", "nodes", "confidence", "baseline"}, 1, 1,
        "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},
+      {"stats", "SELECTOR...",
+       "statistics across runs, per node or --by group; mean, median, sd, cv, min, max, percentiles",
+       {"metric", "depth", "min", "focus", "n", "by", "exclusive", "percentiles", "merge-threads", "lines"}, 1,
+       SIZE_MAX, "stats expects one or more SELECTORs (see cct-query --help)", false, &StatsCommand},
       {"check", "[DB]", "read every run back whole: checksums and tree invariants; exit 1 naming the damaged runs", {},
        0, 1, "check takes at most one database (or -d DB)", false, &CheckCommand},
   };
@@ -84,9 +90,15 @@ cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request) {
 cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg) {
   query::LoadOptions load;
   load.keep_lines = request.lines || keep_lines;
-  load.merge_threads = request.merge_threads;
-  if (!request.options.metrics.empty()) load.median_metric = request.options.metrics.front();  // @iter=median
+  load.merge_threads = request.merge_threads && !AnyAggregation(request.options.metrics);  // the units fold them
+  if (!request.options.metrics.empty()) {
+    // @iter=median by the first -m's metric (without an @AGG).
+    const std::string& first = request.options.metrics.front();
+    load.median_metric = cct::MetricRegistry::IsDefinition(first) ? first : first.substr(0, first.rfind('@'));
+  }
   load.metrics = request.options.metrics;
+  // METRIC@AGG across an invocation's processes needs each process's tree.
+  load.keep_run_trees = AnyAggregation(request.options.metrics);
   return query::LoadProfile(request.args.at(arg), request.db_path, load);
 }
 

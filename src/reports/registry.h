@@ -37,6 +37,7 @@ struct ReportRequest {
   std::optional<double> min_width;    // flame --min-width
   std::optional<size_t> image_width;  // flame --image-width
   std::optional<std::string> orientation;  // flame --orientation
+  std::optional<std::string> percentiles;  // stats --percentiles
   bool lines = false;                 // --lines
   bool merge_threads = false;         // --merge-threads
 };
@@ -74,6 +75,7 @@ cct::Status MatchCommand(const ReportRequest& request, std::ostream& out);
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CheckCommand(const ReportRequest& request, std::ostream& out);
+cct::Status StatsCommand(const ReportRequest& request, std::ostream& out);
 
 // Helpers of the commands: --by and --format parsed into ReportOptions (as
 // GroupBy and OutputFormat), and the profile of args[0] loaded with the

@@ -1,6 +1,6 @@
 // Reports: what cct-query prints, one file each (tree.cc, top.cc,
 // callers.cc, runs.cc, show.cc, metrics.cc, iterations.cc, kernels.cc,
-// table.cc, flame.cc; cct-diff's in diff_report.h). Each writes text, JSON
+// table.cc, flame.cc, stats.cc; cct-diff's in diff_report.h). Each writes text, JSON
 // or CSV to a stream and returns a Status (kInvalidArgument for bad options
 // such as an unknown metric or an invalid regex). Pure functions of the
 // Profile and options (those taking a selector read the database); safe to
@@ -98,6 +98,23 @@ struct TableOptions {
 };
 cct::Status WriteTableReport(const std::string& selector, const std::string& default_db,
                              const TableOptions& options, std::ostream& out);
+// `stats`: ensemble statistics across the runs the selectors name (at least
+// two; a node a run lacks counts as 0 in it), per node of their merged tree
+// or, with --by, per flat group: mean, median, sd (n-1), cv, min, max and
+// percentiles (linear interpolation), as Thicket's statsframe (stats.cc).
+struct StatsOptions {
+  ReportOptions report;  // -m, --depth, --min, --focus, -n, --format, --ascii, --width; --by when `flat`
+  bool flat = false;     // --by given: a flat list by report.by, sorted by mean
+  bool exclusive = false;
+  bool merge_threads = false;
+  bool keep_lines = false;
+  std::vector<double> percentiles{10, 25, 75, 90};
+};
+// "5,50,95": each from 0 to 100, at least one.
+cct::Result<std::vector<double>> ParsePercentiles(const std::string& s);
+cct::Status WriteStatsReport(const std::vector<std::string>& selectors, const std::string& default_db,
+                             const StatsOptions& options, std::ostream& out);
+
 // The p-quantile of Student's t distribution with df degrees of freedom
 // (table.cc, for the intervals).
 double StudentTQuantile(double p, double df);

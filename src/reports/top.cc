@@ -1,17 +1,18 @@
 // `cct-query top`: a flat profile, nodes grouped by function, kernel, NVTX
-// range, source line or module.
-//
-// A group's exclusive value is the sum over its nodes. Its inclusive value
-// counts each node's subtree once: a node inside another node of the same
-// group (recursion) adds nothing, so recursive functions are not counted
-// twice. Derived metrics are evaluated from the group's summed operands.
-// With a path query, only the query's match ends are grouped.
+// range, source line or module (reports/flat_groups.h says how groups sum
+// their nodes). With METRIC@AGG columns, each unit's (rank's, thread's) group
+// value is computed first, then aggregated across the units. With a path
+// query, only the query's match ends are grouped.
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <functional>
+#include <memory>
+#include <optional>
 
 #include "cct/tree_ops.h"
 #include "output/format.h"
+#include "reports/aggregate_view.h"
+#include "reports/flat_groups.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
 
@@ -24,170 +25,112 @@ using cct::Status;
 using output::BaseName;
 using output::CsvField;
 
-namespace {
-
-constexpr uint32_t kNoGroup = UINT32_MAX;
-
-struct Group {
-  NodeId first_node = 0;  // a representative node (for name, module, file)
-  std::string name, module, detail;
-  FrameKind kind = FrameKind::kFunction;
-  size_t nodes = 0;
-  std::vector<double> inc, exc;  // per additive metric of the tree
-};
-
-bool InGroupKinds(GroupBy by, FrameKind k) {
-  switch (by) {
-    case GroupBy::kFunction: return k == FrameKind::kFunction || k == FrameKind::kUnknown;
-    case GroupBy::kModule: return k == FrameKind::kFunction || k == FrameKind::kKernel;
-    case GroupBy::kKernel: return k == FrameKind::kKernel;
-    case GroupBy::kNvtx: return k == FrameKind::kNvtx;
-    case GroupBy::kLine: return k == FrameKind::kLine;
-  }
-  return false;
-}
-
-std::string_view GroupHeader(GroupBy by) {
-  switch (by) {
-    case GroupBy::kFunction: return "function";
-    case GroupBy::kModule: return "module";
-    case GroupBy::kKernel: return "kernel";
-    case GroupBy::kNvtx: return "NVTX range";
-    case GroupBy::kLine: return "source line";
-  }
-  return "";
-}
-
-}  // namespace
-
 Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
-  const cct::Tree& tree = profile.tree;
-  CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
-  cct::NodeValues values(tree);
-  output::MetricColumns cols(values, ids);
+  CCT_ASSIGN_OR_RETURN(const std::vector<MetricSpec> specs, ParseMetricSpecs(opt.metrics));
+  // METRIC@AGG columns: groups of the thread-merged tree, each unit's group
+  // values aggregated across the units.
+  std::unique_ptr<AggregateView> view;
+  std::optional<cct::NodeValues> own_values;
+  std::optional<output::MetricColumns> own_cols;
+  std::vector<MetricId> ids;
+  if (AnyAggregation(specs)) {
+    CCT_ASSIGN_OR_RETURN(view, AggregateView::Make(profile, specs));
+    ids = view->ids();
+  } else {
+    CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(profile.tree, opt.metrics));
+    own_values.emplace(profile.tree);
+    own_cols.emplace(*own_values, ids);
+  }
+  const cct::Tree& tree = view ? view->tree() : profile.tree;
+  const output::MetricColumns& cols = view ? view->columns() : *own_cols;
+  const std::string report_label = view ? profile.label + view->Across() : profile.label;
   const cct::MetricRegistry& reg = tree.metrics();
+  const std::vector<MetricId> additive = AdditiveOperands(reg, ids);
+  // Metric predicates read the tree shown: the thread-merged one under
+  // METRIC@AGG columns.
   query::PathQueryMatch match;
   if (!opt.query.empty()) {
-    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, values, opt.query, /*require_match=*/true));
+    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, view ? view->values() : *own_values, opt.query,
+                                                 /*require_match=*/true));
   }
   const std::vector<char>* ends = opt.query.empty() ? nullptr : &match.end;
+  const FlatGroups flat(tree, opt.by, ends);
+  const std::vector<FlatGroup>& groups = flat.groups();
 
-  // Additive metrics the report needs: the selected ones and the operands of
-  // selected derived ones.
-  std::vector<MetricId> additive;
-  auto need = [&](MetricId m) {
-    if (std::find(additive.begin(), additive.end(), m) == additive.end()) additive.push_back(m);
-  };
-  for (MetricId m : ids) {
-    if (reg.Get(m).kind == cct::MetricKind::kAdditive) need(m);
-    else
-      for (MetricId op : reg.operand_ids(m)) need(op);
-  }
-  std::vector<const std::vector<double>*> inc, exc;
-  for (MetricId m : additive) {
-    inc.push_back(&values.Inclusive(m));
-    exc.push_back(&values.Exclusive(m));
-  }
-
-  // Group key per frame.
-  std::vector<uint32_t> frame_group(tree.frames().size(), kNoGroup);
-  std::vector<Group> groups;
-  std::unordered_map<std::string, uint32_t> by_key;
-  for (cct::FrameId f = 0; f < tree.frames().size(); ++f) {
-    const cct::Frame fr = tree.frames().Get(f);
-    if (!InGroupKinds(opt.by, fr.kind)) continue;
-    std::string key;
-    switch (opt.by) {
-      case GroupBy::kModule: key = std::string(tree.str(fr.module)); break;
-      case GroupBy::kLine: key = std::string(tree.str(fr.file)) + ':' + std::to_string(fr.line); break;
-      case GroupBy::kFunction: key = std::string(tree.str(fr.name)) + '\x1f' + std::string(tree.str(fr.module)); break;
-      default: key = std::string(tree.str(fr.name));
-    }
-    auto [it, inserted] = by_key.emplace(key, static_cast<uint32_t>(groups.size()));
-    if (inserted) {
-      Group g;
-      g.kind = fr.kind;
-      g.inc.assign(additive.size(), 0);
-      g.exc.assign(additive.size(), 0);
-      switch (opt.by) {
-        case GroupBy::kModule: g.name = fr.module ? std::string(tree.str(fr.module)) : "<unknown module>"; break;
-        case GroupBy::kLine: g.name = cct::LineName(tree.str(fr.file), fr.line); break;
-        default: g.name = std::string(tree.str(fr.name));
-      }
-      g.module = std::string(tree.str(fr.module));
-      groups.push_back(std::move(g));
-    }
-    frame_group[f] = it->second;
-  }
-
-  // One pass in preorder with a count of open nodes per group.
-  const cct::Children children = cct::BuildChildren(tree);
-  std::vector<uint32_t> open(groups.size(), 0);
-  struct Item {
-    NodeId node;
-    bool exit;
-  };
-  std::vector<Item> stack{{cct::kRootNode, false}};
-  while (!stack.empty()) {
-    const Item it = stack.back();
-    stack.pop_back();
-    const uint32_t g = ends && !(*ends)[it.node] ? kNoGroup : frame_group[tree.frame_id(it.node)];
-    if (it.exit) {
-      if (g != kNoGroup) --open[g];
-      continue;
-    }
-    if (g != kNoGroup) {
-      Group& grp = groups[g];
-      if (grp.nodes++ == 0) grp.first_node = it.node;
+  // Per group the selected metrics' inclusive and exclusive values (and, for
+  // imbalance columns, the unit holding the max).
+  std::vector<std::vector<double>> group_inc(groups.size()), group_exc(groups.size());
+  std::vector<std::vector<uint32_t>> group_inc_at(groups.size()), group_exc_at(groups.size());
+  std::vector<std::vector<double>> acc_exc(additive.size()), acc_inc(additive.size());
+  std::vector<double> sums_inc(additive.size()), sums_exc(additive.size());
+  // Runs `emit(g, inc, exc)` with group g's selected values under `values`.
+  auto group_values = [&](cct::NodeValues& values, const std::function<void(size_t, const std::vector<double>&,
+                                                                             const std::vector<double>&)>& emit) {
+    for (size_t k = 0; k < additive.size(); ++k)
+      flat.Accumulate(values.Exclusive(additive[k]), values.Inclusive(additive[k]), acc_exc[k], acc_inc[k]);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].nodes == 0) continue;
       for (size_t k = 0; k < additive.size(); ++k) {
-        grp.exc[k] += (*exc[k])[it.node];
-        if (open[g] == 0) grp.inc[k] += (*inc[k])[it.node];
+        sums_inc[k] = acc_inc[k][g];
+        sums_exc[k] = acc_exc[k][g];
       }
-      ++open[g];
-      stack.push_back({it.node, true});
+      emit(g, SelectedValues(reg, ids, additive, sums_inc), SelectedValues(reg, ids, additive, sums_exc));
     }
-    for (const NodeId* c = children.end(it.node); c != children.begin(it.node);) stack.push_back({*--c, false});
-  }
-  if (opt.by == GroupBy::kLine)
-    for (Group& g : groups)
-      if (g.nodes > 0) g.detail = std::string(tree.name(tree.parent(g.first_node)));
-
-  // Selected metrics per group.
-  auto metric_values = [&](const Group& g, bool inclusive) {
-    const std::vector<double>& acc = inclusive ? g.inc : g.exc;
-    std::vector<double> v;
-    for (MetricId m : ids) {
-      if (reg.Get(m).kind == cct::MetricKind::kAdditive) {
-        v.push_back(acc[std::find(additive.begin(), additive.end(), m) - additive.begin()]);
-        continue;
-      }
-      const std::vector<MetricId>& ops = reg.operand_ids(m);
-      bool any = false;
-      for (MetricId op : ops) any |= acc[std::find(additive.begin(), additive.end(), op) - additive.begin()] != 0;
-      v.push_back(any ? reg.formula(m)->Eval([&](size_t i) {
-        return acc[std::find(additive.begin(), additive.end(), ops[i]) - additive.begin()];
-      })
-                      : 0.0);
-    }
-    return v;
   };
+  if (!view) {
+    group_values(*own_values, [&](size_t g, const std::vector<double>& inc, const std::vector<double>& exc) {
+      group_inc[g] = inc;
+      group_exc[g] = exc;
+    });
+  } else {
+    // Per column: inclusive and exclusive aggregates over the groups.
+    std::vector<query::UnitAggregate> agg(2 * ids.size());
+    for (query::UnitAggregate& a : agg) a.Reset(groups.size(), view->units().units.size());
+    query::ForEachUnit(view->units(), [&](size_t u, cct::NodeValues& values) {
+      group_values(values, [&](size_t g, const std::vector<double>& inc, const std::vector<double>& exc) {
+        for (size_t i = 0; i < ids.size(); ++i) {
+          agg[2 * i].Add(u, g, inc[i]);
+          agg[2 * i + 1].Add(u, g, exc[i]);
+        }
+      });
+    });
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        // A plain column beside aggregated ones: the merged tree's value, the sum.
+        const query::Aggregation a = view->aggregations()[i].value_or(query::Aggregation::kSum);
+        group_inc[g].push_back(agg[2 * i].Get(a, g));
+        group_exc[g].push_back(agg[2 * i + 1].Get(a, g));
+        group_inc_at[g].push_back(agg[2 * i].argmax[g]);
+        group_exc_at[g].push_back(agg[2 * i + 1].argmax[g]);
+      }
+    }
+  }
 
   struct Row {
-    const Group* g;
+    const FlatGroup* g;
     std::vector<double> inc, exc;
+    const std::vector<uint32_t>* inc_at;
+    const std::vector<uint32_t>* exc_at;
   };
   std::vector<Row> rows;
-  for (const Group& g : groups) {
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const FlatGroup& g = groups[gi];
     if (g.nodes == 0) continue;
-    Row r{&g, metric_values(g, true), metric_values(g, false)};
+    Row r{&g, group_inc[gi], group_exc[gi], view ? &group_inc_at[gi] : nullptr, view ? &group_exc_at[gi] : nullptr};
     // Groups with no value in any selected metric say nothing.
     bool any = false;
-    for (size_t i = 0; i < ids.size(); ++i) any |= r.inc[i] != 0 || r.exc[i] != 0;
+    for (size_t i = 0; i < ids.size(); ++i)
+      any |= (r.inc[i] != 0 && !std::isnan(r.inc[i])) || (r.exc[i] != 0 && !std::isnan(r.exc[i]));
     if (any) rows.push_back(std::move(r));
   }
+  // NaN (an imbalance where nothing ran) sorts last.
+  auto sort_key = [&](const Row& r) {
+    const double k = opt.sort_exclusive ? r.exc[0] : r.inc[0];
+    return std::isnan(k) ? -1.0 : std::fabs(k);
+  };
   std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-    const double ka = opt.sort_exclusive ? a.exc[0] : a.inc[0], kb = opt.sort_exclusive ? b.exc[0] : b.inc[0];
-    if (ka != kb) return std::fabs(ka) > std::fabs(kb);
+    const double ka = sort_key(a), kb = sort_key(b);
+    if (ka != kb) return ka > kb;
     if (a.g->name != b.g->name) return a.g->name < b.g->name;
     return a.g->module < b.g->module;
   });
@@ -202,11 +145,11 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
 
   switch (opt.format) {
     case OutputFormat::kText: {
-      out << profile.label << ": " << cols.TotalsLine(opt.ascii) << "; top " << rows.size() << " by "
+      out << report_label << ": " << cols.TotalsLine(opt.ascii) << "; top " << rows.size() << " by "
           << GroupHeader(opt.by) << (opt.sort_exclusive ? " (exclusive)" : "")
           << (ends ? " among the " + std::to_string(match.ends) + " query ends" : "") << '\n';
       output::TextTable table(cols.TextColumns(), std::string(GroupHeader(opt.by)));
-      for (const Row& r : rows) table.AddRow(cols.TextCells(r.inc, r.exc, opt.ascii), "", label(r));
+      for (const Row& r : rows) table.AddRow(cols.TextCells(r.inc, r.exc, opt.ascii, true, r.inc_at, r.exc_at), "", label(r));
       table.Render(out, opt.width, opt.ascii);
       break;
     }
@@ -223,7 +166,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
           w.Field("file", tree.str(f.file)).FieldInt("line", f.line);
         }
         w.FieldInt("nodes", static_cast<long long>(r.g->nodes));
-        cols.WriteJson(w, r.inc, r.exc);
+        cols.WriteJson(w, r.inc, r.exc, r.inc_at, r.exc_at);
         w.EndObject();
       }
       w.EndArray().EndObject();
@@ -236,7 +179,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
         const cct::Frame f = tree.frame(r.g->first_node);
         out << CsvField(r.g->name) << ',' << cct::FrameKindName(r.g->kind) << ',' << CsvField(r.g->module) << ','
             << CsvField(opt.by == GroupBy::kModule ? "" : tree.str(f.file)) << ','
-            << (opt.by == GroupBy::kModule ? 0 : f.line) << ',' << r.g->nodes << ',' << cols.CsvCells(r.inc, r.exc)
+            << (opt.by == GroupBy::kModule ? 0 : f.line) << ',' << r.g->nodes << ',' << cols.CsvCells(r.inc, r.exc, r.inc_at, r.exc_at)
             << '\n';
       }
       break;

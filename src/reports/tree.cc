@@ -1,11 +1,14 @@
 // `cct-query tree`: the calling-context tree, top-down.
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 
 #include "cct/pattern.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
 #include "output/tree_json.h"
+#include "reports/aggregate_view.h"
 #include "reports/reports.h"
 
 namespace reports {
@@ -72,7 +75,7 @@ void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns
     for (const std::string& p : cct::PathNames(tree, n)) path += (path.empty() ? "" : ";") + p;
     out << depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
         << CsvField(tree.str(f.module)) << ',' << CsvField(tree.str(f.file)) << ',' << f.line << ','
-        << cols.CsvCells(cols.NodeInclusive(n), cols.NodeExclusive(n)) << ',' << CsvField(path);
+        << cols.NodeCsvCells(n) << ',' << CsvField(path);
     if (ends) out << ',' << ((*ends)[n] ? 1 : 0);
     out << '\n';
   });
@@ -81,26 +84,41 @@ void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns
 }  // namespace
 
 Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::ostream& out) {
-  const cct::Tree& tree = profile.tree;
-  CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(tree, opt.metrics));
-  cct::NodeValues values(tree);
-  MetricColumns cols(values, ids);
+  CCT_ASSIGN_OR_RETURN(const std::vector<MetricSpec> specs, ParseMetricSpecs(opt.metrics));
+  // METRIC@AGG columns: the thread-merged tree, values across its units.
+  std::unique_ptr<AggregateView> view;
+  std::optional<cct::NodeValues> own_values;
+  std::optional<MetricColumns> own_cols;
+  if (AnyAggregation(specs)) {
+    CCT_ASSIGN_OR_RETURN(view, AggregateView::Make(profile, specs));
+  } else {
+    CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(profile.tree, opt.metrics));
+    own_values.emplace(profile.tree);
+    own_cols.emplace(*own_values, ids);
+  }
+  const cct::Tree& tree = view ? view->tree() : profile.tree;
+  const MetricColumns& cols = view ? view->columns() : *own_cols;
+  const std::string label = view ? profile.label + view->Across() : profile.label;
   const cct::Children children = cct::BuildChildren(tree);
-  const double threshold = opt.min_pct > 0 ? std::fabs(cols.total(0)) * opt.min_pct / 100.0 : 0.0;
+  // Order and --min follow the first column; an imbalance (a ratio, NaN
+  // where nothing ran) by its metric's total over the units instead.
+  const std::vector<double>& key = cols.ratio(0) ? view->values().Inclusive(cols.first()) : cols.inclusive(0);
+  const double threshold = opt.min_pct > 0 ? std::fabs(key[cct::kRootNode]) * opt.min_pct / 100.0 : 0.0;
   // An iteration keeps the run's whole tree; show only what it touched.
   std::vector<char> shown = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
-  // A path query shows the nodes on its matching paths.
+  // A path query shows the nodes on its matching paths (metric predicates
+  // read the tree shown: the thread-merged one under METRIC@AGG columns).
   query::PathQueryMatch match;
   const bool queried = !opt.query.empty();
   if (queried) {
-    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, values, opt.query, /*require_match=*/true));
+    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, view ? view->values() : *own_values, opt.query,
+                                                 /*require_match=*/true));
     if (shown.empty()) shown = match.on_path;
     else
       for (size_t n = 0; n < shown.size(); ++n) shown[n] = shown[n] && match.on_path[n];
   }
   const std::vector<char>* ends = queried ? &match.end : nullptr;
-  VisibleTree vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth,
-                  shown.empty() ? nullptr : &shown);
+  VisibleTree vis(tree, children, key, threshold, opt.depth, shown.empty() ? nullptr : &shown);
 
   std::vector<NodeId> tops{cct::kRootNode};
   if (!opt.focus.empty()) {
@@ -114,7 +132,7 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
 
   switch (opt.format) {
     case OutputFormat::kText: {
-      out << profile.label << ": " << cols.TotalsLine(opt.ascii) << '\n';
+      out << label << ": " << cols.TotalsLine(opt.ascii) << '\n';
       if (queried) {
         // The query on one line (a newline in it is whitespace to the parser).
         std::string shown_query = opt.query;

@@ -23,6 +23,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
                  "merge-threads"}},
       {"kernels", {"metric", "n"}},
       {"table", {"by", "metric", "nodes", "confidence", "baseline"}},
+      {"stats", {"metric", "depth", "min", "focus", "n", "by", "exclusive", "percentiles", "merge-threads", "lines"}},
       {"check", {}},
   };
   std::map<std::string, std::set<std::string>> listed;
