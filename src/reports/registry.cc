@@ -55,6 +55,10 @@ const std::vector<ReportInfo>& Reports() {
       {"table", "SELECTOR --by tag:KEY", "per group of runs: mean ± CI (Student t) and n, for papers",
        {"metric", "by", "nodes", "confidence", "baseline"}, 1, 1,
        "table expects one SELECTOR (the runs to tabulate) (see cct-query --help)", false, &TableCommand},
+      {"derive", "RUN --name NEW",
+       "store a new run made from RUN; its nodes squashed, threads merged, values normalized",
+       {"drop", "query", "keep-min", "merge-threads", "normalize", "metric", "name", "tag", "replace"}, 1, 1,
+       "derive expects one RUN (see cct-query --help)", false, &DeriveCommand, /*writes_database=*/true},
       {"check", "[DB]", "read every run back whole: checksums and tree invariants; exit 1 naming the damaged runs", {},
        0, 1, "check takes at most one database (or -d DB)", false, &CheckCommand},
   };
