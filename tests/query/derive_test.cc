@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "cct/node_values.h"
@@ -616,4 +617,60 @@ TEST_CASE("cct-query derive from iterations: per-iteration divides by the count 
   // Iteration 3 went through a only: b is not in its run.
   derive({"train@iter=3", "--name", "third"});
   CHECK(values("third") == Values{{"", 0}, {"main", 0}, {"main/a", 4}});
+}
+
+TEST_CASE("derive --merge-threads and --keep-min against a Python reference on random trees") {
+  // tests/query/derive_reference.py computes the same from docs/query.md's
+  // definitions, with dictionaries of paths instead of folds.
+  testutil::TempDir dir;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    cct::Tree t;
+    const MetricId cpu = t.metrics().RegisterStandard("cputime").value();
+    const char* const names[] = {"main", "solve", "io", "mpi_wait", "dgemm", "pack"};
+    std::vector<NodeId> threads;
+    for (int i = 0; i < 4; ++i) threads.push_back(DtThread(t, "t" + std::to_string(i)));
+    DtPath(t, cct::kRootNode, "outside");
+    for (int i = 0; i < 400; ++i) {
+      const NodeId parent = static_cast<NodeId>(rng() % t.size());
+      const bool thread = rng() % 40 == 0;  // a thread node nested somewhere (or a new top-level one)
+      const cct::FrameId f = thread ? t.InternFrame(FrameKind::kThread, "inner" + std::to_string(rng() % 3))
+                                    : t.InternFrame(FrameKind::kFunction, names[rng() % 6]);
+      const NodeId n = t.InternChild(parent, f);
+      if (rng() % 3 != 0) t.AddValue(n, cpu, static_cast<double>(1 + rng() % 1000));
+    }
+    const std::string input = dir / ("tree" + std::to_string(seed) + ".tsv");
+    {
+      std::string text;
+      for (NodeId n = 0; n < t.size(); ++n)
+        text += std::to_string(n) + "\t" + (n == 0 ? "-1" : std::to_string(t.parent(n))) + "\t" +
+                (t.kind(n) == FrameKind::kThread ? "thread" : n == 0 ? "root" : "function") + "\t" +
+                std::string(t.name(n)) + "\t" + std::to_string(t.Value(n, cpu)) + "\n";
+      testutil::WriteFileOrDie(input, text);
+    }
+    auto py = testutil::Run({"/usr/bin/python3", testutil::SourceDir() + "/tests/query/derive_reference.py", input});
+    REQUIRE_MESSAGE(py.exit_code == 0, py.err);
+    std::map<std::string, std::map<std::string, double>> expected;
+    std::istringstream lines(py.out);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t a = line.find('\t'), b = line.find('\t', a + 1);
+      expected[line.substr(0, a)][line.substr(a + 1, b - a - 1)] = std::stod(line.substr(b + 1));
+    }
+    REQUIRE(expected.size() == 5);
+    auto compare = [&](const std::string& what, const cct::Tree& got) {
+      const std::map<std::string, double> values = DtValues(got, cpu);
+      const std::map<std::string, double>& want = expected[what];
+      CHECK(values.size() == want.size());
+      for (const auto& [path, v] : want) {
+        CAPTURE(what);
+        CAPTURE(path);
+        auto it = values.find(path);
+        REQUIRE(it != values.end());
+        CHECK(it->second == doctest::Approx(v));
+      }
+    };
+    for (const char* stat : {"sum", "mean", "min", "max"}) compare(stat, DtApply(t, {DtOp("merge-threads", stat)}));
+    compare("keep10", DtApply(t, {DtOp("keep-min", "10")}));
+  }
 }
