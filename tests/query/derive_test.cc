@@ -163,9 +163,10 @@ TEST_CASE("derive --merge-threads: sum, mean, min and max of the threads' exclus
   const Values mean_expected{{"", 5.0 / 3}, {"main", 2}, {"main/f", 10.0 / 3}, {"main/g", 2.0 / 3},
                              {"main/h", 3}, {"orphan", 7}};
   REQUIRE(mean.size() == mean_expected.size());
-  for (const auto& [path, value] : mean_expected) {
+  for (const auto& entry : mean_expected) {
+    const std::string& path = entry.first;  // CAPTURE takes no structured binding (clang 14)
     CAPTURE(path);
-    CHECK(mean.at(path) == doctest::Approx(value));
+    CHECK(mean.at(path) == doctest::Approx(entry.second));
   }
   CHECK(DtValues(DtApply(src, {DtOp("merge-threads", "min")}), 0) ==
         Values{{"", 0}, {"main", 1}, {"main/f", 0}, {"main/g", 0}, {"main/h", 0}, {"orphan", 7}});
@@ -662,12 +663,13 @@ TEST_CASE("derive --merge-threads and --keep-min against a Python reference on r
       const std::map<std::string, double> values = DtValues(got, cpu);
       const std::map<std::string, double>& want = expected[what];
       CHECK(values.size() == want.size());
-      for (const auto& [path, v] : want) {
+      for (const auto& entry : want) {
+        const std::string& path = entry.first;  // CAPTURE takes no structured binding (clang 14)
         CAPTURE(what);
         CAPTURE(path);
         auto it = values.find(path);
         REQUIRE(it != values.end());
-        CHECK(it->second == doctest::Approx(v));
+        CHECK(it->second == doctest::Approx(entry.second));
       }
     };
     for (const char* stat : {"sum", "mean", "min", "max"}) compare(stat, DtApply(t, {DtOp("merge-threads", stat)}));
