@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   load.merge_threads = vm.count("merge-threads") > 0;
   // @iter=median picks the median iteration by the metric being compared.
   if (!opt.metrics.empty()) load.median_metric = opt.metrics.front();
+  load.metrics = opt.metrics;
   const diff::TreeLoader loader = reports::ProfileTreeLoader(load);
   auto base = diff::LoadSide(args[0], db_path, loader);
   if (!base.ok()) cli::Fail(kTool, base.status());

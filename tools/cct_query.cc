@@ -1,6 +1,7 @@
 // cct-query: reports and exports from a cctdb database.
 #include <boost/program_options.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "exporters/registry.h"
 #include "output/progress.h"
 #include "output/write_file.h"
+#include "query/path_query.h"
 #include "reports/registry.h"
 #include "store/fault_guard.h"
 #include "store/selector.h"
@@ -80,6 +82,16 @@ cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& re
   return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(profile, *exporter, eo, out); });
 }
 
+// A path query that does not parse: its error line, then the query with a
+// caret under the position, before any database is opened.
+void CheckQuery(const std::string& text) {
+  size_t pos = 0;
+  auto parsed = query::PathQuery::Parse(text, &pos);
+  if (parsed.ok()) return;
+  std::cerr << kTool << ": " << parsed.status().message() << '\n' << query::CaretLines(text, pos);
+  std::exit(cli::kExitError);
+}
+
 // The options. Derive's operations take values, may repeat and apply in
 // command-line order; `derive` also gives --merge-threads the statistic it
 // takes there (for the other commands it is a switch), so a derive command
@@ -93,6 +105,8 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
       ("depth", po::value<int>(), "tree/callers: show N levels")
       ("min", po::value<double>(), "hide nodes below PCT percent of the total")
       ("focus", po::value<std::string>(), "tree: subtrees rooted at frames matching REGEX")
+      ("query", po::value<std::vector<std::string>>(), "tree, top: only the call paths matching QUERY "
+                                                       "(docs/query.md); derive: keep only the nodes on them")
       ("n,n", po::value<size_t>(), "top: show N rows (default 20; 0 for all)")
       ("by", po::value<std::string>(), "top: function|kernel|nvtx|line|module (default function); "
                                        "table: tag:KEY, the tag whose values make the groups")
@@ -120,7 +134,6 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
       ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
       ("drop", po::value<std::vector<std::string>>(), "derive: fold away the nodes where QUERY's paths end")
-      ("query", po::value<std::vector<std::string>>(), "derive: keep only the nodes on QUERY's paths")
       ("keep-min", po::value<std::vector<std::string>>(), "derive: keep the nodes of at least PCT % of -m's total")
       ("normalize", po::value<std::vector<std::string>>(), "derive: divide by per-iteration|per-thread|total|"
                                                            "NUMBER")
@@ -209,6 +222,12 @@ int main(int argc, char** argv) {
     if (!(opt.min_pct >= 0 && opt.min_pct <= 100)) cli::Fail(kTool, "--min must be a percentage from 0 to 100");
   }
   if (vm.count("focus")) opt.focus = vm["focus"].as<std::string>();
+  if (vm.count("query") && !(report && report->writes_database)) {
+    // Repeatable for derive (its operations apply in order); one elsewhere.
+    const auto& queries = vm["query"].as<std::vector<std::string>>();
+    if (queries.size() > 1) cli::Fail(kTool, "--query is given once to '" + command + "' (see cct-query --help)");
+    opt.query = queries.front();
+  }
   if (vm.count("n")) opt.limit = vm["n"].as<size_t>();
   if (vm.count("inclusive") && vm.count("exclusive")) cli::Fail(kTool, "--inclusive and --exclusive exclude each other");
   opt.sort_exclusive = vm.count("exclusive") > 0;
@@ -245,6 +264,8 @@ int main(int argc, char** argv) {
   } else {
     if (request.args.size() < report->min_args || request.args.size() > report->max_args)
       cli::Fail(kTool, std::string(report->args_error));
+    if (!opt.query.empty()) CheckQuery(opt.query);
+    if (command == "match") CheckQuery(request.args.at(1));
     status = report->writes_output ? WriteOutput(vm, [&](std::ostream& out) { return report->run(request, out); })
                                    : report->run(request, std::cout);
   }

@@ -19,6 +19,18 @@ double Formula::Apply(Code code, double a, double b) {
   }
 }
 
+char Formula::Symbol(Code code) {
+  switch (code) {
+    case Code::kAdd: return '+';
+    case Code::kSub: return '-';
+    case Code::kMul: return '*';
+    case Code::kDiv: return '/';
+    case Code::kMin: return 'm';
+    case Code::kMax: return 'M';
+    default: return '?';
+  }
+}
+
 // Recursive descent: expr := term (('+'|'-') term)*; term := unary (('*'|'/') unary)*;
 // unary := '-' unary | primary; primary := number | name | '{' any '}' | fn '(' expr ',' expr ')' | '(' expr ')'.
 class FormulaParser {
@@ -155,15 +167,45 @@ Result<Formula> Formula::Parse(std::string_view text) {
   f.text_ = std::string(text);
   FormulaParser parser(text);
   CCT_RETURN_IF_ERROR(parser.Run(f));
-  // Stack depth is bounded by nesting; check it once here so Eval need not.
+  CCT_RETURN_IF_ERROR(f.CheckDepth());
+  return f;
+}
+
+// Stack depth is bounded by nesting; checked once per formula so Eval need not.
+Status Formula::CheckDepth() const {
   int sp = 0, max_sp = 0;
-  for (const Op& op : f.ops_) {
+  for (const Op& op : ops_) {
     if (op.code == Code::kConst || op.code == Code::kOperand) ++sp;
     else if (op.code != Code::kNeg) --sp;
     max_sp = std::max(max_sp, sp);
   }
-  if (max_sp > kMaxDepth) return InvalidArgument("formula '" + f.text_ + "' is too complex");
-  return f;
+  if (max_sp > kMaxDepth) return InvalidArgument("formula '" + text_ + "' is too complex");
+  return Status::Ok();
+}
+
+Result<Formula> Formula::Inline(size_t operand, const Formula& sub) const {
+  Formula out;
+  out.text_ = text_;
+  auto index_of = [&out](const std::string& name) {
+    for (uint32_t i = 0; i < out.operands_.size(); ++i)
+      if (out.operands_[i] == name) return i;
+    out.operands_.push_back(name);
+    return static_cast<uint32_t>(out.operands_.size() - 1);
+  };
+  // Operands keep first-use order in the result, as Parse gives it.
+  for (const Op& op : ops_) {
+    if (op.code != Code::kOperand) {
+      out.ops_.push_back(op);
+    } else if (op.index != operand) {
+      out.ops_.push_back(Op{Code::kOperand, index_of(operands_[op.index]), 0});
+    } else {
+      for (const Op& inner : sub.ops_)
+        out.ops_.push_back(inner.code == Code::kOperand ? Op{Code::kOperand, index_of(sub.operands_[inner.index]), 0}
+                                                        : inner);
+    }
+  }
+  CCT_RETURN_IF_ERROR(out.CheckDepth());
+  return out;
 }
 
 }  // namespace cct

@@ -24,6 +24,33 @@ class Formula {
   const std::vector<std::string>& operands() const { return operands_; }
   const std::string& text() const { return text_; }
 
+  // This formula with operand `operand` replaced by `sub` (a derived
+  // operand's own formula), so a formula over derived metrics becomes one
+  // over additive metrics only. The text stays this formula's. An error when
+  // the result is too deep to evaluate.
+  Result<Formula> Inline(size_t operand, const Formula& sub) const;
+
+  // Folds the formula's shape into another domain (units): `constant()` for
+  // a number, `operand(i)`, `negate(x)`, and `binary(op, a, b)` with op one
+  // of '+', '-', '*', '/', 'm' (min), 'M' (max).
+  template <class T, class C, class O, class N, class B>
+  T Fold(C&& constant, O&& operand, N&& negate, B&& binary) const {
+    std::vector<T> stack;
+    for (const Op& op : ops_) {
+      switch (op.code) {
+        case Code::kConst: stack.push_back(constant()); break;
+        case Code::kOperand: stack.push_back(operand(op.index)); break;
+        case Code::kNeg: stack.back() = negate(stack.back()); break;
+        default: {
+          T b = std::move(stack.back());
+          stack.pop_back();
+          stack.back() = binary(Symbol(op.code), stack.back(), b);
+        }
+      }
+    }
+    return stack.empty() ? constant() : stack.back();
+  }
+
   // `operand(i)` returns the current value of operand i.
   template <class F>
   double Eval(F&& operand) const {
@@ -52,6 +79,8 @@ class Formula {
   };
   static constexpr int kMaxDepth = 64;
   static double Apply(Code code, double a, double b);
+  static char Symbol(Code code);
+  Status CheckDepth() const;
 
   friend class FormulaParser;
   std::string text_;

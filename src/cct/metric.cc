@@ -1,5 +1,8 @@
 #include "cct/metric.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <array>
 
 namespace cct {
@@ -70,21 +73,105 @@ Result<MetricId> MetricRegistry::Register(const MetricDesc& desc) {
   e.desc = desc;
   if (desc.kind == MetricKind::kDerived) {
     CCT_ASSIGN_OR_RETURN(Formula f, Formula::Parse(desc.formula));
-    for (const std::string& op : f.operands()) {
+    // Inline derived operands until only additive ones remain: each pass
+    // replaces one, and registered formulas are already flat, so this ends
+    // after at most one pass per distinct derived operand.
+    for (size_t i = 0; i < f.operands().size();) {
+      const std::string& op = f.operands()[i];
       const MetricId id = Find(op);
       if (id == kNoMetric)
         return InvalidArgument("derived metric '" + desc.name + "' reads unknown metric '" + op + "'");
-      if (entries_[id].desc.kind != MetricKind::kAdditive)
-        return InvalidArgument("derived metric '" + desc.name + "' reads derived metric '" + op +
-                               "'; formulas read additive metrics only");
-      e.operand_ids.push_back(id);
+      if (entries_[id].desc.kind == MetricKind::kAdditive) {
+        ++i;
+        continue;
+      }
+      CCT_ASSIGN_OR_RETURN(f, f.Inline(i, *entries_[id].formula));
     }
+    for (const std::string& op : f.operands()) e.operand_ids.push_back(Find(op));
     e.formula = std::make_shared<const Formula>(std::move(f));
   } else if (!desc.formula.empty()) {
     return InvalidArgument("additive metric '" + desc.name + "' cannot have a formula");
   }
   entries_.push_back(std::move(e));
   return static_cast<MetricId>(entries_.size() - 1);
+}
+
+std::string_view MetricRegistry::DefinedName(std::string_view spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string_view::npos) return spec;
+  std::string_view name = spec.substr(0, eq);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+  return name;
+}
+
+Unit MetricRegistry::InferUnit(const Formula& formula) const {
+  // A number has no unit of its own: it scales what it meets.
+  struct Dim {
+    bool number;
+    Unit unit;
+  };
+  const std::vector<MetricId> ids = [&] {
+    std::vector<MetricId> v;
+    for (const std::string& op : formula.operands()) v.push_back(Find(op));
+    return v;
+  }();
+  const Dim d = formula.Fold<Dim>(
+      [] { return Dim{true, Unit::kNone}; },
+      [&](size_t i) { return Dim{false, ids[i] == kNoMetric ? Unit::kNone : entries_[ids[i]].desc.unit}; },
+      [](Dim x) { return x; },
+      [](char op, Dim a, Dim b) {
+        if (a.number && b.number) return Dim{true, Unit::kNone};
+        switch (op) {
+          case '*':
+            if (a.number) return b;
+            if (b.number) return a;
+            return Dim{false, Unit::kNone};
+          case '/':
+            if (b.number) return a;
+            if (a.number) return Dim{false, Unit::kNone};
+            if (b.unit == Unit::kCount && a.unit != Unit::kCount) return a;
+            return Dim{false, Unit::kNone};
+          default:  // + - min max
+            if (a.number) return b;
+            if (b.number) return a;
+            return Dim{false, a.unit == b.unit ? a.unit : Unit::kNone};
+        }
+      });
+  return d.unit;
+}
+
+Result<MetricId> MetricRegistry::Define(std::string_view spec) {
+  const std::string name(DefinedName(spec));
+  const std::string_view expr = spec.substr(spec.find('=') + 1);
+  // The name must be one a formula can read back (-m 'b=a*2' -m 'c=b/2').
+  const bool word = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                    std::all_of(name.begin(), name.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '.';
+                    });
+  if (!word)
+    return InvalidArgument("metric definition '" + std::string(spec) +
+                           "': the name before '=' must be a word (letters, digits, '_', ':', '.')");
+  if (Find(name) != kNoMetric)
+    return InvalidArgument("metric definition '" + std::string(spec) + "': the run already has a metric '" + name +
+                           "'; choose another name");
+  auto parsed = Formula::Parse(expr);
+  if (!parsed.ok()) return parsed.status().WithContext("metric definition '" + std::string(spec) + "'");
+  const Formula& f = *parsed;
+  for (const std::string& op : f.operands())
+    if (Find(op) == kNoMetric) {
+      std::string have;
+      for (const Entry& e : entries_) have += (have.empty() ? "" : ", ") + e.desc.name;
+      return InvalidArgument("metric definition '" + std::string(spec) + "' reads '" + op +
+                             "', which this run does not have; it has: " + have);
+    }
+  MetricDesc desc;
+  desc.name = name;
+  desc.kind = MetricKind::kDerived;
+  desc.unit = InferUnit(f);
+  desc.formula = std::string(expr);
+  desc.description = "defined by -m";
+  return Register(desc);
 }
 
 Result<MetricId> MetricRegistry::RegisterStandard(std::string_view name) {

@@ -52,9 +52,24 @@ const std::vector<MetricDesc>& StandardMetrics();
 class MetricRegistry {
  public:
   // Registers a metric, or returns the id of the one with that name when its
-  // unit and kind agree. Derived formulas must name registered additive
-  // metrics.
+  // unit and kind agree. Derived formulas must name registered metrics; a
+  // derived operand's formula is inlined, so every registered formula reads
+  // additive metrics only (what Eval's callers sum per node or iteration).
   Result<MetricId> Register(const MetricDesc& desc);
+  // A derived metric defined where it is used: "NAME=EXPR" (cct-query -m
+  // 'ipc=inst/cycles'). Its unit follows from the formula (InferUnit). An
+  // error when NAME is taken by another metric or EXPR is not a formula over
+  // this registry's metrics.
+  Result<MetricId> Define(std::string_view spec);
+  // Whether `spec` is a definition rather than a metric's name, and the
+  // name it defines ("ipc" for "ipc=inst/cycles"; `spec` itself otherwise).
+  static bool IsDefinition(std::string_view spec) { return spec.find('=') != std::string_view::npos; }
+  static std::string_view DefinedName(std::string_view spec);
+  // The unit of a formula's value: a sum, difference, min or max of one unit
+  // keeps it, as does a product or quotient with a number and a quotient by
+  // a count (a per-event average); a ratio of two metrics of one unit, and
+  // anything mixing units, is dimensionless (Unit::kNone).
+  Unit InferUnit(const Formula& formula) const;
   // Registers a catalog metric by name (see FindStandardMetric), together with
   // the additive operands its formula needs.
   Result<MetricId> RegisterStandard(std::string_view name);

@@ -52,7 +52,10 @@ std::string Describe(const cct::MetricDesc& d) {
 Result<std::vector<cct::MetricDesc>> ResolveMetrics(const std::vector<Input>& inputs,
                                                     const std::vector<std::string>& names) {
   const cct::Tree& first = inputs.front().run->tree;
-  std::vector<std::string> wanted = names;
+  // -m NAME=EXPR: the loader registered the definition as NAME in every tree.
+  std::vector<std::string> wanted;
+  for (const std::string& n : names)
+    wanted.push_back(first.metrics().Find(n) == cct::kNoMetric ? std::string(cct::MetricRegistry::DefinedName(n)) : n);
   if (wanted.empty()) {
     for (MetricId m = 0; m < first.metrics().size() && wanted.empty(); ++m) {
       const cct::MetricDesc& d = first.metrics().Get(m);

@@ -52,10 +52,42 @@ class VisibleTree {
   const std::vector<char>* with_values_;
 };
 
+// Nested node objects written without recursion (trees are deeper than the
+// stack): `fields(n)` writes node n's members after its BeginObject;
+// `children(n, depth)` lists the nodes nested in its "children" array.
+template <class Fields, class Kids>
+void WriteNestedJson(JsonWriter& w, cct::NodeId top, Fields&& fields, Kids&& children) {
+  struct Item {
+    std::vector<cct::NodeId> kids;
+    size_t next;
+    int depth;
+  };
+  auto open = [&](cct::NodeId n, int depth) -> Item {
+    w.BeginObject();
+    fields(n);
+    w.Key("children").BeginArray();
+    return Item{children(n, depth), 0, depth};
+  };
+  std::vector<Item> stack;
+  stack.push_back(open(top, 0));
+  while (!stack.empty()) {
+    Item& it = stack.back();
+    if (it.next < it.kids.size()) {
+      const cct::NodeId child = it.kids[it.next++];
+      const int depth = it.depth + 1;
+      stack.push_back(open(child, depth));
+    } else {
+      w.EndArray().EndObject();
+      stack.pop_back();
+    }
+  }
+}
+
 // One node object {"name", "kind", "module", "file", "line", "inclusive",
 // "exclusive", "children": [...]} for `top` and its visible subtree;
-// `with_path` adds the node's "path" (a --focus root).
+// `with_path` adds the node's "path" (a --focus root); `ends` (a path
+// query's match ends, per node) adds "match": true|false to every node.
 void WriteTreeJson(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, cct::NodeId top,
-                   JsonWriter& w, bool with_path);
+                   JsonWriter& w, bool with_path, const std::vector<char>* ends = nullptr);
 
 }  // namespace output

@@ -136,6 +136,7 @@ Result<std::string> SelectIterations(store::Database& db, const store::RunMeta& 
   if (spec.median) {
     cct::MetricId metric = 0;
     if (!options.median_metric.empty()) {
+      CCT_RETURN_IF_ERROR(DefineMetrics(tree, {options.median_metric}));
       CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, ResolveMetrics(tree, {options.median_metric}));
       metric = ids.front();
     } else if (tree.metrics().size() == 0) {
@@ -202,7 +203,22 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     p.tree = cct::FoldKind(p.tree, cct::FrameKind::kLine);
   if (options.merge_threads && cct::HasKind(p.tree, cct::FrameKind::kThread))
     p.tree = cct::FoldKind(p.tree, cct::FrameKind::kThread);
+  CCT_RETURN_IF_ERROR(DefineMetrics(p.tree, options.metrics));
   return p;
+}
+
+Status DefineMetrics(cct::Tree& tree, const std::vector<std::string>& specs) {
+  cct::MetricRegistry& reg = tree.metrics();
+  for (const std::string& spec : specs) {
+    // A stored metric whose name holds '=' is a name, not a definition.
+    if (!cct::MetricRegistry::IsDefinition(spec) || reg.Find(spec) != cct::kNoMetric) continue;
+    const cct::MetricId have = reg.Find(cct::MetricRegistry::DefinedName(spec));
+    if (have != cct::kNoMetric && reg.Get(have).kind == cct::MetricKind::kDerived &&
+        reg.Get(have).formula == spec.substr(spec.find('=') + 1))
+      continue;
+    CCT_RETURN_IF_ERROR(reg.Define(spec).status());
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<cct::MetricId>> ResolveMetrics(const cct::Tree& tree, const std::vector<std::string>& names) {
@@ -214,7 +230,8 @@ Result<std::vector<cct::MetricId>> ResolveMetrics(const cct::Tree& tree, const s
     return out;
   }
   for (const std::string& n : names) {
-    const cct::MetricId id = reg.Find(n);
+    cct::MetricId id = reg.Find(n);
+    if (id == cct::kNoMetric && cct::MetricRegistry::IsDefinition(n)) id = reg.Find(cct::MetricRegistry::DefinedName(n));
     if (id == cct::kNoMetric) {
       std::string have;
       for (cct::MetricId m = 0; m < reg.size(); ++m) have += (m ? ", " : "") + reg.Get(m).name;

@@ -27,6 +27,9 @@ struct LoadOptions {
   // @iter=median: the metric whose per-iteration totals choose the iteration
   // (empty: the run's first metric).
   std::string median_metric;
+  // The -m list: its NAME=EXPR definitions are registered in the loaded
+  // tree (DefineMetrics), so every report, export and diff can show them.
+  std::vector<std::string> metrics;
 };
 
 struct Profile {
@@ -41,8 +44,15 @@ struct Profile {
 cct::Result<Profile> LoadProfile(const std::string& selector_text, const std::string& default_db,
                                  const LoadOptions& options);
 
-// Resolves metric names against a tree; no names gives the first metric.
-// Unknown names are an error that lists the metrics the run has.
+// Registers the derived metrics that `specs` define ("NAME=EXPR", see
+// cct::MetricRegistry::Define); other specs are metric names and left alone.
+// A definition the tree already holds with the same formula is kept (a tree
+// loaded twice through @iter=median).
+cct::Status DefineMetrics(cct::Tree& tree, const std::vector<std::string>& specs);
+
+// Resolves metric names against a tree; no names gives the first metric. A
+// NAME=EXPR definition resolves to NAME (define it first). Unknown names are
+// an error that lists the metrics the run has.
 cct::Result<std::vector<cct::MetricId>> ResolveMetrics(const cct::Tree& tree, const std::vector<std::string>& names);
 
 // "run 3 'name'" for one run.

@@ -2,6 +2,7 @@
 #include "reports/diff_report_internal.h"
 
 #include "output/json_writer.h"
+#include "output/tree_json.h"
 
 #include <algorithm>
 #include <sstream>
@@ -116,30 +117,9 @@ void WriteTreeText(const DiffResult& r, const TreeView& view, const DiffReportOp
 
 void WriteTreeJson(const DiffResult& r, const TreeView& view, std::ostream& out) {
   output::JsonWriter w(out);
-  struct Item {
-    std::vector<NodeId> kids;
-    size_t next;
-    int depth;
-  };
-  auto open = [&](NodeId n, int depth) {
-    w.BeginObject();
-    TreeNodeJson(w, r, n);
-    w.Key("children").BeginArray();
-    return Item{view.Children(n, depth), 0, depth};
-  };
-  std::vector<Item> stack;
-  stack.push_back(open(cct::kRootNode, 0));
-  while (!stack.empty()) {
-    Item& it = stack.back();
-    if (it.next < it.kids.size()) {
-      const NodeId child = it.kids[it.next++];
-      const int depth = it.depth + 1;
-      stack.push_back(open(child, depth));
-    } else {
-      w.EndArray().EndObject();
-      stack.pop_back();
-    }
-  }
+  output::WriteNestedJson(
+      w, cct::kRootNode, [&](NodeId n) { TreeNodeJson(w, r, n); },
+      [&](NodeId n, int depth) { return view.Children(n, depth); });
   out << '\n';
 }
 

@@ -52,6 +52,7 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
                                 " runs; iterations lists one run's iterations");
   const store::RunMeta& run = runs.front();
   CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
+  CCT_RETURN_IF_ERROR(query::DefineMetrics(tree, opt.metrics));
   CCT_ASSIGN_OR_RETURN(std::optional<store::RunIterations> its, db->ReadIterations(run.id));
   if (!its)
     return cct::InvalidArgument("'" + selector + "': " + query::RunLabel(run) +

@@ -34,15 +34,18 @@ const std::vector<ReportInfo>& Reports() {
        "show expects one RUN (see cct-query --help)", false, &OnProfile<WriteShowReport, true>},
       {"metrics", "RUN", "the metrics a run has", {"merge-threads"}, 1, 1,
        "metrics expects one RUN (see cct-query --help)", false, &OnProfile<WriteMetricsReport, true>},
-      {"tree", "RUN", "the calling-context tree, top-down",
-       {"metric", "depth", "min", "focus", "lines", "merge-threads"}, 1, 1,
-       "tree expects one RUN (see cct-query --help)", false, &OnProfile<WriteTreeReport, false>},
+      {"tree", "RUN [RUN...]", "the calling-context tree, top-down; several side by side",
+       {"metric", "depth", "min", "focus", "query", "lines", "merge-threads"}, 1, kMaxSideBySideRuns,
+       "tree expects one RUN, or up to 16 side by side (see cct-query --help)", false, &TreeCommand},
       {"top", "RUN", "a flat profile by function, kernel, nvtx, line or module",
-       {"metric", "n", "by", "inclusive", "exclusive", "merge-threads"}, 1, 1,
+       {"metric", "n", "by", "inclusive", "exclusive", "query", "merge-threads"}, 1, 1,
        "top expects one RUN (see cct-query --help)", false, &TopCommand},
       {"callers", "RUN REGEX", "bottom-up: who reaches the frames matching REGEX",
        {"metric", "depth", "min", "merge-threads", "lines"}, 2, 2, "callers expects RUN and REGEX (see cct-query --help)",
        false, &CallersCommand},
+      {"match", "RUN QUERY", "where the call paths matching QUERY end (docs/query.md)",
+       {"metric", "n", "inclusive", "exclusive", "lines", "merge-threads"}, 2, 2,
+       "match expects RUN and QUERY (see cct-query --help)", false, &MatchCommand},
       {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric"}, 1, 1,
        "iterations expects one RUN (see cct-query --help)", false, &OnSelector<WriteIterationsReport>},
       {"flame", "RUN -o FILE.svg", "an interactive flame graph (SVG)",
@@ -82,12 +85,13 @@ cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request) {
   return opt;
 }
 
-cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines) {
+cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg) {
   query::LoadOptions load;
   load.keep_lines = request.lines || keep_lines;
   load.merge_threads = request.merge_threads;
   if (!request.options.metrics.empty()) load.median_metric = request.options.metrics.front();  // @iter=median
-  return query::LoadProfile(request.args.at(0), request.db_path, load);
+  load.metrics = request.options.metrics;
+  return query::LoadProfile(request.args.at(arg), request.db_path, load);
 }
 
 }  // namespace reports

@@ -29,7 +29,7 @@ namespace reports {
 struct ReportRequest {
   std::vector<std::string> args;  // after the command name
   std::string db_path;            // store::DefaultDatabasePath applied
-  ReportOptions options;          // -m, --depth, --min, --focus, -n, --exclusive, --ascii, --width
+  ReportOptions options;          // -m, --depth, --min, --focus, --query, -n, --exclusive, --ascii, --width
   std::optional<std::string> by;      // --by: top's grouping, table's tag:KEY
   std::optional<std::string> format;  // --format: text|json|csv, table also markdown|latex
   std::optional<std::string> nodes;   // table --nodes
@@ -76,8 +76,12 @@ cct::Result<const ReportInfo*> FindReport(std::string_view name);
 // runs a report (on the profile of RUN, or on a selector), each in its
 // report's file.
 cct::Status RunsCommand(const ReportRequest& request, std::ostream& out);
+cct::Status TreeCommand(const ReportRequest& request, std::ostream& out);
+// `tree A B ...`: each run is a column per metric, so the count is bounded.
+inline constexpr size_t kMaxSideBySideRuns = 16;
 cct::Status TopCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CallersCommand(const ReportRequest& request, std::ostream& out);
+cct::Status MatchCommand(const ReportRequest& request, std::ostream& out);
 cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CheckCommand(const ReportRequest& request, std::ostream& out);
@@ -86,9 +90,10 @@ cct::Status DeriveCommand(const ReportRequest& request, std::ostream& out);
 
 // Helpers of the commands: --by and --format parsed into ReportOptions (as
 // GroupBy and OutputFormat), and the profile of args[0] loaded with the
-// request's --lines, --merge-threads and -m (for @iter=median); `keep_lines`
-// keeps source lines regardless.
+// request's --lines, --merge-threads and -m (for @iter=median and NAME=EXPR
+// definitions); `keep_lines` keeps source lines regardless. `arg` picks the
+// argument (tree loads each of its runs).
 cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request);
-cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines);
+cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg = 0);
 
 }  // namespace reports

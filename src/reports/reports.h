@@ -16,6 +16,7 @@
 #include "cct/node_values.h"
 #include "cct/status.h"
 #include "output/metric_columns.h"
+#include "query/path_query.h"
 #include "query/profile.h"
 
 namespace reports {
@@ -31,6 +32,7 @@ struct ReportOptions {
   int depth = -1;                    // -1: unlimited
   double min_pct = 0;                // hide nodes below this share of the total
   std::string focus;                 // regex: subtrees rooted at matching frames
+  std::string query;                 // path query (docs/query.md): tree and top keep its matches
   size_t limit = 20;                 // top -n
   bool sort_exclusive = false;       // top: order by exclusive value
   GroupBy by = GroupBy::kFunction;
@@ -39,10 +41,26 @@ struct ReportOptions {
   size_t width = 80;  // 0: unlimited
 };
 
+// A path query's matches on `tree` (the report's loaded tree: source lines
+// folded unless kept). kNotFound, "no path matches the query 'Q'", when
+// nothing does and `require_match`.
+cct::Result<query::PathQueryMatch> MatchReportQuery(const cct::Tree& tree, cct::NodeValues& values,
+                                                    const std::string& text, bool require_match);
+
 cct::Status WriteTreeReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
+// `tree A B ...`: the runs' trees aligned by path identity as cct-diff
+// aligns them, one column per run (per metric); children ordered, and --min
+// applied, by their largest share of the first metric in any run
+// (tree_side_by_side.cc).
+cct::Status WriteSideBySideTreeReport(std::vector<query::Profile>& profiles, const ReportOptions& options,
+                                      std::ostream& out);
 cct::Status WriteTopReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 cct::Status WriteCallersReport(query::Profile& profile, const std::string& regex, const ReportOptions& options,
                                std::ostream& out);
+// `match RUN QUERY`: each end of the query's matching paths, its path from
+// the top-level node and its values, largest first; -n rows (match.cc).
+cct::Status WriteMatchReport(query::Profile& profile, const std::string& query_text, const ReportOptions& options,
+                             std::ostream& out);
 cct::Status WriteMetricsReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 cct::Status WriteShowReport(query::Profile& profile, const ReportOptions& options, std::ostream& out);
 // `runs`: the runs listed, children indented under their parents (text);

@@ -228,7 +228,9 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
   CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, store::SelectRuns(*db, sel));
 
   // Per group: per metric, the runs' values.
-  std::vector<std::string> metric_names = opt.metrics;
+  // Columns are named by metric; a -m NAME=EXPR column by its NAME.
+  std::vector<std::string> metric_names;
+  for (const std::string& spec : opt.metrics) metric_names.emplace_back(cct::MetricRegistry::DefinedName(spec));
   std::map<std::string, cct::Unit> metric_units;
   std::map<std::string, std::map<std::string, std::vector<double>>, decltype(&GroupLess)> values(&GroupLess);
   std::map<std::string, size_t, decltype(&GroupLess)> group_runs(&GroupLess);
@@ -240,6 +242,7 @@ Status WriteTableReport(const std::string& selector_text, const std::string& def
       continue;
     }
     CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
+    CCT_RETURN_IF_ERROR(query::DefineMetrics(tree, opt.metrics).WithContext(query::RunLabel(run)));
     if (metric_names.empty()) {
       if (tree.metrics().size() == 0) return cct::NotFound(query::RunLabel(run) + " has no metrics");
       metric_names.push_back(tree.metrics().Get(0).name);

@@ -5,6 +5,7 @@
 // counts each node's subtree once: a node inside another node of the same
 // group (recursion) adds nothing, so recursive functions are not counted
 // twice. Derived metrics are evaluated from the group's summed operands.
+// With a path query, only the query's match ends are grouped.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -65,6 +66,11 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   cct::NodeValues values(tree);
   output::MetricColumns cols(values, ids);
   const cct::MetricRegistry& reg = tree.metrics();
+  query::PathQueryMatch match;
+  if (!opt.query.empty()) {
+    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, values, opt.query, /*require_match=*/true));
+  }
+  const std::vector<char>* ends = opt.query.empty() ? nullptr : &match.end;
 
   // Additive metrics the report needs: the selected ones and the operands of
   // selected derived ones.
@@ -125,7 +131,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   while (!stack.empty()) {
     const Item it = stack.back();
     stack.pop_back();
-    const uint32_t g = frame_group[tree.frame_id(it.node)];
+    const uint32_t g = ends && !(*ends)[it.node] ? kNoGroup : frame_group[tree.frame_id(it.node)];
     if (it.exit) {
       if (g != kNoGroup) --open[g];
       continue;
@@ -197,7 +203,8 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   switch (opt.format) {
     case OutputFormat::kText: {
       out << profile.label << ": " << cols.TotalsLine(opt.ascii) << "; top " << rows.size() << " by "
-          << GroupHeader(opt.by) << (opt.sort_exclusive ? " (exclusive)" : "") << '\n';
+          << GroupHeader(opt.by) << (opt.sort_exclusive ? " (exclusive)" : "")
+          << (ends ? " among the " + std::to_string(match.ends) + " query ends" : "") << '\n';
       output::TextTable table(cols.TextColumns(), std::string(GroupHeader(opt.by)));
       for (const Row& r : rows) table.AddRow(cols.TextCells(r.inc, r.exc, opt.ascii), "", label(r));
       table.Render(out, opt.width, opt.ascii);

@@ -25,8 +25,12 @@ constexpr size_t kHeadingNameColumns = 60;
 // rows, with columns no wider than its cells.
 constexpr size_t kStreamAfterRows = 4096;
 
+// Marks a query's match ends in the text tree, before the name (a name may
+// end in any character).
+constexpr std::string_view kEndMark = "◆", kEndMarkAscii = "*";
+
 void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, const ReportOptions& opt,
-               NodeId top, std::ostream& out) {
+               NodeId top, const std::vector<char>* ends, std::ostream& out) {
   output::TextTable table(cols.TextColumns(), "calling context");
   // The deepest row's prefix: three columns a level below `top`, bounded by
   // --depth and by the tree's depth (a parent's id is below its children's).
@@ -46,7 +50,9 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   while (!stack.empty()) {
     Item it = std::move(stack.back());
     stack.pop_back();
-    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), it.prefix, output::DisplayName(tree, it.node));
+    std::string name = output::DisplayName(tree, it.node);
+    if (ends && (*ends)[it.node]) name.insert(0, std::string(opt.ascii ? kEndMarkAscii : kEndMark) + " ");
+    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), it.prefix, std::move(name));
     const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
     for (size_t i = kids.size(); i-- > 0;) {
       const bool last = i + 1 == kids.size();
@@ -58,8 +64,8 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
 }
 
 void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns& cols, NodeId top, bool header,
-              std::ostream& out) {
-  if (header) out << "depth,name,kind,module,file,line," << cols.CsvHeader() << ",path\n";
+              const std::vector<char>* ends, std::ostream& out) {
+  if (header) out << "depth,name,kind,module,file,line," << cols.CsvHeader() << ",path" << (ends ? ",match" : "") << '\n';
   struct Item {
     NodeId node;
     int depth;
@@ -73,7 +79,9 @@ void WriteCsv(const cct::Tree& tree, const VisibleTree& vis, const MetricColumns
     for (const std::string& p : cct::PathNames(tree, it.node)) path += (path.empty() ? "" : ";") + p;
     out << it.depth << ',' << CsvField(tree.str(f.name)) << ',' << cct::FrameKindName(f.kind) << ','
         << CsvField(tree.str(f.module)) << ',' << CsvField(tree.str(f.file)) << ',' << f.line << ','
-        << cols.CsvCells(cols.NodeInclusive(it.node), cols.NodeExclusive(it.node)) << ',' << CsvField(path) << '\n';
+        << cols.CsvCells(cols.NodeInclusive(it.node), cols.NodeExclusive(it.node)) << ',' << CsvField(path);
+    if (ends) out << ',' << ((*ends)[it.node] ? 1 : 0);
+    out << '\n';
     const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
     for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1});
   }
@@ -89,20 +97,41 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
   const cct::Children children = cct::BuildChildren(tree);
   const double threshold = opt.min_pct > 0 ? std::fabs(cols.total(0)) * opt.min_pct / 100.0 : 0.0;
   // An iteration keeps the run's whole tree; show only what it touched.
-  const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
+  std::vector<char> shown = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
+  // A path query shows the nodes on its matching paths.
+  query::PathQueryMatch match;
+  const bool queried = !opt.query.empty();
+  if (queried) {
+    CCT_ASSIGN_OR_RETURN(match, MatchReportQuery(tree, values, opt.query, /*require_match=*/true));
+    if (shown.empty()) shown = match.on_path;
+    else
+      for (size_t n = 0; n < shown.size(); ++n) shown[n] = shown[n] && match.on_path[n];
+  }
+  const std::vector<char>* ends = queried ? &match.end : nullptr;
   VisibleTree vis(tree, children, values.Inclusive(cols.first()), threshold, opt.depth,
-              profile.selector.iteration ? &with_values : nullptr);
+                  shown.empty() ? nullptr : &shown);
 
   std::vector<NodeId> tops{cct::kRootNode};
   if (!opt.focus.empty()) {
     CCT_ASSIGN_OR_RETURN(const cct::Pattern focus, cct::Pattern::Compile(opt.focus, "--focus pattern"));
     tops = cct::OutermostMatches(tree, focus);
-    if (tops.empty()) return cct::NotFound("no frame matches --focus '" + cct::ElideMiddle(opt.focus, 80) + "'");
+    if (queried) std::erase_if(tops, [&](NodeId t) { return !match.on_path[t]; });
+    if (tops.empty())
+      return cct::NotFound("no frame matches --focus '" + cct::ElideMiddle(opt.focus, 80) + "'" +
+                           (queried ? " on the query's paths" : ""));
   }
 
   switch (opt.format) {
     case OutputFormat::kText: {
       out << profile.label << ": " << cols.TotalsLine(opt.ascii) << '\n';
+      if (queried) {
+        // The query on one line (a newline in it is whitespace to the parser).
+        std::string shown_query = opt.query;
+        std::replace_if(shown_query.begin(), shown_query.end(), [](char c) { return c >= 0 && c < 0x20; }, ' ');
+        if (opt.width) shown_query = output::ElideMiddle(shown_query, opt.width > 40 ? opt.width - 30 : 10, opt.ascii);
+        out << "query: " << shown_query << "; " << match.ends << (match.ends == 1 ? " end" : " ends") << " marked "
+            << (opt.ascii ? kEndMarkAscii : kEndMark) << '\n';
+      }
       for (NodeId top : tops) {
         if (!opt.focus.empty()) {
           // Each name cut to a bounded width (a 30,000-character template
@@ -114,17 +143,17 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
                 << (opt.width ? output::ElideMiddle(path[i], kHeadingNameColumns, opt.ascii) : path[i]);
           out << '\n';
         }
-        WriteText(tree, vis, cols, opt, top, out);
+        WriteText(tree, vis, cols, opt, top, ends, out);
       }
       break;
     }
     case OutputFormat::kJson: {
       output::JsonWriter w(out);
       if (opt.focus.empty()) {
-        output::WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false);
+        output::WriteTreeJson(tree, vis, cols, cct::kRootNode, w, false, ends);
       } else {
         w.BeginArray();
-        for (NodeId top : tops) output::WriteTreeJson(tree, vis, cols, top, w, true);
+        for (NodeId top : tops) output::WriteTreeJson(tree, vis, cols, top, w, true, ends);
         w.EndArray();
       }
       out << '\n';
@@ -133,7 +162,7 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
     case OutputFormat::kCsv: {
       bool header = true;
       for (NodeId top : tops) {
-        WriteCsv(tree, vis, cols, top, header, out);
+        WriteCsv(tree, vis, cols, top, header, ends, out);
         header = false;
       }
       break;

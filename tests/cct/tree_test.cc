@@ -109,8 +109,74 @@ TEST_CASE("metric registry rejects conflicts and bad formulas") {
   CHECK_FALSE(r.Register({"y", Unit::kNone, MetricKind::kDerived, "", "x / (2"}).ok());
   CHECK_FALSE(r.Register({"z", Unit::kNone, MetricKind::kAdditive, "", "x"}).ok());
   CHECK(r.Register({"y", Unit::kNone, MetricKind::kDerived, "", "x / 2"}).ok());
-  CHECK_FALSE(r.Register({"w", Unit::kNone, MetricKind::kDerived, "", "y * 2"}).ok());  // derived of derived
   CHECK_FALSE(r.RegisterStandard("no-such-metric").ok());
+}
+
+TEST_CASE("a formula over derived metrics is inlined: registered formulas read additive metrics only") {
+  MetricRegistry r;
+  const MetricId x = r.Register({"x", Unit::kBytes, MetricKind::kAdditive, "", ""}).value();
+  const MetricId n = r.Register({"n", Unit::kCount, MetricKind::kAdditive, "", ""}).value();
+  REQUIRE(r.Register({"y", Unit::kBytes, MetricKind::kDerived, "", "x / n"}).ok());
+  auto w = r.Register({"w", Unit::kNone, MetricKind::kDerived, "", "y * 2 + y - n"});
+  REQUIRE(w.ok());
+  CHECK(r.Get(*w).formula == "y * 2 + y - n");  // the text as written
+  const std::vector<MetricId>& ops = r.operand_ids(*w);
+  CHECK(ops == std::vector<MetricId>{x, n});
+  // x = 12, n = 4: y = 3, w = 3 * 2 + 3 - 4 = 5.
+  const double v = r.formula(*w)->Eval([&](size_t i) { return ops[i] == x ? 12.0 : 4.0; });
+  CHECK(v == 5);
+}
+
+TEST_CASE("metric definitions: NAME=EXPR, unit inferred from the formula, clear errors") {
+  MetricRegistry r;
+  REQUIRE(r.Register({"cputime", Unit::kNanoseconds, MetricKind::kAdditive, "", ""}).ok());
+  REQUIRE(r.Register({"gker", Unit::kNanoseconds, MetricKind::kAdditive, "", ""}).ok());
+  REQUIRE(r.Register({"gker:count", Unit::kCount, MetricKind::kAdditive, "", ""}).ok());
+  REQUIRE(r.Register({"inst", Unit::kCount, MetricKind::kAdditive, "", ""}).ok());
+  REQUIRE(r.Register({"bytes", Unit::kBytes, MetricKind::kAdditive, "", ""}).ok());
+  struct Case {
+    const char* spec;
+    Unit unit;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"total=cputime + gker", Unit::kNanoseconds},          // sum of one unit
+           {"per_launch=gker / {gker:count}", Unit::kNanoseconds},  // per-event average
+           {"ratio=gker / cputime", Unit::kNone},                // ratio of one unit
+           {"ipc=inst / gker:count", Unit::kNone},               // count / count
+           {"twice = 2 * cputime", Unit::kNanoseconds},          // scaled
+           {"half=cputime / 2", Unit::kNanoseconds},
+           {"mixed=cputime + bytes", Unit::kNone},               // mixing units has none
+           {"bw=bytes / cputime", Unit::kNone},
+           {"m=max(cputime, gker) - 1", Unit::kNanoseconds},
+           {"k=3", Unit::kNone},
+       }) {
+    CAPTURE(c.spec);
+    auto id = r.Define(c.spec);
+    REQUIRE(id.ok());
+    CHECK(r.Get(*id).unit == c.unit);
+    CHECK(r.Get(*id).kind == MetricKind::kDerived);
+    CHECK(r.Get(*id).name == std::string(MetricRegistry::DefinedName(c.spec)));
+  }
+  CHECK(MetricRegistry::DefinedName("twice = 2 * cputime") == "twice");
+  CHECK(MetricRegistry::IsDefinition("a=b"));
+  CHECK_FALSE(MetricRegistry::IsDefinition("gker:count"));
+  // A definition may read another: per_launch is inlined.
+  auto dd = r.Define("per_launch_ms=per_launch / 1000000");
+  REQUIRE(dd.ok());
+  CHECK(r.Get(*dd).unit == Unit::kNanoseconds);
+  for (MetricId op : r.operand_ids(*dd)) CHECK(r.Get(op).kind == MetricKind::kAdditive);
+
+  auto err = [&](const char* spec, const char* expect) {
+    auto id = r.Define(spec);
+    REQUIRE_FALSE(id.ok());
+    CHECK_MESSAGE(id.status().message().find(expect) != std::string::npos, id.status().message());
+  };
+  err("cputime=gker", "already has a metric 'cputime'");
+  err("=gker", "must be a word");
+  err("a b=gker", "must be a word");
+  err("9x=gker", "must be a word");
+  err("x=nosuch * 2", "reads 'nosuch', which this run does not have; it has: cputime, gker");
+  err("x=gker *", "formula 'gker *'");
 }
 
 TEST_CASE("formula precedence, functions and division by zero") {

@@ -31,14 +31,14 @@ namespace {
 std::string App() { return testutil::BuildDir() + "/tests/collector/cct-test-gpu-fake-app"; }
 std::string FakeAdapter() { return testutil::BuildDir() + "/tests/collector/libcct-test-fakegpu.so"; }
 
-struct Recorded {
+struct GpuRecorded {
   testutil::RunResult result;
   store::RunMeta meta;
   cct::Tree tree;
 };
 
-Recorded Load(const std::string& db, size_t index = 0) {
-  Recorded out;
+GpuRecorded Load(const std::string& db, size_t index = 0) {
+  GpuRecorded out;
   auto d = store::Database::Open(db, store::Database::Mode::kRead);
   REQUIRE(d.ok());
   auto runs = (*d)->ListRuns();
@@ -51,7 +51,7 @@ Recorded Load(const std::string& db, size_t index = 0) {
   return out;
 }
 
-Recorded Record(const std::string& db, const std::vector<std::string>& opts,
+GpuRecorded Record(const std::string& db, const std::vector<std::string>& opts,
                 std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv{Tool("cct-record"), "-o", db};
   argv.insert(argv.end(), opts.begin(), opts.end());
@@ -61,7 +61,7 @@ Recorded Record(const std::string& db, const std::vector<std::string>& opts,
   auto r = Run(argv, env);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  Recorded out = Load(db);
+  GpuRecorded out = Load(db);
   out.result = r;
   return out;
 }
@@ -133,7 +133,7 @@ TEST_SUITE_BEGIN("preload");
 TEST_CASE("gpu record: every operation lands under the CPU and NVTX context that launched it, with its metrics") {
   if (!Available()) return;
   TempDir dir;
-  const Recorded r = Record(dir / "gpu.db", {}, {{"FAKEGPU_DROPPED", "5"}});
+  const GpuRecorded r = Record(dir / "gpu.db", {}, {{"FAKEGPU_DROPPED", "5"}});
   const cct::Tree& t = r.tree;
 
   // Copies, memset and allocation in upload() inside [upload].
@@ -219,7 +219,7 @@ TEST_CASE("gpu record: every operation lands under the CPU and NVTX context that
 TEST_CASE("gpu record: --gpu on attaches before main, PC samples give gins per kernel source line") {
   if (!Available()) return;
   TempDir dir;
-  const Recorded r = Record(dir / "pc.db", {"--gpu", "on", "--gpu-pc-sampling"});
+  const GpuRecorded r = Record(dir / "pc.db", {"--gpu", "on", "--gpu-pc-sampling"});
   const cct::Tree& t = r.tree;
   const cct::NodeId k = One(t, {"function:sampled()", "gpu-op:<gpu kernel>", kScale});
   CHECK(Value(t, k, "gker:count") == 1);
@@ -242,7 +242,7 @@ TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 wit
   if (!Available()) return;
   TempDir dir;
   {
-    const Recorded r = Record(dir / "off.db", {"--gpu", "off"});
+    const GpuRecorded r = Record(dir / "off.db", {"--gpu", "off"});
     for (cct::NodeId n = 1; n < r.tree.size(); ++n) CHECK(r.tree.kind(n) != cct::FrameKind::kGpuOp);
     CHECK(r.meta.extra["gpu"]["tracing"] == "off (--gpu off)");
   }
@@ -253,7 +253,7 @@ TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 wit
     INFO(res.err);
     CHECK(res.exit_code == 0);
     CHECK(res.err.find("cctdb: GPU tracing off: no device in this test\n") != std::string::npos);
-    const Recorded r = Load(dir / "auto.db");
+    const GpuRecorded r = Load(dir / "auto.db");
     CHECK(r.meta.state == store::RunState::kComplete);
     CHECK(Total(r.tree, "cputime") > 0.02e9);
     CHECK(r.meta.extra["gpu"]["tracing"] == "off: no device in this test");
@@ -327,7 +327,7 @@ TEST_CASE("gpu record: the real CUPTI adapter module exports its entry point") {
 TEST_CASE("gpu record: a raw dump replays into the same run") {
   if (!Available()) return;
   TempDir dir;
-  const Recorded r = Record(dir / "raw.db", {"--gpu-pc-sampling", "--gpu-raw", dir / "raw"},
+  const GpuRecorded r = Record(dir / "raw.db", {"--gpu-pc-sampling", "--gpu-raw", dir / "raw"},
                             {{"FAKEGPU_DROPPED", "3"}});
   const std::string dump = dir / ("raw/gpu-" + std::to_string(r.meta.pid) + ".cctraw");
   REQUIRE(std::filesystem::exists(dump));
@@ -335,7 +335,7 @@ TEST_CASE("gpu record: a raw dump replays into the same run") {
   auto imp = Run({Tool("cct-import"), "-d", dir / "raw.db", "--from", "cupti-raw", "--name", "replayed", dump});
   INFO(imp.err);
   REQUIRE(imp.exit_code == 0);
-  const Recorded back = Load(dir / "raw.db", 1);
+  const GpuRecorded back = Load(dir / "raw.db", 1);
   CHECK(back.meta.name == "replayed");
   // Every node of either tree, by path, has the same value of every metric
   // in the other; GPU metrics included.
@@ -384,7 +384,7 @@ TEST_CASE("gpu record: forked children trace their own GPU work only where CUDA 
     auto r = Run({Tool("cct-record"), "-o", db, "--", App(), mode}, {{"CCT_GPU_ADAPTER", FakeAdapter()}});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    const Recorded parent = Load(db, 0), child = Load(db, 1);
+    const GpuRecorded parent = Load(db, 0), child = Load(db, 1);
     CHECK(child.meta.parent_run == parent.meta.id);
     if (mode == "fork-fresh") {
       // The parent never used CUDA; the child attached at its own cuInit.
@@ -414,7 +414,7 @@ TEST_CASE("gpu record: --nvtx-inherit main puts a range-less thread's launches u
     auto r = Run(argv, {{"CCT_GPU_ADAPTER", FakeAdapter()}});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    const Recorded run = Load(db);
+    const GpuRecorded run = Load(db);
     const cct::Tree& t = run.tree;
     double in_step = 0, worker = 0, worker_in_step = 0;
     for (cct::NodeId n : Find(t, {"gpu-op:<gpu kernel>", kAdd})) {
@@ -447,7 +447,7 @@ TEST_CASE("gpu record: GPU work launched inside an --iteration range counts towa
                {{"CCT_GPU_ADAPTER", FakeAdapter()}});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const Recorded run = Load(db);
+  const GpuRecorded run = Load(db);
   const cct::Tree& t = run.tree;
   // The whole run: scale_kernel 1+2+3 times, add_kernel before, inside step
   // 1 (another thread) and after (gpu_fake_app.cc, Iterations).
@@ -509,7 +509,7 @@ TEST_CASE("gpu record: GPU work launched inside an --iteration range counts towa
   auto imp = Run({Tool("cct-import"), "-d", db, "--from", "cupti-raw", dump});
   INFO(imp.err);
   REQUIRE(imp.exit_code == 0);
-  const Recorded back = Load(db, 1);
+  const GpuRecorded back = Load(db, 1);
   auto back_its = (*d)->ReadIterations(back.meta.id);
   REQUIRE(back_its.ok());
   REQUIRE(back_its->has_value());

@@ -54,12 +54,6 @@ struct Groups {
   }
 };
 
-std::set<std::vector<std::string>> Paths(const nlohmann::json& entries) {
-  std::set<std::vector<std::string>> out;
-  for (const auto& e : entries) out.insert(e["path"].get<std::vector<std::string>>());
-  return out;
-}
-
 void CheckGolden(const DiffDb& d, const std::string& golden, const testutil::RunResult& r, int code = 0) {
   CAPTURE(golden);
   CHECK_MESSAGE(r.exit_code == code, r.err);
@@ -78,8 +72,8 @@ TEST_CASE("cct-diff flags the slowed function as the cause, its ancestors as con
   const nlohmann::json j = nlohmann::json::parse(r.out);
   // One slowdown is one regression (issue 20: it was counted 3 times, once
   // per ancestor): main and compute only inherit slow's 100 ms.
-  CHECK(Paths(j["regressions"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
-  CHECK(Paths(j["context"]) == std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}});
+  CHECK(difftest::Paths(j["regressions"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
+  CHECK(difftest::Paths(j["context"]) == std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}});
   CHECK(j["counts"]["regressions"] == 1);
   CHECK(j["regressions"][0]["cause"] == true);
   for (const auto& e : j["context"]) CHECK(e["cause"] == false);
@@ -134,8 +128,8 @@ TEST_CASE("cct-diff flags the slowed function as the cause, its ancestors as con
   CHECK(back.exit_code == 0);
   const nlohmann::json jb = nlohmann::json::parse(back.out);
   CHECK(jb["regressions"].empty());
-  CHECK(Paths(jb["improvements"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
-  CHECK(Paths(jb["context"]) == std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}});
+  CHECK(difftest::Paths(jb["improvements"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
+  CHECK(difftest::Paths(jb["context"]) == std::set<std::vector<std::string>>{{"main"}, {"main", "compute"}});
 }
 
 TEST_CASE("cct-diff: 5 vs 5 unchanged runs with small noise pass") {
@@ -221,7 +215,7 @@ TEST_CASE("cct-diff: groups from two database files") {
   const auto r = d.Diff({a + ":tag:commit=abc", b + ":tag:commit=def", "--format", "json", "--fail-on-regression"});
   CHECK_MESSAGE(r.exit_code == 1, r.err);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK(Paths(j["regressions"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
+  CHECK(difftest::Paths(j["regressions"]) == std::set<std::vector<std::string>>{{"main", "compute", "slow"}});
   CHECK(j["base"]["label"] == "group " + a + ":tag:commit=abc (5 runs)");
 }
 
@@ -323,7 +317,7 @@ TEST_CASE("cct-diff: options change the comparison") {
   CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "110ms"}).exit_code == 0);
   CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "0.09"}).exit_code == 1);
   const auto only_main = d.Diff({"small", "big", "--format", "json", "--min-abs", "60ms"});
-  CHECK(Paths(nlohmann::json::parse(only_main.out)["regressions"]) == std::set<std::vector<std::string>>{{"main"}});
+  CHECK(difftest::Paths(nlohmann::json::parse(only_main.out)["regressions"]) == std::set<std::vector<std::string>>{{"main"}});
   CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "80%"}).exit_code == 1);
   CHECK(d.Diff({"small", "big", "--fail-on-regression", "--min-abs", "101%"}).exit_code == 0);
 }

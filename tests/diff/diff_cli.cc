@@ -71,4 +71,10 @@ std::string DiffDb::Normalize(const std::string& s) const {
   return out;
 }
 
+std::set<std::vector<std::string>> Paths(const nlohmann::json& entries) {
+  std::set<std::vector<std::string>> out;
+  for (const auto& e : entries) out.insert(e["path"].get<std::vector<std::string>>());
+  return out;
+}
+
 }  // namespace difftest

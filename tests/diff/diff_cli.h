@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,5 +60,8 @@ class DiffDb {
   std::string db_;
   int files_ = 0;
 };
+
+// The "path" of each entry of a cct-diff JSON list (regressions, ...).
+std::set<std::vector<std::string>> Paths(const nlohmann::json& entries);
 
 }  // namespace difftest

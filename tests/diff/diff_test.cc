@@ -26,19 +26,19 @@ using diff::Verdict;
 
 namespace {
 
-struct Stack {
+struct EngineStack {
   std::string path;  // "main;a;x"
   double value;
 };
 
 // A tree from folded-style stacks of function frames; values are exclusive.
-Tree Build(const std::vector<Stack>& stacks, const std::string& metric = "work", cct::Unit unit = cct::Unit::kCount) {
+Tree Build(const std::vector<EngineStack>& stacks, const std::string& metric = "work", cct::Unit unit = cct::Unit::kCount) {
   Tree t;
   cct::MetricDesc d;
   d.name = metric;
   d.unit = unit;
   const cct::MetricId m = t.metrics().Register(d).value();
-  for (const Stack& s : stacks) {
+  for (const EngineStack& s : stacks) {
     NodeId n = cct::kRootNode;
     std::istringstream in(s.path);
     std::string frame;
@@ -250,7 +250,7 @@ TEST_CASE("diff engine: nodes without values are not part of a run") {
 }
 
 TEST_CASE("diff engine: identical trees have no changes") {
-  const std::vector<Stack> stacks{{"main;a", 3}, {"main;b;c", 4}, {"main", 1}};
+  const std::vector<EngineStack> stacks{{"main;a", 3}, {"main;b;c", 4}, {"main", 1}};
   const auto r = Diff(Build(stacks), Build(stacks));
   for (NodeId n = 0; n < r.size(); ++n) {
     CHECK(r.status(n) == NodeStatus::kBoth);
@@ -337,8 +337,8 @@ TEST_CASE("diff engine: distinct offsets into one module stay distinct nodes, na
 
 TEST_CASE("diff engine: --fold-recursion collapses direct recursion") {
   // base recursion depth 3, candidate depth 2; the same total work.
-  const std::vector<Stack> base{{"main;fib", 1}, {"main;fib;fib", 2}, {"main;fib;fib;fib", 4}, {"main;fib;fib;fib;leaf", 8}};
-  const std::vector<Stack> cand{{"main;fib", 1}, {"main;fib;fib", 6}, {"main;fib;fib;leaf", 8}};
+  const std::vector<EngineStack> base{{"main;fib", 1}, {"main;fib;fib", 2}, {"main;fib;fib;fib", 4}, {"main;fib;fib;fib;leaf", 8}};
+  const std::vector<EngineStack> cand{{"main;fib", 1}, {"main;fib;fib", 6}, {"main;fib;fib;leaf", 8}};
   {
     const auto r = Diff(Build(base), Build(cand));
     CHECK(r.size() == 7);  // root main fib fib fib leaf(base) leaf(cand)

@@ -50,12 +50,6 @@ void WriteRun(const std::string& db_path) {
   REQUIRE((*db)->CreateRun(meta, &t, &its).ok());
 }
 
-std::set<std::vector<std::string>> Paths(const nlohmann::json& entries) {
-  std::set<std::vector<std::string>> out;
-  for (const auto& e : entries) out.insert(e["path"].get<std::vector<std::string>>());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("cct-diff: an iteration against its run's median iteration") {
@@ -67,8 +61,8 @@ TEST_CASE("cct-diff: an iteration against its run's median iteration") {
   CHECK(j["totals"][0]["base"].get<double>() == doctest::Approx(0.045));
   CHECK(j["totals"][0]["candidate"].get<double>() == doctest::Approx(0.022));
   // b fell from 30 to 12 ms; c ran in iteration 2 only: gone, not zero.
-  CHECK(Paths(j["improvements"]) == std::set<std::vector<std::string>>{{"main", "b"}, {"main", "c"}});
-  CHECK(Paths(j["context"]) == std::set<std::vector<std::string>>{{"main"}});  // -23 ms: b's -18 and c's -5
+  CHECK(difftest::Paths(j["improvements"]) == std::set<std::vector<std::string>>{{"main", "b"}, {"main", "c"}});
+  CHECK(difftest::Paths(j["context"]) == std::set<std::vector<std::string>>{{"main"}});  // -23 ms: b's -18 and c's -5
   CHECK(j["regressions"].empty());
   REQUIRE(j["gone"].size() == 1);
   CHECK(j["gone"][0]["path"] == std::vector<std::string>{"main", "c"});

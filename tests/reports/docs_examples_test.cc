@@ -1,8 +1,9 @@
-// docs/cli.md's examples, run as written: every ```console block is a
+// docs/cli.md's and docs/query.md's examples, run as written: every ```console block is a
 // session of commands (lines starting "$ ") each followed by what it prints
 // (stderr, then stdout), run in a fresh directory that holds the fixtures
-// the page's introduction names (docs.db, runs.db, gpu.db, fig3.db and the
-// folded files, and diff.db as docs/diff.md's script builds it). A changed
+// the pages' introductions name (docs.db, runs.db, gpu.db, fig3.db and the
+// folded files, diff.db as docs/diff.md's script builds it, and
+// docs/query.md's mpi.db). A changed
 // report that leaves the page stale fails here.
 // Timestamps (YYYY-MM-DD HH:MM:SS) and the `host` line are the only parts
 // compared loosely (they differ between the machine that wrote the page and
@@ -26,7 +27,7 @@ struct DocCommand {
 };
 
 // The ```console blocks' commands, in page order, one vector per block.
-std::vector<std::vector<DocCommand>> ConsoleBlocks(const std::string& page) {
+std::vector<std::vector<DocCommand>> ConsoleBlocks(const std::string& page, const std::string& page_name) {
   std::vector<std::vector<DocCommand>> blocks;
   std::istringstream in(page);
   bool inside = false;
@@ -47,7 +48,7 @@ std::vector<std::vector<DocCommand>> ConsoleBlocks(const std::string& page) {
     if (line.rfind("$ ", 0) == 0) {
       blocks.back().push_back({number, line.substr(2), ""});
     } else {
-      REQUIRE_MESSAGE(!blocks.back().empty(), "docs/cli.md:" << number << ": output before any command");
+      REQUIRE_MESSAGE(!blocks.back().empty(), page_name << ":" << number << ": output before any command");
       blocks.back().back().expected += line + "\n";
     }
   }
@@ -107,6 +108,8 @@ void BuildDocFixtures(const fs::path& dir) {
   fs::create_directories(dir / "examples");
   fs::copy_file(src + "/examples/sample-profile.json", dir / "examples/sample-profile.json");
   DocRun(dir, {imp, "-d", "docs.db", "--from", "hatchet", "examples/sample-profile.json"});
+  fs::copy_file(src + "/examples/mpi-profile.json", dir / "examples/mpi-profile.json");
+  DocRun(dir, {imp, "-d", "mpi.db", "--from", "hatchet", "examples/mpi-profile.json"});
 
   testutil::WriteFileOrDie(dir / "a.folded", "main;solve;dgemm 30\nmain;solve;dtrsm 10\nmain;io 5\n");
   testutil::WriteFileOrDie(dir / "b.folded", "main;solve;dgemm 34\nmain;solve;dtrsm 9\nmain;io 8\n");
@@ -166,58 +169,60 @@ void BuildDocFixtures(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("docs/cli.md: every console example prints what the page shows") {
-  const std::string page = testutil::ReadFileOrDie(testutil::SourceDir() + "/docs/cli.md");
-  const auto blocks = ConsoleBlocks(page);
-  REQUIRE(blocks.size() >= 10);
+TEST_CASE("docs/cli.md and docs/query.md: every console example prints what the page shows") {
   testutil::TempDir tmp;
   const fs::path fixtures = fs::path(tmp.path()) / "fixtures";
   BuildDocFixtures(fixtures);
-  size_t commands = 0;
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    // Each block starts from the fixtures as the introduction describes them.
-    const fs::path dir = fs::path(tmp.path()) / ("block" + std::to_string(b));
-    fs::copy(fixtures, dir, fs::copy_options::recursive);
-    for (const DocCommand& c : blocks[b]) {
-      // Two shell endings the page uses, done here (no shell runs):
-      // "| head -N" keeps the first N lines of stdout, and
-      // '; echo "exit $?"' prints the exit status after the output.
-      std::string text = c.text;
-      size_t head = 0;
-      bool echo_status = false;
-      static const std::regex kHead(R"(^(.*) \| head -(\d+)$)");
-      static constexpr std::string_view kEchoStatus = "; echo \"exit $?\"";
-      std::smatch m;
-      if (std::regex_match(text, m, kHead)) {
-        head = std::stoul(m[2].str());
-        text = m[1].str();
-      } else if (text.ends_with(kEchoStatus)) {
-        echo_status = true;
-        text.resize(text.size() - kEchoStatus.size());
-      }
-      std::vector<std::string> argv = DocWords(text);
-      REQUIRE(!argv.empty());
-      const std::string tool = argv[0];
-      CAPTURE(c.line);
-      CAPTURE(c.text);
-      REQUIRE_MESSAGE((tool == "cct-query" || tool == "cct-import" || tool == "cct-diff" || tool == "cat"),
-                      "docs/cli.md:" << c.line << ": a console example runs cct-query, cct-import, cct-diff or cat");
-      argv[0] = tool == "cat" ? "/bin/cat" : testutil::Tool(tool);
-      auto r = testutil::Run(argv, {{"TZ", "UTC"}}, 120, dir.string());
-      if (head > 0) {
-        size_t end = 0;
-        for (size_t n = 0; n < head && end != std::string::npos; ++n) {
-          end = r.out.find('\n', end);
-          if (end != std::string::npos) ++end;
+  size_t commands = 0, block_count = 0;
+  for (const std::string page_name : {"docs/cli.md", "docs/query.md"}) {
+    const std::string page = testutil::ReadFileOrDie(testutil::SourceDir() + "/" + page_name);
+    const auto blocks = ConsoleBlocks(page, page_name);
+    REQUIRE(blocks.size() >= (page_name == "docs/cli.md" ? 10 : 3));
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      // Each block starts from the fixtures as the introduction describes them.
+      const fs::path dir = fs::path(tmp.path()) / ("block" + std::to_string(block_count++));
+      fs::copy(fixtures, dir, fs::copy_options::recursive);
+      for (const DocCommand& c : blocks[b]) {
+        // Two shell endings the page uses, done here (no shell runs):
+        // "| head -N" keeps the first N lines of stdout, and
+        // '; echo "exit $?"' prints the exit status after the output.
+        std::string text = c.text;
+        size_t head = 0;
+        bool echo_status = false;
+        static const std::regex kHead(R"(^(.*) \| head -(\d+)$)");
+        static constexpr std::string_view kEchoStatus = "; echo \"exit $?\"";
+        std::smatch m;
+        if (std::regex_match(text, m, kHead)) {
+          head = std::stoul(m[2].str());
+          text = m[1].str();
+        } else if (text.ends_with(kEchoStatus)) {
+          echo_status = true;
+          text.resize(text.size() - kEchoStatus.size());
         }
-        if (end != std::string::npos) r.out.resize(end);
+        std::vector<std::string> argv = DocWords(text);
+        REQUIRE(!argv.empty());
+        const std::string tool = argv[0];
+        CAPTURE(c.line);
+        CAPTURE(c.text);
+        REQUIRE_MESSAGE((tool == "cct-query" || tool == "cct-import" || tool == "cct-diff" || tool == "cat"),
+                        page_name << ":" << c.line << ": a console example runs cct-query, cct-import, cct-diff or cat");
+        argv[0] = tool == "cat" ? "/bin/cat" : testutil::Tool(tool);
+        auto r = testutil::Run(argv, {{"TZ", "UTC"}}, 120, dir.string());
+        if (head > 0) {
+          size_t end = 0;
+          for (size_t n = 0; n < head && end != std::string::npos; ++n) {
+            end = r.out.find('\n', end);
+            if (end != std::string::npos) ++end;
+          }
+          if (end != std::string::npos) r.out.resize(end);
+        }
+        if (echo_status) r.out += "exit " + std::to_string(r.exit_code) + "\n";
+        const std::string actual = DocNormalize(r.err + r.out), expected = DocNormalize(c.expected);
+        CHECK_MESSAGE(actual == expected, page_name << ":" << c.line << ": $ " << c.text << "\n--- the page shows:\n"
+                                                        << expected << "--- the tool prints:\n" << actual);
+        ++commands;
       }
-      if (echo_status) r.out += "exit " + std::to_string(r.exit_code) + "\n";
-      const std::string actual = DocNormalize(r.err + r.out), expected = DocNormalize(c.expected);
-      CHECK_MESSAGE(actual == expected, "docs/cli.md:" << c.line << ": $ " << c.text << "\n--- the page shows:\n"
-                                                      << expected << "--- the tool prints:\n" << actual);
-      ++commands;
     }
   }
-  MESSAGE(commands << " documented commands in " << blocks.size() << " blocks");
+  MESSAGE(commands << " documented commands in " << block_count << " blocks");
 }

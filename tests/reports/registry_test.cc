@@ -14,9 +14,10 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
       {"runs", {}},
       {"show", {"merge-threads"}},
       {"metrics", {"merge-threads"}},
-      {"tree", {"metric", "depth", "min", "focus", "lines", "merge-threads"}},
-      {"top", {"metric", "n", "by", "inclusive", "exclusive", "merge-threads"}},
+      {"tree", {"metric", "depth", "min", "focus", "query", "lines", "merge-threads"}},
+      {"top", {"metric", "n", "by", "inclusive", "exclusive", "query", "merge-threads"}},
       {"callers", {"metric", "depth", "min", "lines", "merge-threads"}},
+      {"match", {"metric", "n", "inclusive", "exclusive", "lines", "merge-threads"}},
       {"iterations", {"metric"}},
       {"flame", {"output", "metric", "title", "min-width", "image-width", "orientation", "lines",
                  "merge-threads"}},
@@ -36,6 +37,8 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
   }
   CHECK(listed == expected);
   CHECK((*reports::FindReport("callers"))->min_args == 2);
+  CHECK((*reports::FindReport("match"))->min_args == 2);
+  CHECK((*reports::FindReport("match"))->max_args == 2);
   CHECK((*reports::FindReport("runs"))->min_args == 0);
 }
 

@@ -228,7 +228,7 @@ TEST_CASE("command-line errors: exit 2 with one line") {
       {{}, "no command"},
       {{"frobnicate", "1"}, "unknown command 'frobnicate'"},
       {{"tree"}, "tree expects one RUN"},
-      {{"tree", "1", "2"}, "tree expects one RUN"},
+      {{"tree", "1", "2"}, "no run matches '2'"},
       {{"runs", "--depth", "3"}, "--depth does not apply to 'runs'"},
       {{"tree", "1", "-m", "nosuch"}, "no metric 'nosuch'"},
       {{"tree", "1", "--focus", "("}, "invalid --focus pattern '(' at position 0: missing )"},
@@ -258,4 +258,100 @@ TEST_CASE("command-line errors: exit 2 with one line") {
   auto help = s.Query({"--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("callers RUN REGEX") != std::string::npos);
+}
+
+TEST_CASE("path queries: golden tree --query, top --query and match") {
+  SampleDb s;
+  s.Golden("tree_query.txt", {"tree", "1", "-m", "gker", "--query", "* [kind=nvtx and name=step] * [kind=kernel]"});
+  s.Golden("tree_query_ascii.txt", {"tree", "1", "--ascii", "--query", "* [name~\"^load_data\"] ."});
+  s.Golden("tree_query.json", {"tree", "1", "--format", "json", "--query", "* [name=read]"});
+  s.Golden("tree_query.csv", {"tree", "1", "--format", "csv", "--query", "* [name=read]"});
+  s.Golden("top_query.txt", {"top", "1", "--query", "[kind=thread and name=\"main thread\"] +"});
+  s.Golden("match.txt", {"match", "1", "* [kind=function and exc(cputime) > 5%]"});
+  s.Golden("match_limit.txt", {"match", "1", "*", "-n", "3", "--exclusive", "--ascii"});
+  s.Golden("match.json", {"match", "1", "* [kind=kernel]", "-m", "gker", "-m", "gker:count", "--format", "json"});
+  s.Golden("match.csv", {"match", "1", "* [kind=kernel]", "-m", "gker", "--format", "csv"});
+}
+
+TEST_CASE("path queries: the ends and values the tools print follow the sample's construction") {
+  SampleDb s;
+  // The sample has three kernels: two sgemm kernels (forward 420 ms, backward
+  // 800 ms) and relu_kernel (30 ms), 40 launches in all (examples/sample-profile.json).
+  auto r = s.Query({"match", "1", "* [kind=kernel]", "-m", "gker", "-m", "gker:count", "--format", "json"});
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json matched = nlohmann::json::parse(r.out);
+  CHECK(matched["matches"] == 3);
+  REQUIRE(matched["rows"].size() == 3);
+  double gker = 0;
+  for (const auto& row : matched["rows"]) {
+    CHECK(row["kind"] == "kernel");
+    CHECK(row["path"].back() == row["name"]);
+    gker += row["inclusive"]["gker"].get<double>();
+  }
+  CHECK(gker == doctest::Approx(SampleTotal("gker")));
+  // Largest first.
+  CHECK(matched["rows"][0]["inclusive"]["gker"].get<double>() >= matched["rows"][1]["inclusive"]["gker"].get<double>());
+  // tree --query keeps exactly the ends and their ancestors: every leaf of
+  // the JSON tree is a match, every match a node of it.
+  auto t = s.Query({"tree", "1", "--format", "json", "--query", "* [name=read]"});
+  REQUIRE(t.exit_code == 0);
+  size_t ends = 0;
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& n) {
+    if (n["children"].empty()) CHECK(n["match"] == true);
+    if (n["match"] == true) {
+      ++ends;
+      CHECK(n["name"] == "read");
+    }
+    for (const auto& c : n["children"]) walk(c);
+  };
+  walk(nlohmann::json::parse(t.out));
+  CHECK(ends == 2);  // read under main's load_data and under worker_loop's
+}
+
+TEST_CASE("path queries: bad queries are one line, the query and a caret, exit 2") {
+  SampleDb s;
+  const std::string field_error =
+      "cct-query: invalid query at position 1: unknown field 'nme' (name, module, file, kind, line, inc(METRIC) or "
+      "exc(METRIC))\n  [nme=main]\n   ^\n";
+  for (const auto& args : std::vector<std::vector<std::string>>{{"match", "1", "[nme=main]"},
+                                                                {"tree", "1", "--query", "[nme=main]"},
+                                                                {"top", "1", "--query", "[nme=main]"}}) {
+    auto r = s.Query(args);
+    CAPTURE(args[0]);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == field_error);
+  }
+  // Checked before the database is opened.
+  auto nodb = testutil::Run({testutil::Tool("cct-query"), "-d", s.dir / "none.db", "match", "1", "a//b"});
+  CHECK(nodb.exit_code == 2);
+  CHECK(nodb.err == "cct-query: invalid query at position 2: '//' is not a step: write '*' for any number of nodes\n"
+                    "  a//b\n    ^\n");
+  // Hostile: 100 KB, deep nesting, a huge count, a bad regex: clean and fast.
+  for (const std::string& q : {std::string(100 * 1024, '('), "[" + std::string(5000, '(') + "name=a]",
+                               std::string("[name=a]{1000000000000}"), std::string("* [name~\"a(b\"]")}) {
+    auto r = s.Query({"match", "1", q});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("cct-query: invalid query at position ", 0) == 0);
+    CHECK(testutil::LineCount(r.err) == 3);
+    CHECK(r.err.size() < 400);
+  }
+  // Errors found against the run: one line.
+  auto metric = s.Query({"match", "1", "* [exc(realtime) > 1%]"});
+  CHECK(metric.exit_code == 2);
+  CHECK(metric.err ==
+        "cct-query: the query reads metric 'realtime', which the run does not have (it has: cputime, gker, "
+        "gker:count, gxcopy:d2h, gxcopy:h2d, samples)\n");
+  auto none = s.Query({"tree", "1", "--query", "* [name=nothing]"});
+  CHECK(none.exit_code == 2);
+  CHECK(none.err == "cct-query: no path matches the query '* [name=nothing]'\n");
+  auto empty_match = s.Query({"match", "1", "* [name=nothing]"});
+  CHECK(empty_match.exit_code == 0);
+  CHECK(empty_match.out == "run 1 'sample': cputime 1.32 s total; 0 paths match\n");
+  auto args = s.Query({"match", "1"});
+  CHECK(args.exit_code == 2);
+  CHECK(args.err == "cct-query: match expects RUN and QUERY (see cct-query --help)\n");
+  auto option = s.Query({"callers", "1", "read", "--query", "*"});
+  CHECK(option.exit_code == 2);
+  CHECK(option.err == "cct-query: option --query does not apply to 'callers'\n");
 }
