@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <set>
 
 #include "exporters/registry.h"
@@ -91,13 +92,11 @@ void CheckQuery(const std::string& text) {
   std::exit(cli::kExitError);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  cli::TuneAllocator(argc, argv);
-  cli::ExitOnOutOfMemory(kTool);
-  std::ios::sync_with_stdio(false);
-  po::options_description visible(Usage());
+// The options. Derive's operations take values, may repeat and apply in
+// command-line order; `derive` also gives --merge-threads the statistic it
+// takes there (for the other commands it is a switch), so a derive command
+// line is parsed a second time with these.
+void AddVisibleOptions(po::options_description& visible, bool derive) {
   visible.add_options()
       ("help,h", "show this help")
       ("version", "show the version")
@@ -108,7 +107,8 @@ int main(int argc, char** argv) {
       ("depth", po::value<int>(), "tree/callers/stats: show N levels")
       ("min", po::value<double>(), "hide nodes below PCT percent of the total")
       ("focus", po::value<std::string>(), "tree, stats: subtrees rooted at frames matching REGEX")
-      ("query", po::value<std::string>(), "tree, top: only the call paths matching QUERY (docs/query.md)")
+      ("query", po::value<std::vector<std::string>>(), "tree, top: only the call paths matching QUERY "
+                                                       "(docs/query.md); derive: keep only the nodes on them")
       ("n,n", po::value<size_t>(), "top, stats --by: show N rows (default 20; 0 for all)")
       ("by", po::value<std::string>(), "top, stats: function|kernel|nvtx|line|module (default function); "
                                        "table: tag:KEY, the tag whose values make the groups")
@@ -125,28 +125,72 @@ int main(int argc, char** argv) {
       ("percentiles", po::value<std::string>(), "stats: the percentiles to show, P,P,... (default 10,25,75,90)")
       ("inclusive", "top: order by inclusive value (default)")
       ("exclusive", "top: order by exclusive value; stats: exclusive values")
-      ("lines", "keep source-line nodes (folded into their functions otherwise)")
-      ("merge-threads", "merge the threads' subtrees into one")
+      ("lines", "keep source-line nodes (folded into their functions otherwise)");
+  if (derive) {
+    visible.add_options()("merge-threads", po::value<std::vector<std::string>>(), "");
+  } else {
+    visible.add_options()("merge-threads", "merge the threads' subtrees into one; derive: sum|mean|min|max of "
+                                           "the threads' values");
+  }
+  visible.add_options()
       ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
-      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex");
+      ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
+      ("drop", po::value<std::vector<std::string>>(), "derive: fold away the nodes where QUERY's paths end")
+      ("keep-min", po::value<std::vector<std::string>>(), "derive: keep the nodes of at least PCT % of -m's total")
+      ("normalize", po::value<std::vector<std::string>>(), "derive: divide by per-iteration|per-thread|total|"
+                                                           "NUMBER")
+      ("name", po::value<std::string>(), "derive: the new run's name (required)")
+      ("tag", po::value<std::vector<std::string>>(), "derive: KEY=VALUE tag of the new run (repeatable)")
+      ("replace", "derive: replace the derived run of that name");
   cli::AddTerminalOptions(visible, /*text=*/true);
+}
+
+// Derive's operations, the options that apply in the order given.
+const std::set<std::string> kDeriveOperations = {"drop", "query", "keep-min", "merge-threads", "normalize"};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cli::TuneAllocator(argc, argv);
+  cli::ExitOnOutOfMemory(kTool);
+  std::ios::sync_with_stdio(false);
   po::options_description hidden;
   hidden.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
   po::positional_options_description pos;
   pos.add("command", 1).add("args", -1);
 
+  std::unique_ptr<po::options_description> visible;
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    cli::Fail(kTool, std::string(e.what()) + " (see cct-query --help)");
+  std::vector<std::pair<std::string, std::string>> operations;
+  auto parse = [&](bool derive) {
+    visible = std::make_unique<po::options_description>(Usage());
+    AddVisibleOptions(*visible, derive);
+    po::options_description all;
+    all.add(*visible).add(hidden);
+    vm.clear();
+    try {
+      const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).positional(pos).run();
+      po::store(parsed, vm);
+      po::notify(vm);
+      for (const po::option& o : parsed.options)
+        if (kDeriveOperations.count(o.string_key))
+          for (const std::string& v : o.value) operations.emplace_back(o.string_key, v);
+    } catch (const po::error& e) {
+      cli::Fail(kTool, std::string(e.what()) + " (see cct-query --help)");
+    }
+  };
+  parse(false);
+  if (vm.count("command") && vm["command"].as<std::string>() == "derive" && !vm.count("help")) {
+    operations.clear();
+    parse(true);
   }
+  // A missing value takes the next option as its value (boost's way): say so.
+  for (const auto& op : operations)
+    if (op.second.rfind("--", 0) == 0)
+      cli::Fail(kTool, "--" + op.first + " needs a value, not the option " + op.second + " (see cct-query --help)");
   if (vm.count("help")) {
-    std::cout << visible << '\n';
+    std::cout << *visible << '\n';
     return 0;
   }
   if (vm.count("version")) {
@@ -181,7 +225,12 @@ int main(int argc, char** argv) {
     if (!(opt.min_pct >= 0 && opt.min_pct <= 100)) cli::Fail(kTool, "--min must be a percentage from 0 to 100");
   }
   if (vm.count("focus")) opt.focus = vm["focus"].as<std::string>();
-  if (vm.count("query")) opt.query = vm["query"].as<std::string>();
+  if (vm.count("query") && !(report && report->writes_database)) {
+    // Repeatable for derive (its operations apply in order); one elsewhere.
+    const auto& queries = vm["query"].as<std::vector<std::string>>();
+    if (queries.size() > 1) cli::Fail(kTool, "--query is given once to '" + command + "' (see cct-query --help)");
+    opt.query = queries.front();
+  }
   if (vm.count("n")) opt.limit = vm["n"].as<size_t>();
   if (vm.count("inclusive") && vm.count("exclusive")) cli::Fail(kTool, "--inclusive and --exclusive exclude each other");
   opt.sort_exclusive = vm.count("exclusive") > 0;
@@ -199,7 +248,16 @@ int main(int argc, char** argv) {
   if (vm.count("orientation")) request.orientation = vm["orientation"].as<std::string>();
   if (vm.count("percentiles")) request.percentiles = vm["percentiles"].as<std::string>();
   request.lines = vm.count("lines") > 0;
-  request.merge_threads = vm.count("merge-threads") > 0;
+  if (report && report->writes_database) {
+    request.operations = std::move(operations);
+    if (vm.count("name")) request.name = vm["name"].as<std::string>();
+    auto tags = cli::ParseTags(vm.count("tag") ? vm["tag"].as<std::vector<std::string>>() : std::vector<std::string>());
+    if (!tags.ok()) cli::Fail(kTool, tags.status());
+    request.tags = std::move(*tags);
+    request.replace = vm.count("replace") > 0;
+  } else {
+    request.merge_threads = vm.count("merge-threads") > 0;
+  }
 
   request.db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
   store::FaultGuard guard(kTool, request.db_path);

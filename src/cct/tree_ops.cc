@@ -128,6 +128,23 @@ Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src
   return dst;
 }
 
+Tree FoldNodes(const Tree& src, const std::vector<char>& fold, std::vector<NodeId>* node_map) {
+  Tree dst;
+  dst.strings() = src.strings();
+  dst.frames() = src.frames();
+  dst.metrics() = src.metrics();
+  dst.Reserve(src.size());
+  std::vector<NodeId> nodes(src.size(), kRootNode);
+  for (NodeId n = 1; n < src.size(); ++n) {
+    const NodeId parent = nodes[src.parent(n)];
+    nodes[n] = n < fold.size() && fold[n] ? parent : dst.InternChild(parent, src.frame_id(n));
+  }
+  for (MetricId m = 0; m < src.metrics().size(); ++m)
+    src.column(m).ForEach([&](NodeId n, double v) { dst.AddValue(nodes[n], m, v); });
+  if (node_map) *node_map = std::move(nodes);
+  return dst;
+}
+
 bool HasKind(const Tree& tree, FrameKind kind) {
   for (FrameId f = 0; f < tree.frames().size(); ++f)
     if (tree.frames().kind(f) == kind) return true;

@@ -65,6 +65,15 @@ inline constexpr FrameId kFoldFrame = UINT32_MAX;
 Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src_frame)>& map,
              bool fold_recursion = false, std::vector<NodeId>* node_map = nullptr);
 
+// Rebuilds `src` without the nodes marked in `fold` (one entry per node; the
+// root's is ignored): a folded node's exclusive values go to its nearest
+// ancestor that stays, and its children become that ancestor's, merging
+// with a child of the same frame (values add). Every metric's total is
+// kept. The result has src's strings, frames and metrics; node ids keep
+// their order (a parent before its children). Optionally returns, for every
+// src node, its node in the result.
+Tree FoldNodes(const Tree& src, const std::vector<char>& fold, std::vector<NodeId>* node_map = nullptr);
+
 // Folds away every node whose frame kind is `kind` (e.g. kLine, kThread).
 Tree FoldKind(const Tree& src, FrameKind kind);
 bool HasKind(const Tree& tree, FrameKind kind);

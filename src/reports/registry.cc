@@ -64,6 +64,10 @@ const std::vector<ReportInfo>& Reports() {
        "statistics across runs, per node or --by group; mean, median, sd, cv, min, max, percentiles",
        {"metric", "depth", "min", "focus", "n", "by", "exclusive", "percentiles", "merge-threads", "lines"}, 1,
        SIZE_MAX, "stats expects one or more SELECTORs (see cct-query --help)", false, &StatsCommand},
+      {"derive", "RUN --name NEW",
+       "store a new run made from RUN; its nodes squashed, threads merged, values normalized",
+       {"drop", "query", "keep-min", "merge-threads", "normalize", "metric", "name", "tag", "replace"}, 1, 1,
+       "derive expects one RUN (see cct-query --help)", false, &DeriveCommand, /*writes_database=*/true},
       {"check", "[DB]", "read every run back whole: checksums and tree invariants; exit 1 naming the damaged runs", {},
        0, 1, "check takes at most one database (or -d DB)", false, &CheckCommand},
   };

@@ -6,10 +6,12 @@
 // registry.cc do not fit) and one entry in registry.cc.
 //
 // The table is immutable static data: safe to read from any thread. The
-// command functions open the database themselves (read-only).
+// command functions open the database themselves: read-only, but for the
+// commands marked writes_database (derive), which add runs to it.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -40,6 +42,12 @@ struct ReportRequest {
   std::optional<std::string> percentiles;  // stats --percentiles
   bool lines = false;                 // --lines
   bool merge_threads = false;         // --merge-threads
+  // derive: its operations (drop, query, keep-min, merge-threads, normalize)
+  // with their values, in command-line order (the order they apply in).
+  std::vector<std::pair<std::string, std::string>> operations;
+  std::optional<std::string> name;          // derive --name
+  std::map<std::string, std::string> tags;  // derive --tag
+  bool replace = false;                     // derive --replace
 };
 
 using ReportCommand = cct::Status (*)(const ReportRequest& request, std::ostream& out);
@@ -53,6 +61,9 @@ struct ReportInfo {
   std::string_view args_error;   // the message when it gets another number
   bool writes_output = false;    // takes -o FILE (written whole or not at all)
   ReportCommand run;
+  // Adds runs to the database (opens it for writing): a front end that
+  // serves a database read-only leaves these commands out.
+  bool writes_database = false;
 };
 
 // Every report, in the order cct-query lists them.
@@ -76,6 +87,8 @@ cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CheckCommand(const ReportRequest& request, std::ostream& out);
 cct::Status StatsCommand(const ReportRequest& request, std::ostream& out);
+// derive (derive.cc): prints what it stored.
+cct::Status DeriveCommand(const ReportRequest& request, std::ostream& out);
 
 // Helpers of the commands: --by and --format parsed into ReportOptions (as
 // GroupBy and OutputFormat), and the profile of args[0] loaded with the

@@ -5,7 +5,8 @@
 // such as an unknown metric or an invalid regex). Pure functions of the
 // Profile and options (those taking a selector read the database); safe to
 // call from several threads on different profiles. reports/registry.h
-// lists them for cct-query.
+// lists them for cct-query, with the commands that are not reports (check;
+// derive, which stores a new run: derive.cc).
 #pragma once
 
 #include <ostream>

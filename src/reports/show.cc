@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output/format.h"
+#include "query/derive.h"
 #include "reports/reports.h"
 #include "reports/run_text.h"
 
@@ -44,6 +45,32 @@ cct::Result<RunStorage> StorageOf(const std::string& db_path, store::RunId id) {
     out.range = its->range;
   }
   return out;
+}
+
+// A derived run's record (docs/format.md, `derived_from`): where it came
+// from, then one row per operation, written as the option that makes it
+// again.
+template <class Row>
+void ShowDerivation(const RunMeta& r, const Row& row) {
+  auto it = r.extra->find("derived_from");
+  if (it == r.extra->end() || !it->is_object()) return;
+  const nlohmann::json& from = *it;
+  auto text = [&](const char* key) {
+    auto f = from.find(key);
+    return f != from.end() && f->is_string() ? f->get<std::string>() : std::string();
+  };
+  std::string source = text("label");
+  if (!text("selector").empty()) source += " (selector " + text("selector") + ")";
+  if (!text("database").empty()) source += " in " + text("database");
+  row("derived from", source);
+  auto ops = from.find("operations");
+  if (ops == from.end() || !ops->is_array()) return;
+  if (ops->empty()) row("operation", "none (a copy)");
+  for (size_t i = 0; i < ops->size(); ++i) {
+    const std::string effect = query::DescribeEffect((*ops)[i]);
+    row("operation", std::to_string(i + 1) + ". " + query::DescribeOperation((*ops)[i]) +
+                         (effect.empty() ? "" : " (" + effect + ")"));
+  }
 }
 
 }  // namespace
@@ -100,6 +127,7 @@ Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::o
     const std::string outcome = Outcome(r);
     row("state", outcome.empty() ? state : state + " (" + outcome + ")");
     row("source", r.source);
+    ShowDerivation(r, row);
     row("command", Joined(r.command));
     row("cwd", r.cwd);
     row("host", r.host);

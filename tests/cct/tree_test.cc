@@ -268,6 +268,32 @@ TEST_CASE("FoldKind moves line nodes into their functions") {
   CHECK(FoldKind(t, FrameKind::kLine).size() == 3);
 }
 
+TEST_CASE("FoldNodes folds marked nodes into their nearest kept ancestor, merging children by frame") {
+  // root -> main(1) -> {compute(10) -> work(100), io(1000) -> compute(10000)}.
+  Example ex;
+  std::vector<char> fold(ex.tree.size(), 0);
+  fold[ex.io] = 1;  // io's value goes to main; its compute merges with main's compute
+  std::vector<NodeId> map;
+  Tree t = FoldNodes(ex.tree, fold, &map);
+  CHECK(t.size() == 4);  // root, main, compute, work
+  CHECK(map[ex.io] == map[ex.main]);
+  CHECK(map[ex.compute2] == map[ex.compute]);
+  CHECK(t.Value(map[ex.main], ex.cpu) == 1 + 1000);
+  CHECK(t.Value(map[ex.compute], ex.cpu) == 10 + 10000);
+  CHECK(t.Value(map[ex.work], ex.cpu) == 100);
+  CHECK(t.parent(map[ex.work]) == map[ex.compute]);
+  CHECK(NodeValues(t).Total(ex.cpu) == 11111);
+  // A chain folded at two levels: work's value skips both to main; the
+  // root's own entry is ignored.
+  std::fill(fold.begin(), fold.end(), 0);
+  fold[kRootNode] = fold[ex.compute] = fold[ex.work] = 1;
+  Tree u = FoldNodes(ex.tree, fold, &map);
+  CHECK(u.size() == 4);  // root, main, io, io/compute
+  CHECK(u.Value(map[ex.main], ex.cpu) == 111);
+  CHECK(u.Value(map[ex.compute2], ex.cpu) == 10000);
+  CHECK(map[ex.work] == map[ex.main]);
+}
+
 TEST_CASE("Rebuild folds direct recursion") {
   Tree t;
   const MetricId cpu = t.metrics().RegisterStandard("cputime").value();

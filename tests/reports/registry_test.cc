@@ -24,6 +24,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
       {"kernels", {"metric", "n"}},
       {"table", {"by", "metric", "nodes", "confidence", "baseline"}},
       {"stats", {"metric", "depth", "min", "focus", "n", "by", "exclusive", "percentiles", "merge-threads", "lines"}},
+      {"derive", {"drop", "query", "keep-min", "merge-threads", "normalize", "metric", "name", "tag", "replace"}},
       {"check", {}},
   };
   std::map<std::string, std::set<std::string>> listed;
@@ -33,6 +34,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
     CHECK(r.min_args <= r.max_args);
     CHECK(static_cast<bool>(r.run));
     CHECK(r.writes_output == (listed[std::string(r.name)].count("output") > 0));
+    CHECK(r.writes_database == (r.name == "derive"));  // the one command that writes runs
   }
   CHECK(listed == expected);
   CHECK((*reports::FindReport("callers"))->min_args == 2);

@@ -86,6 +86,13 @@ TEST_CASE("golden text reports") {
   s.Golden("metrics.txt", {"metrics", "1"});
   s.Golden("runs.txt", {"runs"});
   s.Golden("show.txt", {"show", "1"});
+  {
+    auto derived = s.Query({"derive", "sample", "--keep-min", "5", "--merge-threads", "mean", "--normalize", "2",
+                            "--name", "sample-derived", "--tag", "kind=derived"});
+    CHECK_MESSAGE(derived.exit_code == 0, derived.err);
+    s.Golden("show_derived.txt", {"show", "sample-derived"});
+    s.Golden("tree_derived.txt", {"tree", "sample-derived"});
+  }
 }
 
 TEST_CASE("golden JSON and CSV reports") {
