@@ -1,12 +1,14 @@
 """Process measurement shared by the benchmark scripts in bench/."""
 import os
+import subprocess
 import sys
 import time
 
 
-def run_rss(argv, ok=(0,)):
-    """Wall time (s) and peak RSS (MiB) of one process, via os.wait4; its
-    output is discarded. Exits the script when the status is not in `ok`."""
+def run_usage(argv, ok=(0,)):
+    """Wall time (s), CPU time (user + system, s) and peak RSS (MiB) of one
+    process, via os.wait4; its output is discarded. Exits the script when
+    the status is not in `ok`."""
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -22,7 +24,34 @@ def run_rss(argv, ok=(0,)):
     code = os.waitstatus_to_exitcode(status)
     if code not in ok:
         sys.exit(f"bench: {' '.join(argv)} failed ({code})")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def run_rss(argv, ok=(0,)):
+    """Wall time (s) and peak RSS (MiB) of one process (run_usage)."""
+    wall, _, rss = run_usage(argv, ok)
+    return wall, rss
+
+
+def best_cpu(argv, repeat):
+    """Best wall time, best CPU time and largest peak RSS over `repeat` runs:
+    on a shared machine the CPU time moves less than the wall time."""
+    walls, cpus, rss = [], [], 0.0
+    for _ in range(repeat):
+        w, c, r = run_usage(argv)
+        walls.append(w)
+        cpus.append(c)
+        rss = max(rss, r)
+    return min(walls), min(cpus), rss
+
+
+def generated_folded(tmp, gen, nodes, seed=42):
+    """A folded profile of `nodes` nodes from bench/gen-profile, written in
+    `tmp`; its path."""
+    folded = os.path.join(tmp, "p.folded")
+    with open(folded, "wb") as f:
+        subprocess.run([gen, "--nodes", str(nodes), "--seed", str(seed)], stdout=f, check=True)
+    return folded
 
 
 def best(argv, repeat):

@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import best, built_programs, run_rss  # noqa: E402
+from bench_util import best, built_programs, generated_folded, run_rss  # noqa: E402
 
 TARGET_S = 1.0
 DROP = '* [name ~ "^pack_"]'
@@ -41,9 +41,7 @@ def main():
     gen, query, imp = built_programs(args.build, "bench/gen-profile", "tools/cct-query", "tools/cct-import")
 
     with tempfile.TemporaryDirectory(prefix="cctdb-derive-bench-") as tmp:
-        folded = os.path.join(tmp, "p.folded")
-        with open(folded, "wb") as f:
-            subprocess.run([gen, "--nodes", str(args.nodes), "--seed", "42"], stdout=f, check=True)
+        folded = generated_folded(tmp, gen, args.nodes)
         db = os.path.join(tmp, "p.db")
         imports, rss_import = [], 0.0
         for _ in range(max(1, min(args.repeat, 3))):

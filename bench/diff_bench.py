@@ -32,10 +32,9 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import best, built_programs, run_rss  # noqa: E402
+from bench_util import best, built_programs  # noqa: E402
 
 TARGETS = {"pair": 1.0, "groups": 2.0}
 

@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import best, built_programs  # noqa: E402
+from bench_util import best, built_programs, generated_folded  # noqa: E402
 
 TARGET = 0.3
 QUERY = '* [name~"^solve_"] * [name~"^compute_" and inc(cputime) > 0.001%] * [name~"matrix"]'
@@ -76,9 +76,7 @@ def main():
     args = ap.parse_args()
     gen, query, imp = built_programs(args.build, "bench/gen-profile", "tools/cct-query", "tools/cct-import")
     with tempfile.TemporaryDirectory(prefix="cctdb-bench-") as tmp:
-        folded = os.path.join(tmp, "p.folded")
-        with open(folded, "wb") as f:
-            subprocess.run([gen, "--nodes", str(args.nodes), "--seed", "42"], stdout=f, check=True)
+        folded = generated_folded(tmp, gen, args.nodes)
         db = os.path.join(tmp, "p.db")
         subprocess.run([imp, "-d", db, "--from", "folded", folded, "--metric", "cputime", "--unit", "ns"],
                        check=True, stdout=subprocess.DEVNULL)

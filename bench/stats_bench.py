@@ -25,35 +25,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import best, built_programs  # noqa: E402
+from bench_util import best, best_cpu, built_programs  # noqa: E402
 
-
-def best_cpu(argv, repeat):
-    """Best wall time, best CPU time (user + system) and largest peak RSS
-    (MiB) over `repeat` runs: on a shared machine the CPU time moves less
-    than the wall time."""
-    walls, cpus, rss = [], [], 0.0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:
-            fd = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            try:
-                os.execv(argv[0], argv)
-            finally:
-                os._exit(127)
-        _, status, usage = os.wait4(pid, 0)
-        walls.append(time.perf_counter() - start)
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"bench: {' '.join(argv)} failed")
-        cpus.append(usage.ru_utime + usage.ru_stime)
-        rss = max(rss, usage.ru_maxrss / 1024.0)
-    return min(walls), min(cpus), rss
 
 TARGET_S = 1.0
 

@@ -27,7 +27,6 @@ def first_and_total(argv):
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     first = None
     lines = 0
-    tail = b""
     while True:
         chunk = proc.stdout.read(1 << 16)
         if not chunk:
@@ -37,7 +36,6 @@ def first_and_total(argv):
         if first is None and lines + newlines >= 3:
             first = time.perf_counter() - start
         lines += newlines
-        tail = chunk[-200:]
     err = proc.stderr.read()
     proc.wait()
     total = time.perf_counter() - start

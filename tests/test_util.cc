@@ -139,6 +139,40 @@ std::map<std::string, double> Measured(const std::string& out) {
   return m;
 }
 
+std::vector<std::map<std::string, std::string>> ReadCsvRows(const std::string& text) {
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field.push_back('"'), ++i;
+      else if (c == '"') quoted = false;
+      else field.push_back(c);
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(field);
+      field.clear();
+    } else if (c == '\n') {
+      fields.push_back(field);
+      field.clear();
+      records.push_back(fields);
+      fields.clear();
+    } else if (c != '\r') {
+      field.push_back(c);
+    }
+  }
+  std::vector<std::map<std::string, std::string>> rows;
+  for (size_t r = 1; r < records.size(); ++r) {
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < records[0].size() && i < records[r].size(); ++i) row[records[0][i]] = records[r][i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 size_t LineCount(const std::string& s) {
   size_t n = 0;
   for (char c : s) n += c == '\n';

@@ -36,6 +36,8 @@ std::string Query(const std::string& db, std::vector<std::string> args, int* rc,
 
 // Number of lines in s (a final line without '\n' counts).
 size_t LineCount(const std::string& s);
+// A CSV document (RFC 4180 quoting) as rows, each header -> field.
+std::vector<std::map<std::string, std::string>> ReadCsvRows(const std::string& text);
 
 // A workload's own measurements: the "MEASURED NAME VALUE" lines of its
 // output (the test programs print them), by name.

@@ -17,39 +17,6 @@
 
 namespace {
 
-std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& text) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field.push_back('"'), ++i;
-      else if (c == '"') quoted = false;
-      else field.push_back(c);
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.push_back(field);
-      field.clear();
-    } else if (c == '\n') {
-      fields.push_back(field);
-      field.clear();
-      records.push_back(fields);
-      fields.clear();
-    } else if (c != '\r') {
-      field.push_back(c);
-    }
-  }
-  std::vector<std::map<std::string, std::string>> rows;
-  for (size_t r = 1; r < records.size(); ++r) {
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < records[0].size() && i < records[r].size(); ++i) row[records[0][i]] = records[r][i];
-    rows.push_back(row);
-  }
-  return rows;
-}
 
 }  // namespace
 
@@ -100,7 +67,7 @@ TEST_CASE("hpctoolkit: Hatchet's cpi database imports with the totals Hatchet as
   std::map<std::string, double> ref_stmt, ours_stmt, ref_main_inc, ours_main_inc;
   double ref_sum = 0;
   size_t rows = 0;
-  for (const auto& row : ReadCsv(testutil::ReadFileOrDie(ref_csv))) {
+  for (const auto& row : testutil::ReadCsvRows(testutil::ReadFileOrDie(ref_csv))) {
     ++rows;
     const std::string rank = "rank " + row.at("rank");
     const double time_exc = std::stod(row.at("time"));

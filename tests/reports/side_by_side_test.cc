@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "tests/test_util.h"
 
@@ -37,27 +36,10 @@ struct ThreeRuns {
   }
 };
 
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
-
-// CSV rows keyed by their path column (the last), each a map column -> cell.
+// CSV rows keyed by their path column, each a map column -> cell.
 std::map<std::string, std::map<std::string, std::string>> CsvByPath(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = SplitCsv(line);
   std::map<std::string, std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    const std::vector<std::string> cells = SplitCsv(line);
-    REQUIRE(cells.size() == header.size());
-    for (size_t i = 0; i < header.size(); ++i) rows[cells.back()][header[i]] = cells[i];
-  }
+  for (auto& row : testutil::ReadCsvRows(csv)) rows[row["path"]] = row;
   return rows;
 }
 

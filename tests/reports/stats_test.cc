@@ -22,40 +22,6 @@ namespace {
 
 constexpr double kStatsSec = 1e9;
 
-// A CSV reader for the checks (RFC 4180 quoting), rows as header -> field.
-std::vector<std::map<std::string, std::string>> StatsReadCsv(const std::string& text) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field.push_back('"'), ++i;
-      else if (c == '"') quoted = false;
-      else field.push_back(c);
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.push_back(field);
-      field.clear();
-    } else if (c == '\n') {
-      fields.push_back(field);
-      field.clear();
-      records.push_back(fields);
-      fields.clear();
-    } else if (c != '\r') {
-      field.push_back(c);
-    }
-  }
-  std::vector<std::map<std::string, std::string>> rows;
-  for (size_t r = 1; r < records.size(); ++r) {
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < records[0].size() && i < records[r].size(); ++i) row[records[0][i]] = records[r][i];
-    rows.push_back(row);
-  }
-  return rows;
-}
 
 // One run with three threads, cputime exclusive (s):
 //   [thread] main      main/work 3, main/io 1
@@ -182,7 +148,7 @@ TEST_CASE("tree and top -m METRIC@AGG across the threads of a run") {
 
   auto csv = interop::Query(db, {"tree", "latest", "-m", "cputime@imbalance", "--format", "csv"});
   REQUIRE_MESSAGE(csv.exit_code == 0, csv.err);
-  const auto rows = StatsReadCsv(csv.out);
+  const auto rows = testutil::ReadCsvRows(csv.out);
   REQUIRE(rows.size() == 5);  // root, main, work, other, io
   CHECK(rows[1].at("name") == "main");
   CHECK(std::stod(rows[1].at("cputime@imbalance (inc)")) == doctest::Approx(1.25));
@@ -195,7 +161,7 @@ TEST_CASE("tree and top -m METRIC@AGG across the threads of a run") {
                                  "-m", "cputime@imbalance", "--format", "csv"});
   REQUIRE_MESSAGE(top.exit_code == 0, top.err);
   std::map<std::string, std::map<std::string, std::string>> by_name;
-  for (const auto& r : StatsReadCsv(top.out)) by_name[r.at("name")] = r;
+  for (const auto& r : testutil::ReadCsvRows(top.out)) by_name[r.at("name")] = r;
   REQUIRE(by_name.count("other"));
   CHECK(std::stod(by_name["other"].at("cputime@max (inc)")) == doctest::Approx(2.0));
   CHECK(std::stod(by_name["other"].at("cputime@min (inc)")) == 0);
@@ -237,7 +203,7 @@ TEST_CASE("-m METRIC@AGG by rank on HPCToolkit's cpi database matches Hatchet's 
   // carries (a name several nodes share sums differently per group).
   std::map<std::string, std::map<int, double>> ref;
   std::map<std::string, int> rows_per_name;
-  for (const auto& row : StatsReadCsv(testutil::ReadFileOrDie(ref_csv))) {
+  for (const auto& row : testutil::ReadCsvRows(testutil::ReadFileOrDie(ref_csv))) {
     if (row.at("type") == "S") continue;
     const std::string name = std::regex_replace(row.at("name"), std::regex("^[0-9]+:"), "");
     ref[name][std::stoi(row.at("rank"))] = std::stod(row.at("time (inc)"));
@@ -249,7 +215,7 @@ TEST_CASE("-m METRIC@AGG by rank on HPCToolkit's cpi database matches Hatchet's 
   REQUIRE_MESSAGE(top.exit_code == 0, top.err);
   std::map<std::string, int> ours_rows;
   std::map<std::string, std::map<std::string, std::string>> ours;
-  for (const auto& r : StatsReadCsv(top.out)) {
+  for (const auto& r : testutil::ReadCsvRows(top.out)) {
     ++ours_rows[r.at("name")];
     ours[r.at("name")] = r;
   }
@@ -344,7 +310,7 @@ TEST_CASE("stats: the ensemble statistics of five runs match a Python reference"
   // 4.6; io's 1 0 3 2 1.5 -> mean 1.5, median 1.5, min 0; extra 0.1.
   auto flat = interop::Query(db, {"stats", "tag:exp=ens", "--by", "function", "--format", "csv"});
   REQUIRE_MESSAGE(flat.exit_code == 0, flat.err);
-  const auto rows = StatsReadCsv(flat.out);
+  const auto rows = testutil::ReadCsvRows(flat.out);
   REQUIRE(rows.size() == 5);
   CHECK(rows[0].at("name") == "main");
   CHECK(rows[1].at("name") == "solve");
