@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "cct/tree.h"
@@ -67,9 +68,10 @@ class VisibleTree {
 
 // Nested node objects written without recursion (trees are deeper than the
 // stack): `fields(n)` writes node n's members after its BeginObject;
-// `children(n, depth)` lists the nodes nested in its "children" array.
+// `children(n, depth)` lists the nodes nested in its array `children_key`.
 template <class Fields, class Kids>
-void WriteNestedJson(JsonWriter& w, cct::NodeId top, Fields&& fields, Kids&& children) {
+void WriteNestedJson(JsonWriter& w, cct::NodeId top, Fields&& fields, Kids&& children,
+                     std::string_view children_key = "children") {
   struct Item {
     std::vector<cct::NodeId> kids;
     size_t next;
@@ -78,7 +80,7 @@ void WriteNestedJson(JsonWriter& w, cct::NodeId top, Fields&& fields, Kids&& chi
   auto open = [&](cct::NodeId n, int depth) -> Item {
     w.BeginObject();
     fields(n);
-    w.Key("children").BeginArray();
+    w.Key(children_key).BeginArray();
     return Item{children(n, depth), 0, depth};
   };
   std::vector<Item> stack;

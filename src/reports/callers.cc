@@ -11,6 +11,7 @@
 
 #include "cct/tree_ops.h"
 #include "output/format.h"
+#include "output/tree_json.h"
 #include "cct/pattern.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
@@ -109,39 +110,24 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
     case OutputFormat::kJson: {
       output::JsonWriter w(out);
       // Nested: each entry {name, kind, module, value{}, share, callers[]}.
-      struct Item {
-        std::vector<NodeId> kids;
-        size_t next;
-      };
-      auto open = [&](NodeId n) {
-        const cct::Frame f = inv.frame(n);
-        w.BeginObject().Field("name", inv.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
-        w.Field("module", inv.str(f.module)).Field("file", inv.str(f.file)).FieldInt("line", f.line);
-        w.Key("value").BeginObject();
-        for (size_t i = 0; i < ids.size(); ++i)
-          w.Field(cols.desc(i).name, output::ExportValue(acc[n][i], cols.desc(i).unit));
-        w.EndObject();
-        w.Field("share", reach != 0 ? acc[n][0] / reach : 0.0);
-        w.Key("callers").BeginArray();
-        return Item{sorted_children(n), 0};
-      };
       w.BeginObject().Field("pattern", pattern).Key("total").BeginObject();
       for (size_t i = 0; i < ids.size(); ++i)
         w.Field(cols.desc(i).name, output::ExportValue(acc[0][i], cols.desc(i).unit));
       w.EndObject().Key("callees").BeginArray();
       for (NodeId top : sorted_children(cct::kRootNode)) {
-        std::vector<Item> stack;
-        stack.push_back(open(top));
-        while (!stack.empty()) {
-          Item& it = stack.back();
-          if (it.next < it.kids.size()) {
-            const NodeId k = it.kids[it.next++];
-            stack.push_back(open(k));
-          } else {
-            w.EndArray().EndObject();
-            stack.pop_back();
-          }
-        }
+        output::WriteNestedJson(
+            w, top,
+            [&](NodeId n) {
+              const cct::Frame f = inv.frame(n);
+              w.Field("name", inv.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
+              w.Field("module", inv.str(f.module)).Field("file", inv.str(f.file)).FieldInt("line", f.line);
+              w.Key("value").BeginObject();
+              for (size_t i = 0; i < ids.size(); ++i)
+                w.Field(cols.desc(i).name, output::ExportValue(acc[n][i], cols.desc(i).unit));
+              w.EndObject();
+              w.Field("share", reach != 0 ? acc[n][0] / reach : 0.0);
+            },
+            [&](NodeId n, int) { return sorted_children(n); }, "callers");
       }
       w.EndArray().EndObject();
       out << '\n';

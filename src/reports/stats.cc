@@ -385,33 +385,15 @@ Status WriteStatsReport(const std::vector<std::string>& selectors, const std::st
       w.Key("trees").BeginArray();
       for (NodeId top : tops) {
         // Nested objects as tree --format json, "stats" in place of values.
-        struct Open {
-          std::vector<NodeId> kids;
-          size_t next;
-          int depth;
-        };
-        auto open = [&](NodeId n, int depth) -> Open {
-          const cct::Frame f = tree.frame(n);
-          w.BeginObject();
-          w.Field("name", tree.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
-          w.Field("module", tree.str(f.module)).Field("file", tree.str(f.file)).FieldInt("line", f.line);
-          WriteStatsJson(w, metric_names, metric_units, st, stats[n]);
-          w.Key("children").BeginArray();
-          return Open{vis.Children(n, depth), 0, depth};
-        };
-        std::vector<Open> stack;
-        stack.push_back(open(top, 0));
-        while (!stack.empty()) {
-          Open& it = stack.back();
-          if (it.next < it.kids.size()) {
-            const NodeId child = it.kids[it.next++];
-            const int depth = it.depth + 1;
-            stack.push_back(open(child, depth));
-          } else {
-            w.EndArray().EndObject();
-            stack.pop_back();
-          }
-        }
+        output::WriteNestedJson(
+            w, top,
+            [&](NodeId n) {
+              const cct::Frame f = tree.frame(n);
+              w.Field("name", tree.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
+              w.Field("module", tree.str(f.module)).Field("file", tree.str(f.file)).FieldInt("line", f.line);
+              WriteStatsJson(w, metric_names, metric_units, st, stats[n]);
+            },
+            [&](NodeId n, int depth) { return vis.Children(n, depth); });
       }
       w.EndArray().EndObject();
       out << '\n';
