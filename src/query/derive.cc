@@ -219,18 +219,21 @@ cct::Tree MergeThreads(const cct::Tree& tree, ThreadStat stat) {
   return out;
 }
 
+// One additive metric's stored values, each divided by `divisor`.
+static void DivideColumn(cct::Tree& tree, MetricId m, double divisor) {
+  std::vector<NodeId> nodes;
+  std::vector<double> values;
+  tree.column(m).ForEach([&](NodeId n, double v) {
+    nodes.push_back(n);
+    values.push_back(v / divisor);
+  });
+  tree.SetColumn(m, cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
+}
+
 void DivideValues(cct::Tree& tree, double divisor) {
   const cct::MetricRegistry& reg = tree.metrics();
-  for (MetricId m = 0; m < reg.size(); ++m) {
-    if (reg.Get(m).kind != cct::MetricKind::kAdditive) continue;
-    std::vector<NodeId> nodes;
-    std::vector<double> values;
-    tree.column(m).ForEach([&](NodeId n, double v) {
-      nodes.push_back(n);
-      values.push_back(v / divisor);
-    });
-    tree.SetColumn(m, cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
-  }
+  for (MetricId m = 0; m < reg.size(); ++m)
+    if (reg.Get(m).kind == cct::MetricKind::kAdditive) DivideColumn(tree, m, divisor);
 }
 
 std::vector<double> DivideByTotals(cct::Tree& tree) {
@@ -241,14 +244,7 @@ std::vector<double> DivideByTotals(cct::Tree& tree) {
     double total = 0;
     tree.column(m).ForEach([&](NodeId, double v) { total += v; });
     totals[m] = total;
-    if (total == 0) continue;
-    std::vector<NodeId> nodes;
-    std::vector<double> values;
-    tree.column(m).ForEach([&](NodeId n, double v) {
-      nodes.push_back(n);
-      values.push_back(v / total);
-    });
-    tree.SetColumn(m, cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
+    if (total != 0) DivideColumn(tree, m, total);
   }
   // Fractions have no unit. Ids stay: metrics are registered again in id
   // order, which is an order where a formula's operands come first.
