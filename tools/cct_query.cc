@@ -54,7 +54,7 @@ Options)";
 }
 
 // `export` is the exporters' command; the others are reports.
-const std::set<std::string> kExportOptions = {"metric", "to", "output", "merge-threads"};
+const std::set<std::string> kExportOptions = {"metric", "to", "output", "merge-threads", "per-thread"};
 const std::set<std::string> kCommonOptions = {"db", "format", "color", "ascii", "width", "args", "command"};
 
 // Runs `write` on -o FILE (whole or not at all) or on stdout.
@@ -77,6 +77,9 @@ cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& re
   CCT_ASSIGN_OR_RETURN(const exporters::ExporterInfo* exporter, exporters::FindExporter(to));
   exporters::ExportOptions eo;
   eo.metrics = request.options.metrics;
+  eo.per_thread = vm.count("per-thread") > 0;
+  if (eo.per_thread && exporter->name != "hatchet-json")
+    cli::Fail(kTool, "--per-thread applies to --to hatchet-json only");
   output::Progress progress = output::Progress::ForStderr("exporting " + to);
   eo.progress = &progress;
   return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(profile, *exporter, eo, out); });
@@ -134,6 +137,8 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
   }
   visible.add_options()
       ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
+      ("per-thread", "export --to hatchet-json: a row per node and rank/thread (index levels) instead of the "
+                     "threads' sum")
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
       ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
       ("drop", po::value<std::vector<std::string>>(), "derive: fold away the nodes where QUERY's paths end")

@@ -56,6 +56,8 @@ std::string LineName(std::string_view file, uint32_t line) {
   return name;
 }
 
+std::string LoopName(std::string_view file, uint32_t line) { return "loop at " + LineName(file, line); }
+
 std::string FrameIdentity(const Tree& tree, FrameId id) {
   const Frame f = tree.frames().Get(id);
   std::string key;

@@ -44,6 +44,8 @@ std::string_view ModuleIdentity(std::string_view module);
 std::string_view BaseName(std::string_view path);
 // The display name of a source-line node: "BASENAME:LINE" ("train.cc:42").
 std::string LineName(std::string_view file, uint32_t line);
+// The display name of a loop node: "loop at BASENAME:LINE".
+std::string LoopName(std::string_view file, uint32_t line);
 
 // A node's path identity: the FrameIdentity of each frame from the root's
 // child down to the node, joined by '\n' (a character no frame name holds).

@@ -25,6 +25,7 @@ namespace exporters {
 struct ExportOptions {
   std::vector<std::string> metrics;  // json/hatchet/pprof/csv: empty = all; folded: the first (default: run's first)
   output::Progress* progress = nullptr;  // optional; exporters report nodes done
+  bool per_thread = false;  // hatchet-json: rows per (node, thread) with rank/thread index levels
 };
 
 // The formats' entry points, as the registry calls them.
@@ -39,8 +40,11 @@ cct::Status ExportCsv(const query::Profile& profile, const ExportOptions& option
 // `progress` may be null.
 cct::Status WritePprof(const query::Profile& profile, const std::vector<std::string>& metrics, std::ostream& out,
                        output::Progress* progress);
-cct::Status WriteHatchetGraphFrame(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
-                                   output::Progress* progress);
+// WriteHatchetGraphFrame: by default one row per node (threads summed), so
+// that GraphFrame.from_json(...).tree() works as loaded; `per_thread` keeps
+// rank/thread index levels with a row for every (node, thread) pair.
+cct::Status WriteHatchetGraphFrame(const cct::Tree& tree, const std::vector<std::string>& metrics, bool per_thread,
+                                   std::ostream& out, output::Progress* progress);
 cct::Status WriteNodeCsv(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
                          output::Progress* progress);
 

@@ -42,6 +42,7 @@
 
 #include "cct/node_values.h"
 #include "cct/pattern.h"
+#include "cct/tree_ops.h"
 #include "importers/importer.h"
 
 namespace importers {
@@ -185,21 +186,14 @@ void XMLCALL OnStart(void* data, const char* el, const char** attrs) {
       frame = t.InternFrame(FrameKind::kFunction, name, Lookup(st.modules, Attr(attrs, "lm")), file, line,
                             kind == 'r' ? cct::kFrameInlined : 0);
     } else if (kind == 'L') {
-      std::string f = file;
-      const size_t slash = f.rfind('/');
-      frame = t.InternFrame(FrameKind::kLoop, "loop at " + (slash == std::string::npos ? f : f.substr(slash + 1)) +
-                                                   ":" + std::to_string(line),
-                            "", file, line);
+      frame = t.InternFrame(FrameKind::kLoop, cct::LoopName(file, line), "", file, line);
     } else {  // S: the file is the enclosing scope's
       std::string sfile = file;
       for (size_t k = st.stack.size(); sfile.empty() && k-- > 0;) {
         const size_t h = st.stack[k].hnode;
         if (h) sfile = std::string(t.str(t.frames().Get(st.nodes[h].frame).file));
       }
-      const size_t slash = sfile.rfind('/');
-      frame = t.InternFrame(FrameKind::kLine,
-                            (slash == std::string::npos ? sfile : sfile.substr(slash + 1)) + ":" + std::to_string(line),
-                            "", sfile, line);
+      frame = t.InternFrame(FrameKind::kLine, cct::LineName(sfile, line), "", sfile, line);
     }
     HpcNode h;
     h.xml_id = id;

@@ -275,7 +275,7 @@ TEST_CASE("csv export: one row per node with path, kind, location and every metr
   CHECK(one.out.substr(0, one.out.find('\n')) == "node,parent,depth,kind,name,module,file,line,path,gker (inc),gker (exc)");
 }
 
-TEST_CASE("hatchet-json export: graph + dataframe with rank/thread levels, read back by the importer") {
+TEST_CASE("hatchet-json export --per-thread: graph + dataframe with rank/thread levels, read back by the importer") {
   testutil::TempDir dir;
   const std::string db = dir / "h.db";
   // Threads with free-form names: "thread" index holding the names.
@@ -299,7 +299,7 @@ TEST_CASE("hatchet-json export: graph + dataframe with rank/thread levels, read 
   for (const Case& c : {Case{"1", "thread", 0}, Case{"2", "rank", 3}}) {
     CAPTURE(c.run);
     const std::string out = dir / ("export" + c.run + ".json");
-    auto r = Query(db, {"export", c.run, "--to", "hatchet-json", "-o", out});
+    auto r = Query(db, {"export", c.run, "--to", "hatchet-json", "--per-thread", "-o", out});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const auto doc = nlohmann::json::parse(testutil::ReadFileOrDie(out));
     REQUIRE(doc["dataframe_indices"] == nlohmann::json({"node", c.index}));
@@ -314,7 +314,7 @@ TEST_CASE("hatchet-json export: graph + dataframe with rank/thread levels, read 
     }
     CHECK(doc["exclusive_metrics"].size() == doc["inclusive_metrics"].size());
     if (c.index == "rank") {
-      CHECK(doc["dataframe"].size() == 7);  // 3 x (main, solve) + only_on_rank_2
+      CHECK(doc["dataframe"].size() == 9);  // 3 ranks x (main, solve, only_on_rank_2), zeros where a rank lacks one
       CHECK(doc["dataframe"][0]["rank"].is_number_integer());
     } else {
       CHECK(doc["dataframe"][0]["thread"].is_string());
@@ -344,6 +344,14 @@ TEST_CASE("hatchet-json export: graph + dataframe with rank/thread levels, read 
       CHECK(b.at(k) == doctest::Approx(v).epsilon(1e-12));
     }
   }
+  // Without --per-thread the ranks are summed, one row per node; the option
+  // means nothing to the other formats.
+  auto summed = Query(db, {"export", "2", "--to", "hatchet-json"});
+  REQUIRE(summed.exit_code == 0);
+  CHECK(nlohmann::json::parse(summed.out)["dataframe"].size() == 3);
+  auto wrong = Query(db, {"export", "2", "--to", "json", "--per-thread"});
+  CHECK(wrong.exit_code == 2);
+  CHECK(wrong.err.find("--per-thread applies to --to hatchet-json only") != std::string::npos);
 }
 
 TEST_CASE("progress: drawn on a terminal only after the delay, and erased at the end") {
