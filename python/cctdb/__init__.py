@@ -172,8 +172,8 @@ def diff(base, candidate, metrics=None, threshold=None, min_abs=None, alpha=None
 
     def sel(x):
         if isinstance(x, Run):
-            # A selector relative to its own database.
-            return x.selector if x.db.path == db or ":" in x.selector.split("@")[0] else x.db.path + ":" + x.selector
+            # A Run of another database than the first Run's: PATH:SEL.
+            return x.selector if x.db.path == db else x.db.path + ":" + x.selector
         return str(x)
 
     text = _cctdb.diff(sel(base), sel(candidate), db or _cctdb.default_db(""), _metric_list(metrics),

@@ -55,3 +55,15 @@ def cct_query_error(db, *args):
     line = out.stderr.strip().splitlines()[-1]
     assert line.startswith("cct-query: ")
     return line[len("cct-query: "):]
+
+
+@pytest.fixture(scope="session")
+def nvtx_db(tmp_path_factory):
+    """Run 1: the NVTX test program cut into iterations by its ten "step"
+    ranges (built only with the CUDA toolkit's NVTX headers)."""
+    program = os.path.join(BUILD, "tests", "collector", "cct-test-nvtx-steps")
+    if not os.path.exists(program):
+        pytest.skip("cct-test-nvtx-steps is not built (no NVTX3 headers)")
+    db = str(tmp_path_factory.mktemp("nvtx") / "nvtx.db")
+    record(db, ["--name", "steps", "--iteration", "^step$"], [program])
+    return db

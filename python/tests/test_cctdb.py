@@ -222,6 +222,28 @@ def test_iterations(db_path):
     assert str(e.value) == cct_query_error(db_path, "iterations", "1")
 
 
+def test_iterations_match_cct_query(nvtx_db):
+    run = cctdb.open(nvtx_db).run("1")
+    df = run.iterations()
+    ref = cct_query_json(nvtx_db, "iterations", "1")
+    assert len(df) == 10  # nvtx_steps.cc: ten "step" ranges
+    assert list(df["iteration"]) == list(range(1, 11))
+    for c, t in (("iteration", np.int64), ("start", np.float64), ("duration", np.float64), ("share", np.float64)):
+        assert df[c].dtype == t
+    for (_, row), r in zip(df.iterrows(), ref["iterations"]):
+        assert close(row["duration"], r["duration"]) and close(row[ref["metric"]], r["value"])
+    assert df.attrs["median_iteration"] == ref["median_iteration"]
+    # RUN@iter=3: the third iteration's tree, as cct-query shows it.
+    it = cctdb.open(nvtx_db).run("1@iter=3")
+    assert it.ids == [1]
+    tree = it.tree(metrics=["cputime"])
+    ref = json_rows(cct_query_json(nvtx_db, "tree", "1@iter=3", "-m", "cputime", "--min", "0"))
+    assert sorted(tree["path"]) == sorted(p for p, _, _ in ref)
+    whole = run.tree(metrics=["cputime"])
+    assert len(tree) < len(whole)
+    assert tree["cputime (inc)"][tree["depth"] == 1].sum() < whole["cputime (inc)"][whole["depth"] == 1].sum()
+
+
 def test_query_matches_cct_query(db_path):
     run = cctdb.open(db_path).run("1")
     q = '* [name~"^simulate_physics"] .'
@@ -271,6 +293,18 @@ def test_diff_matches_cct_diff(db_path):
     assert len(res0.regressions) + len(res0.improvements) >= len(res.regressions) + len(res.improvements)
     with pytest.raises(cctdb.Error):
         cctdb.diff(db.run("1"), "99")
+
+
+def test_diff_across_databases(db_path, tmp_path):
+    other = str(tmp_path / "other.db")
+    shutil.copy(db_path, other)
+    a = cctdb.open(db_path).run("tag:v=base")
+    b = cctdb.open(other).run("tag:v=base")
+    # The same run in two files: no change anywhere.
+    res = cctdb.diff(a, b)
+    assert res.candidate["label"].startswith("group") or res.candidate["runs"][0]["id"] == 1
+    assert close(res.totals["delta"].iloc[0], 0.0)
+    assert len(res.regressions) == 0 and len(res.improvements) == 0
 
 
 def test_diff_groups_have_p_values(db_path, tmp_path):
