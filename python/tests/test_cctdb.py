@@ -107,6 +107,46 @@ def test_missing_and_damaged_files(db_path, tmp_path):
         d.run("1").tree()
 
 
+def test_memory_fault_in_lmdb_is_an_error(db_path, tmp_path):
+    """A damaged page that makes LMDB fault: cct-query's FaultGuard ends the
+    tool with "is damaged (memory fault while reading it)"; the package must
+    raise the same Error and keep the interpreter (checked in a child
+    interpreter, so a crash fails this test instead of ending pytest). Which
+    overwrite faults depends on the recorded database's page layout: the
+    test tries a few and skips when none makes cct-query fault."""
+    import subprocess
+
+    pages = os.path.getsize(db_path) // 4096
+    # Eight pages of 0xff from page 2 on (the two meta pages kept): the
+    # recordings here fault at one of them (pages 13-16 when written).
+    for first in range(2, pages):
+        for fill in (0xFF, 0xA5):
+            bad = tmp_path / ("f%d_%x.db" % (first, fill))
+            shutil.copy(db_path, bad)
+            with open(bad, "r+b") as f:
+                f.seek(first * 4096)
+                f.write(bytes([fill]) * (4096 * min(8, pages - first)))
+            for sel in ("1", "3"):
+                out = subprocess.run([tool("cct-query"), "-d", str(bad), "tree", sel], capture_output=True,
+                                     text=True, timeout=60)
+                if "memory fault" not in out.stderr:
+                    continue
+                code = ("import cctdb\n"
+                        "for i in range(3):\n"
+                        "    try:\n"
+                        "        cctdb.open(%r).run(%r).tree()\n"
+                        "    except cctdb.Error as e:\n"
+                        "        print('Error:', e)\n"
+                        "print('alive')\n" % (str(bad), sel))
+                py = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+                assert py.returncode == 0, py.stderr[-2000:]
+                lines = py.stdout.splitlines()
+                assert lines[-1] == "alive"
+                assert len(lines) == 4 and all("is damaged (memory fault while reading it)" in x for x in lines[:3])
+                return
+    pytest.skip("no overwrite of this recording made cct-query fault")
+
+
 # ------------------------------------------------------------------ tree
 
 
