@@ -151,6 +151,10 @@ class Run:
         """A Hatchet GraphFrame of this run (needs hatchet importable)."""
         return _hatchet.graphframe(self, metrics)
 
+    def to_thicket(self, metrics=None):
+        """A Thicket of this group's runs (cctdb.to_thicket)."""
+        return to_thicket(self, metrics)
+
     def _repr_html_(self):
         return _html.run_html(self)
 
@@ -183,8 +187,11 @@ def diff(base, candidate, metrics=None, threshold=None, min_abs=None, alpha=None
 
 
 def to_thicket(runs, metrics=None):
-    """A Thicket of several Runs (each through to_hatchet()); ImportError
-    with what to install when thicket is not importable."""
+    """A Thicket of several Runs, or of a group's runs (a Run of tag:K=V),
+    one profile per run through to_hatchet(); ImportError with what to
+    install when thicket is not importable."""
+    if isinstance(runs, Run):
+        runs = [runs.db.run(str(i)) for i in runs.ids]
     return _hatchet.thicket(list(runs), metrics)
 
 

@@ -427,8 +427,24 @@ def test_hatchet_structure(db_path, monkeypatch):
     gf = run.to_hatchet()
     assert gf.literal == lit and gf.default_metric == "cputime"
     monkeypatch.setitem(sys.modules, "thicket", None)
-    with pytest.raises(ImportError):
+    with pytest.raises(ImportError) as e:
         cctdb.to_thicket([run, cctdb.open(db_path).run("1")])
+    assert "llnl-thicket" in str(e.value)
+
+    # A Thicket from a group: one GraphFrame per run, by run id, through a
+    # stand-in thicket that records them.
+    class FakeThicket:
+        @staticmethod
+        def from_graphframes(frames, profiles):
+            return list(zip(profiles, frames))
+
+    fake_th = type(sys)("thicket")
+    fake_th.Thicket = FakeThicket
+    monkeypatch.setitem(sys.modules, "thicket", fake_th)
+    got = cctdb.open(db_path).run("example").db.run("1").to_thicket()
+    assert [p for p, _ in got] == [1]
+    got = cctdb.to_thicket([cctdb.open(db_path).run("1"), cctdb.open(db_path).run("2")])
+    assert [p for p, _ in got] == [1, 2] and all(g.default_metric == "cputime" for _, g in got)
 
 
 # ------------------------------------------------------------------ threads
