@@ -376,6 +376,9 @@ def test_repr_html(db_path):
     run = db.run("1")
     h = run._repr_html_()
     assert "<svg" in h and "</table>" in h
+    # The run's flame graph is cct-query flame's.
+    assert run.flame() == cct_query(db_path, "flame", "1")
+    assert run.flame() in h
     t = run.tree()._repr_html_()
     assert "<table" in t and "integrate_forces" in t
     assert "<table" in db._repr_html_()
