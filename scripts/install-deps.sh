@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what cctdb needs to build and run (Debian 12); with --tests also
 # what only the test suite needs (Go's pprof, Chromium, TeX, clang for the
-# sanitizer and fuzzing builds). Idempotent: packages already present are
-# left alone.
+# sanitizer and fuzzing builds, the Python package's build and tests); with
+# --python what the Python package needs to build and install (`pip install
+# .`, docs/python.md). Idempotent: packages already present are left alone.
 set -euo pipefail
 with_tests=0
+with_python=0
 case "${1:-}" in
   --tests) with_tests=1 ;;
+  --python) with_python=1 ;;
   "") ;;
-  *) echo "usage: install-deps.sh [--tests]" >&2; exit 2 ;;
+  *) echo "usage: install-deps.sh [--tests|--python]" >&2; exit 2 ;;
 esac
 packages=(
   g++ meson ninja-build pkg-config python3
@@ -32,8 +35,17 @@ test_packages=(
   # the package test builds the .deb (dpkg-buildpackage, debhelper) and
   # renders the installed man pages
   build-essential debhelper dpkg-dev man-db
+  # the Python package (python/): built by `build.sh --all`, tested with
+  # pytest against pandas
+  pybind11-dev python3-numpy python3-pandas python3-pytest
+)
+python_packages=(
+  # the extension's build (-Dpython=auto finds them) and `pip install .`
+  # offline through Debian's meson-python
+  python3-dev pybind11-dev python3-numpy python3-pandas python3-mesonpy python3-pip
 )
 [ "$with_tests" = 1 ] && packages+=("${test_packages[@]}")
+[ "$with_python" = 1 ] && packages+=("${python_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
