@@ -21,7 +21,8 @@
 // rare and the process goes on. The GIL is released while
 // the libraries read the database and compute; only building the Python
 // objects holds it. Every call opens the database itself, so calls are
-// independent and safe from several Python threads at once (LMDB readers).
+// independent and safe from several Python threads at once; calls on one
+// file take turns (FileMutex says why).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -30,10 +31,13 @@
 
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -95,10 +99,33 @@ void InstallFaultGuard() {
   for (int i = 0; i < 3; ++i) sigaction(kGuardedSignals[i], &sa, &g_previous[i]);
 }
 
-// Runs f() (the library call, GIL released); a fault inside it becomes
-// kCorrupt with the store's damage message for `db`.
+// One mutex per database file (by device and inode; by path where it
+// cannot be stat()ed), held through each call on it. LMDB must not have one
+// file open twice in a process at once: closing either environment drops
+// the process's POSIX lock on the lock file, which tells writers in other
+// processes that its readers are alive. So calls on one file take turns
+// (the GIL stays released: other Python threads, and calls on other files,
+// run meanwhile). The mutexes live as long as the process.
+std::mutex& FileMutex(const std::string& db) {
+  static std::mutex registry_mutex;
+  static std::map<std::string, std::unique_ptr<std::mutex>> registry;
+  const std::string path = store::DefaultDatabasePath(db);
+  struct stat st {};
+  const std::string key = ::stat(path.c_str(), &st) == 0
+                              ? std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)
+                              : "path:" + path;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  std::unique_ptr<std::mutex>& m = registry[key];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
+// Runs f() (the library call, GIL released) with `db`'s file to itself
+// (FileMutex); a fault inside it becomes kCorrupt with the store's damage
+// message for `db`.
 template <class F>
 cct::Status Guarded(const std::string& db, F&& f) {
+  std::lock_guard<std::mutex> file_lock(FileMutex(db));
   sigjmp_buf back;
   sigjmp_buf* const outer = t_fault_return;
   if (const int sig = sigsetjmp(back, 1); sig != 0) {
