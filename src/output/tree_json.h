@@ -98,6 +98,14 @@ void WriteNestedJson(JsonWriter& w, cct::NodeId top, Fields&& fields, Kids&& chi
   }
 }
 
+// A node's frame as the fields every JSON report writes: "name" (`name`:
+// the frame's own, or a report's display name), "kind", "module", "file",
+// "line".
+void WriteFrameFields(JsonWriter& w, const cct::Tree& tree, cct::NodeId n, std::string_view name);
+inline void WriteFrameFields(JsonWriter& w, const cct::Tree& tree, cct::NodeId n) {
+  WriteFrameFields(w, tree, n, tree.name(n));
+}
+
 // One node object {"name", "kind", "module", "file", "line", "inclusive",
 // "exclusive", "children": [...]} for `top` and its visible subtree;
 // `with_path` adds the node's "path" (a --focus root); `ends` (a path

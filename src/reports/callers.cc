@@ -118,9 +118,7 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
         output::WriteNestedJson(
             w, top,
             [&](NodeId n) {
-              const cct::Frame f = inv.frame(n);
-              w.Field("name", inv.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
-              w.Field("module", inv.str(f.module)).Field("file", inv.str(f.file)).FieldInt("line", f.line);
+              output::WriteFrameFields(w, inv, n);
               w.Key("value").BeginObject();
               for (size_t i = 0; i < ids.size(); ++i)
                 w.Field(cols.desc(i).name, output::ExportValue(acc[n][i], cols.desc(i).unit));

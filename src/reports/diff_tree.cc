@@ -12,12 +12,7 @@ namespace reports::diff_report {
 namespace {
 
 void TreeNodeJson(output::JsonWriter& w, const DiffResult& r, NodeId n) {
-  const cct::Frame f = r.tree().frame(n);
-  w.Field("name", n == cct::kRootNode ? cct::kRootName : r.name(n));
-  w.Field("kind", cct::FrameKindName(f.kind));
-  w.Field("module", r.tree().str(f.module));
-  w.Field("file", r.tree().str(f.file));
-  w.FieldInt("line", f.line);
+  output::WriteFrameFields(w, r.tree(), n, n == cct::kRootNode ? cct::kRootName : r.name(n));
   w.Field("status", diff::StatusName(r.status(n)));
   for (int pass = 0; pass < 2; ++pass) {
     w.Key(pass == 0 ? "inclusive" : "exclusive").BeginObject();

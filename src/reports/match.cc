@@ -7,6 +7,7 @@
 #include "cct/text.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
+#include "output/tree_json.h"
 #include "reports/registry.h"
 #include "reports/reports.h"
 
@@ -100,12 +101,10 @@ Status WriteMatchReport(query::Profile& profile, const std::string& query_text, 
       w.BeginObject().Field("query", query_text).FieldInt("matches", static_cast<long long>(match.ends));
       w.Key("rows").BeginArray();
       for (NodeId n : rows) {
-        const cct::Frame f = tree.frame(n);
         w.BeginObject().Key("path").BeginArray();
         for (const std::string& p : cct::PathNames(tree, n)) w.String(p);
         w.EndArray();
-        w.Field("name", tree.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
-        w.Field("module", tree.str(f.module)).Field("file", tree.str(f.file)).FieldInt("line", f.line);
+        output::WriteFrameFields(w, tree, n);
         cols.WriteNodeJson(w, n);
         w.EndObject();
       }

@@ -388,9 +388,7 @@ Status WriteStatsReport(const std::vector<std::string>& selectors, const std::st
         output::WriteNestedJson(
             w, top,
             [&](NodeId n) {
-              const cct::Frame f = tree.frame(n);
-              w.Field("name", tree.str(f.name)).Field("kind", cct::FrameKindName(f.kind));
-              w.Field("module", tree.str(f.module)).Field("file", tree.str(f.file)).FieldInt("line", f.line);
+              output::WriteFrameFields(w, tree, n);
               WriteStatsJson(w, metric_names, metric_units, st, stats[n]);
             },
             [&](NodeId n, int depth) { return vis.Children(n, depth); });

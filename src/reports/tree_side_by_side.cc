@@ -152,12 +152,7 @@ void WriteSideJson(SideBySide& s, const output::VisibleTree& vis, NodeId top, ou
   output::WriteNestedJson(
       w, top,
       [&](NodeId n) {
-        const cct::Frame f = s.shape.frame(n);
-        w.Field("name", n == cct::kRootNode ? std::string(cct::kRootName) : s.display[n]);
-        w.Field("kind", cct::FrameKindName(f.kind));
-        w.Field("module", s.shape.str(f.module));
-        w.Field("file", s.shape.str(f.file));
-        w.FieldInt("line", f.line);
+        output::WriteFrameFields(w, s.shape, n, n == cct::kRootNode ? std::string_view(cct::kRootName) : s.display[n]);
         for (const bool inclusive : {true, false}) {
           w.Key(inclusive ? "inclusive" : "exclusive").BeginObject();
           for (size_t m = 0; m < s.names.size(); ++m) {
