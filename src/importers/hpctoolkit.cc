@@ -344,7 +344,7 @@ Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOption
     metrics.push_back(mt);
   }
   std::vector<hpc::Metric> registered(metrics.begin(), metrics.end());
-  CCT_RETURN_IF_ERROR(hpc::RegisterMetrics(tree, registered, options));
+  CCT_RETURN_IF_ERROR(hpc::RegisterMetrics(tree, registered, options, dir + "/experiment.xml"));
   for (size_t i = 0; i < metrics.size(); ++i) static_cast<hpc::Metric&>(metrics[i]) = registered[i];
 
   // The tree of each thread, and its values.

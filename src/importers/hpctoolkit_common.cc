@@ -15,7 +15,8 @@ std::string MetricBaseName(std::string name) {
   return name;
 }
 
-cct::Status RegisterMetrics(cct::Tree& tree, std::vector<Metric>& metrics, const ImportOptions& options) {
+cct::Status RegisterMetrics(cct::Tree& tree, std::vector<Metric>& metrics, const ImportOptions& options,
+                            const std::string& where) {
   for (Metric& m : metrics) {
     cct::Unit unit = cct::Unit::kNone;
     if (!options.metric.empty() && options.metric == m.name && options.unit) {
@@ -28,7 +29,9 @@ cct::Status RegisterMetrics(cct::Tree& tree, std::vector<Metric>& metrics, const
     d.unit = unit;
     d.kind = cct::MetricKind::kAdditive;
     d.description = "imported from HPCToolkit";
-    CCT_ASSIGN_OR_RETURN(m.id, tree.metrics().Register(d));
+    cct::Result<cct::MetricId> id = tree.metrics().Register(d);
+    if (!id.ok()) return cct::BadInput(where + ": " + id.status().message());
+    m.id = *id;
   }
   if (!options.metric.empty() && options.unit &&
       std::none_of(metrics.begin(), metrics.end(), [&](const Metric& m) { return m.name == options.metric; })) {

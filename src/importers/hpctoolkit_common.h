@@ -34,8 +34,10 @@ struct Metric {
 
 // Registers `metrics` (names set) as additive metrics: the catalog's unit
 // for known names, --unit for the one --metric names (which must be there:
-// kInvalidArgument listing the names otherwise), dimensionless else.
-cct::Status RegisterMetrics(cct::Tree& tree, std::vector<Metric>& metrics, const ImportOptions& options);
+// kInvalidArgument listing the names otherwise), dimensionless else. A name
+// the registry refuses (not UTF-8, ...) is kBadInput "WHERE: why".
+cct::Status RegisterMetrics(cct::Tree& tree, std::vector<Metric>& metrics, const ImportOptions& options,
+                            const std::string& where);
 
 // "rank R", "rank R thread T" when `show_thread`, then `extra` (" gpustream
 // 3", from the sparse format's identifier tuples).

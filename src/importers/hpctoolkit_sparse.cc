@@ -301,7 +301,7 @@ Status SparseParseMetaDb(const std::string& path, const std::string& data, cct::
     CCT_RETURN_IF_ERROR(b.error());
   }
   if (meta.metrics.empty()) return cct::BadInput(path + ": no metric with a point or execution scope");
-  CCT_RETURN_IF_ERROR(hpc::RegisterMetrics(tree, meta.metrics, options));
+  CCT_RETURN_IF_ERROR(hpc::RegisterMetrics(tree, meta.metrics, options, path));
 
   // The context tree, depth first. Each context takes at least 32 bytes of
   // the section, so more contexts than that is a loop of child pointers.

@@ -7,6 +7,7 @@
 // of the threads' inclusive values) and which the store round-trips; a
 // refused one gives one line naming the file.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -28,7 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = importers::ImportHpctoolkitSparse(dir, importers::ImportOptions{});
   if (!r.ok()) {
     const std::string& m = r.status().message();
-    FUZZ_CHECK(m.rfind(dir + "/", 0) == 0 && m.find('\n') == std::string::npos);
+    const bool one_line = m.rfind(dir + "/", 0) == 0 && m.find('\n') == std::string::npos;
+    if (!one_line) std::fprintf(stderr, "message: %s\n", m.c_str());
+    FUZZ_CHECK(one_line);
     return 0;
   }
   const cct::Tree& t = r->tree;
