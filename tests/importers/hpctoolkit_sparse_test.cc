@@ -20,22 +20,22 @@
 
 namespace {
 
-namespace hf = hpcsparse_fixture;
+namespace hsf = hpcsparse_fixture;
 
 // main (app.c) -> a statement, a loop with a call to compute (which inlines
 // helper) on one of its lines, another statement; an unknown entry with an
 // anonymous function. Metrics: CPUTIME (sec) with every scope, cycles with
 // execution only (exclusive derived), and one with only the function scope
 // (left out), samples with point only (taken as is).
-hf::Database SparseFixture() {
-  hf::Database db;
+hsf::Database SparseFixture() {
+  hsf::Database db;
   db.functions = {{"main", "/bin/app", "app.c", 10, 0x100},
                   {"compute", "/bin/app", "compute.c", 3, 0x200},
                   {"helper", "/bin/app", "helper.h", 1, 0x300},
                   {"", "/lib/libx.so", "", 0, 0x1234}};
   auto ctx = [&](uint32_t id, uint32_t parent, uint8_t relation, uint8_t lexical, int fn, std::string file,
                  uint32_t line) {
-    hf::Context c;
+    hsf::Context c;
     c.id = id, c.parent = parent, c.relation = relation, c.lexical = lexical, c.function = fn;
     c.file = std::move(file), c.line = line;
     db.contexts.push_back(c);
@@ -45,12 +45,12 @@ hf::Database SparseFixture() {
   ctx(1, 0, 0, 0, -1, "", 0)->entry_kind = 1;      // main thread
   ctx(2, 1, 1, 0, 0, "", 0);                        // main
   ctx(3, 2, 0, 2, -1, "app.c", 12);                 //   app.c:12
-  hf::Context* ins = ctx(4, 3, 0, 3, -1, "", 0);    //     an instruction
+  hsf::Context* ins = ctx(4, 3, 0, 3, -1, "", 0);    //     an instruction
   ins->module = "/bin/app", ins->offset = 0x140;
   ins->listed = false;                              //     (not in meta.db, as hpcprof writes)
   ctx(5, 2, 0, 1, -1, "app.c", 14);                 //   loop at app.c:14
   ctx(6, 5, 0, 2, -1, "app.c", 15);                 //     app.c:15 (the call)
-  hf::Context* call = ctx(7, 6, 0, 3, -1, "", 0);   //       the call instruction
+  hsf::Context* call = ctx(7, 6, 0, 3, -1, "", 0);   //       the call instruction
   call->module = "/bin/app", call->offset = 0x15c;
   ctx(8, 7, 1, 0, 1, "", 0);                        //         compute
   ctx(9, 8, 0, 2, -1, "compute.c", 5);              //           compute.c:5
@@ -127,7 +127,7 @@ std::map<std::string, double> CctDbTotals(const std::string& dir) {
 }
 
 // The node at `path` (names from the root), or kNoNode.
-cct::NodeId NodeAt(const cct::Tree& t, const std::vector<std::string>& path) {
+cct::NodeId SparseNodeAt(const cct::Tree& t, const std::vector<std::string>& path) {
   cct::NodeId n = cct::kRootNode;
   for (const std::string& name : path) {
     cct::NodeId found = cct::kNoNode;
@@ -142,11 +142,11 @@ cct::NodeId NodeAt(const cct::Tree& t, const std::vector<std::string>& path) {
 }  // namespace
 
 TEST_CASE("hpctoolkit sparse: a fixture database imports with the tree and values it was written with") {
-  const hf::Database fixture = SparseFixture();
+  const hsf::Database fixture = SparseFixture();
   testutil::TempDir dir;
   const std::string dbdir = dir / "hpctoolkit-database";
   std::filesystem::create_directories(dbdir);
-  hf::WriteDatabase(dbdir, fixture);
+  hsf::WriteDatabase(dbdir, fixture);
 
   auto r = importers::ImportHpctoolkit(dbdir, importers::ImportOptions{});
   REQUIRE_MESSAGE(r.ok(), r.status().message());
@@ -182,7 +182,7 @@ TEST_CASE("hpctoolkit sparse: a fixture database imports with the tree and value
       if (cv.second.count(1)) cycles_sum += cv.second.at(1);
     }
     all_cpu += cpu_sum, all_cycles += cycles_sum;
-    const cct::NodeId th = NodeAt(t, {labels[p]});
+    const cct::NodeId th = SparseNodeAt(t, {labels[p]});
     REQUIRE(th != cct::kNoNode);
     CHECK(v.Inclusive(cpu)[th] == doctest::Approx(cpu_sum));
     CHECK(v.Inclusive(cycles)[th] == doctest::Approx(cycles_sum));
@@ -190,12 +190,12 @@ TEST_CASE("hpctoolkit sparse: a fixture database imports with the tree and value
     // The shape: the call's line adds no node (compute sits in the loop),
     // instructions add none (their values go to their line).
     const std::string L = labels[p];
-    const cct::NodeId line12 = NodeAt(t, {L, "main", "app.c:12"});
-    const cct::NodeId loop = NodeAt(t, {L, "main", "loop at app.c:14"});
-    const cct::NodeId compute = NodeAt(t, {L, "main", "loop at app.c:14", "compute"});
-    const cct::NodeId helper = NodeAt(t, {L, "main", "loop at app.c:14", "compute", "helper"});
-    const cct::NodeId hline = NodeAt(t, {L, "main", "loop at app.c:14", "compute", "helper", "helper.h:2"});
-    const cct::NodeId unknown = NodeAt(t, {L, std::string(cct::kPartialCallPathName), "<unknown procedure 0x1234>"});
+    const cct::NodeId line12 = SparseNodeAt(t, {L, "main", "app.c:12"});
+    const cct::NodeId loop = SparseNodeAt(t, {L, "main", "loop at app.c:14"});
+    const cct::NodeId compute = SparseNodeAt(t, {L, "main", "loop at app.c:14", "compute"});
+    const cct::NodeId helper = SparseNodeAt(t, {L, "main", "loop at app.c:14", "compute", "helper"});
+    const cct::NodeId hline = SparseNodeAt(t, {L, "main", "loop at app.c:14", "compute", "helper", "helper.h:2"});
+    const cct::NodeId unknown = SparseNodeAt(t, {L, std::string(cct::kPartialCallPathName), "<unknown procedure 0x1234>"});
     REQUIRE(line12 != cct::kNoNode);
     REQUIRE(loop != cct::kNoNode);
     REQUIRE(compute != cct::kNoNode);
@@ -204,14 +204,14 @@ TEST_CASE("hpctoolkit sparse: a fixture database imports with the tree and value
     REQUIRE(unknown != cct::kNoNode);
     CHECK(v.Exclusive(cpu)[line12] == doctest::Approx(1.5 * k));
     CHECK(v.Exclusive(cycles)[line12] == doctest::Approx(100.0 * k));
-    CHECK(v.Exclusive(cpu)[NodeAt(t, {L, "main", "loop at app.c:14", "app.c:15"})] == doctest::Approx(0.25 * k));
+    CHECK(v.Exclusive(cpu)[SparseNodeAt(t, {L, "main", "loop at app.c:14", "app.c:15"})] == doctest::Approx(0.25 * k));
     CHECK(v.Inclusive(cpu)[loop] == doctest::Approx((0.25 + 2 + 4 + 8) * k));
     CHECK(v.Inclusive(cycles)[compute] == doctest::Approx(600.0 * k));
     CHECK(v.Exclusive(cycles)[compute] == doctest::Approx(0.0));
     CHECK(v.Exclusive(cpu)[hline] == doctest::Approx(4.0 * k));
     CHECK(v.Exclusive(t.metrics().Find("samples"))[hline] == doctest::Approx(3.0));
     CHECK(v.Inclusive(t.metrics().Find("samples"))[th] == doctest::Approx(3.0));
-    CHECK(v.Inclusive(cpu)[NodeAt(t, {L, "main"})] == doctest::Approx((1.5 + 0.25 + 2 + 4 + 8) * k));
+    CHECK(v.Inclusive(cpu)[SparseNodeAt(t, {L, "main"})] == doctest::Approx((1.5 + 0.25 + 2 + 4 + 8) * k));
     CHECK(v.Exclusive(cycles)[unknown] == doctest::Approx(1600.0 * k));
     // Frames: the function's module, file and definition line; inlined flag.
     const cct::Frame cf = t.frame(compute);
@@ -243,8 +243,8 @@ TEST_CASE("hpctoolkit sparse: a fixture database imports with the tree and value
 }
 
 TEST_CASE("hpctoolkit sparse: damaged files are one error naming the file and the byte, exit 2") {
-  const hf::Database fixture = SparseFixture();
-  const std::string meta = hf::MetaDb(fixture), prof = hf::ProfileDb(fixture);
+  const hsf::Database fixture = SparseFixture();
+  const std::string meta = hsf::MetaDb(fixture), prof = hsf::ProfileDb(fixture);
   testutil::TempDir dir;
   int n = 0;
   // Each cut of either file, at a spread of offsets, and each byte of the
@@ -253,8 +253,8 @@ TEST_CASE("hpctoolkit sparse: damaged files are one error naming the file and th
   auto try_db = [&](const std::string& m, const std::string& p) {
     const std::string d = dir / std::to_string(n++);
     std::filesystem::create_directories(d);
-    hf::WriteFile(d + "/meta.db", m);
-    hf::WriteFile(d + "/profile.db", p);
+    hsf::WriteFile(d + "/meta.db", m);
+    hsf::WriteFile(d + "/profile.db", p);
     auto r = importers::ImportHpctoolkit(d, importers::ImportOptions{});
     if (!r.ok()) {
       CHECK(r.status().code() == cct::ErrorCode::kBadInput);
@@ -281,8 +281,8 @@ TEST_CASE("hpctoolkit sparse: damaged files are one error naming the file and th
   std::memcpy(&huge[profiles + 48], &big, 8);
   const std::string d = dir / "huge";
   std::filesystem::create_directories(d);
-  hf::WriteFile(d + "/meta.db", meta);
-  hf::WriteFile(d + "/profile.db", huge);
+  hsf::WriteFile(d + "/meta.db", meta);
+  hsf::WriteFile(d + "/profile.db", huge);
   const std::string db = dir / "h.db";
   auto r = interop::Import(db, {"--from", "hpctoolkit", d});
   CHECK(r.exit_code == 2);
