@@ -38,6 +38,9 @@ test_packages=(
   # the Python package (python/): built by `build.sh --all`, tested with
   # pytest against pandas
   pybind11-dev python3-numpy python3-pandas python3-pytest
+  # cct-import --from perf: the tests record a program with perf and check
+  # the import against perf report (they skip without perf)
+  linux-perf
 )
 python_packages=(
   # the extension's build (-Dpython=auto finds them) and `pip install .`

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cct/status.h"
@@ -46,6 +47,17 @@ cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportO
 // thread node per non-summary profile, labelled as ImportHpctoolkit does.
 // ImportHpctoolkit calls it for a directory holding a meta.db.
 cct::Result<ImportResult> ImportHpctoolkitSparse(const std::string& dir, const ImportOptions& options);
+// Linux perf: a perf.data file (by its magic; `perf script` runs on it in a
+// child process, streamed) or the text of `perf script` (its default layout
+// or -F comm,[pid,]tid,[time,][period,]event,ip,sym,dso[,srcline]). Threads
+// become thread nodes named by comm; callchains (leaf first) are reversed;
+// each event's periods a metric (cpu-clock/task-clock: cputime in ns), and
+// "samples" counts samples. Streams: memory is the tree plus one line.
+cct::Result<ImportResult> ImportPerf(const std::string& path, const ImportOptions& options);
+// The same parser over `perf script` text in memory (`name` names it in
+// messages); never runs perf.
+cct::Result<ImportResult> ParsePerfScript(std::string_view text, const std::string& name,
+                                          const ImportOptions& options);
 
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
@@ -142,6 +154,7 @@ cct::Result<ImportReport> ImportHatchetRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportHpctoolkitRun(const ImportRequest& request);
 cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportPerfRun(const ImportRequest& request);
 
 // The flow of folded, hatchet and hpctoolkit: reads the input with `read`
 // and stores the tree as a new run named after the file (or --name), source

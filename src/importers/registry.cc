@@ -49,6 +49,12 @@ const std::vector<ImporterInfo>& Importers() {
        &CuptiRawUnavailable
 #endif
       },
+      {"perf", {".data", ".txt", ".perf"}, "Linux perf: perf.data (needs perf installed) or `perf script` text",
+       "Linux perf: a perf.data file (perf script runs on it; needs perf)\n"
+       "or the text of `perf script` (default or -F layouts, callchains\n"
+       "or not, srcline lines); threads by comm, dso kept as module, each\n"
+       "event's periods a metric (cpu-clock, task-clock: cputime), samples",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPerfRun},
   };
   return kImporters;
 }
