@@ -234,6 +234,15 @@ class PerfScriptParser {
   Status Header(std::string_view t) {
     CCT_RETURN_IF_ERROR(EndSample());
     SplitPerfTokens(t, tokens_);
+    // perf's other records (--show-task-events, --show-mmap-events, ...):
+    // "comm tid time: PERF_RECORD_MMAP2 ...", not samples.
+    for (const std::string_view tok : tokens_) {
+      if (tok.starts_with("PERF_RECORD_")) {
+        state_ = State::kSkipping;
+        return Status::Ok();
+      }
+      if (tok.size() > 1 && tok.back() == ':' && !IsPerfTime(tok)) break;
+    }
     size_t e = 0;
     for (; e < tokens_.size(); ++e) {
       const std::string_view tok = tokens_[e];
@@ -242,10 +251,6 @@ class PerfScriptParser {
     if (e == tokens_.size())
       return Bad("expected a sample's header 'comm [pid/]tid [time:] [period] event:' or a callchain line");
     const std::string_view event = tokens_[e].substr(0, tokens_[e].size() - 1);
-    if (event.starts_with("PERF_RECORD_")) {  // --show-*-events lines: not samples
-      state_ = State::kSkipping;
-      return Status::Ok();
-    }
     // Backwards from the event: [period] [time:] [[cpu]] tid, then comm.
     size_t j = e;
     std::optional<uint64_t> period;

@@ -197,6 +197,23 @@ TEST_CASE("perf import: inlined frames of DWARF callchains") {
   CHECK(PerfPaths(r->tree, "cputime") == std::map<std::string, double>{{"app;main;outer;helper", 5000000}});
 }
 
+TEST_CASE("perf import: perf's other records are skipped") {
+  // perf script --show-task-events --show-mmap-events (perf 6.1's layout).
+  const std::string text =
+      "         swapper     0     0.000000: PERF_RECORD_MMAP -1/0: [0xffffffff81000000(0x1276f48) @ 0xffffffff81000000]: x [kernel.kallsyms]_text\n"
+      "       perf-exec     0     0.000000: PERF_RECORD_COMM: perf-exec:14498/14498\n"
+      "           split 14498 42260.551915: PERF_RECORD_MMAP2 14498/14498: [0x55580d539000(0x1000) @ 0x1000 fe:00 10960978 2217011796]: r-xp /tmp/split\n"
+      "           split 14498 42260.552464: PERF_RECORD_FORK(14498:14500):(14498:14498)\n"
+      "           split 14498 42260.558291:    1001001 cpu-clock:  ffffffff81bb87f3 _copy_to_user+0x3 ([kernel.kallsyms])\n"
+      "           split 14500 42260.560290:    1001001 cpu-clock:      55580d5392e7 gamma_work+0x5c (/tmp/split)\n"
+      "           split 14500 42260.561000: PERF_RECORD_EXIT(14500:14500):(14498:14498)\n";
+  auto r = ParsePerf(text);
+  REQUIRE_MESSAGE(r.ok(), r.status().message());
+  CHECK(r->records == 2);
+  CHECK(PerfPaths(r->tree, "cputime") ==
+        std::map<std::string, double>{{"split;_copy_to_user", 1001001}, {"split (thread 2);gamma_work", 1001001}});
+}
+
 TEST_CASE("perf import: cpu-clock and task-clock in one file are not added twice") {
   const std::string text =
       "p 1/1 1.0: 2000000  cpu-clock:      1000 f (/p)\n"
