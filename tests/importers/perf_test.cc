@@ -322,7 +322,8 @@ TEST_CASE("perf import: a real recording against perf report") {
   testutil::TempDir dir;
   const std::string data = dir / "p.data";
   const std::string prog = testutil::BuildDir() + "/tests/collector/cct-test-variant";
-  auto rec = testutil::Run({perf, "record", "-q", "-e", "cpu-clock", "-g", "-F", "2000", "-o", data, "--", prog});
+  // -N: nothing written to the build-id cache in $HOME.
+  auto rec = testutil::Run({perf, "record", "-q", "-N", "-e", "cpu-clock", "-g", "-F", "2000", "-o", data, "--", prog});
   if (rec.exit_code != 0) {
     MESSAGE((std::string("skipped: perf record cannot sample here (perf_event_paranoid?): ") + rec.err.substr(0, 200)));
     return;
