@@ -280,8 +280,10 @@ class PerfScriptParser {
       if (k) comm += ' ';
       comm += tokens_[k];
     }
+    auto metric = EventMetric(event, period.has_value());
+    if (!metric.ok()) return Bad(metric.status().message());
+    metric_ = *metric;
     thread_ = ThreadNode(comm, tid);
-    CCT_ASSIGN_OR_RETURN(metric_, EventMetric(event, period.has_value()));
     period_ = period.value_or(0);
     state_ = State::kSample;
     frames_.clear();
@@ -334,17 +336,14 @@ class PerfScriptParser {
       cputime_taken_ = true;
     } else {
       cct::MetricDesc desc;
-      desc.name = base;
+      // A catalog name ("samples", "cputime", ...) means something else
+      // there: an event called so is kept apart.
+      desc.name = cct::FindStandardMetric(base) || reg.Find(base) != cct::kNoMetric ? "perf:" + base : base;
       desc.unit = clock ? cct::Unit::kNanoseconds : cct::Unit::kCount;
       desc.kind = cct::MetricKind::kAdditive;
       desc.description = "perf event " + base + (clock ? " (period in ns)" : " (sum of sample periods)");
       auto r = reg.Register(desc);
-      if (!r.ok()) {  // the name is the catalog's, with another unit: keep both apart
-        desc.name = "perf:" + base;
-        r = reg.Register(desc);
-      }
-      if (!r.ok()) return cct::BadInput(name_ + ":" + std::to_string(line_no_) + ": event '" + base + "': " +
-                                        r.status().message());
+      if (!r.ok()) return cct::BadInput("event '" + base.substr(0, 80) + "': " + r.status().message());
       id = *r;
     }
     event_metrics_.emplace(base, id);

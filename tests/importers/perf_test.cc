@@ -223,6 +223,13 @@ TEST_CASE("perf import: cpu-clock and task-clock in one file are not added twice
   REQUIRE_MESSAGE(r.ok(), r.status().message());
   CHECK(PerfPaths(r->tree, "cputime") == std::map<std::string, double>{{"p;f", 2000000}});
   CHECK(PerfPaths(r->tree, "task-clock") == std::map<std::string, double>{{"p;f", 3000000}});
+  // An event named like a catalog metric is kept apart from it.
+  auto named = ParsePerf("p 1/1 1.0: 5 samples:      1000 f (/p)\np 1/1 1.0: 6 cputime:      1000 f (/p)\n");
+  REQUIRE_MESSAGE(named.ok(), named.status().message());
+  CHECK(PerfPaths(named->tree, "samples") == std::map<std::string, double>{{"p;f", 2}});
+  CHECK(PerfPaths(named->tree, "perf:samples") == std::map<std::string, double>{{"p;f", 5}});
+  CHECK(PerfPaths(named->tree, "perf:cputime") == std::map<std::string, double>{{"p;f", 6}});
+  CHECK(named->tree.metrics().Find("cputime") == cct::kNoMetric);
   const cct::MetricId tc = r->tree.metrics().Find("task-clock");
   REQUIRE(tc != cct::kNoMetric);
   CHECK(r->tree.metrics().Get(tc).unit == cct::Unit::kNanoseconds);
