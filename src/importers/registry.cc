@@ -48,6 +48,12 @@ const std::vector<ImporterInfo>& Importers() {
        &CuptiRawUnavailable
 #endif
       },
+      {"nsys", {".sqlite"}, "an Nsight Systems report exported to SQLite (nsys export --type sqlite)",
+       "an Nsight Systems report exported with `nsys export --type sqlite`:\n"
+       "threads, NVTX ranges, each CUDA call that launched GPU work (in\n"
+       "the range open at its start, below its backtrace where recorded)\n"
+       "with its kernels, copies, memsets and syncs, CPU samples",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportNsysRun},
   };
   return kImporters;
 }
