@@ -412,28 +412,29 @@ cct::Status NsysReader::ReadRuntime() {
   const std::string end = cols->count("end") ? "r.\"end\"" : "NULL";
   // The launch's call stack where nsys recorded one (--cudabacktrace),
   // outermost frame first.
-  bool chains = false;
+  bool chains = false, modules = false;
   if (cols->count("callchainid")) {
     CCT_ASSIGN_OR_RETURN(auto cc, TableColumns("CUDA_CALLCHAINS", {"id", "symbol", "stackdepth"}));
     chains = cc.has_value();
-    if (chains && !cc->count("module")) chains = false;
+    modules = chains && cc->count("module");
   }
   const std::string sql =
-      chains ? "SELECT r.rowid, r.globalTid, r.start, " + end +
-                   ", r.correlationId, r.nameId, c.symbol, c.module, c.stackDepth FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+      chains ? "SELECT r.rowid, r.globalTid, r.start, " + end + ", r.correlationId, r.nameId, c.symbol, " +
+                   (modules ? "c.module" : "NULL") + ", c.stackDepth FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
                    "LEFT JOIN CUDA_CALLCHAINS c ON c.id = r.callchainId ORDER BY r.rowid, c.stackDepth DESC"
              : "SELECT r.rowid, r.globalTid, r.start, " + end +
                    ", r.correlationId, r.nameId, NULL, NULL, NULL FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY r.rowid";
   CCT_ASSIGN_OR_RETURN(SqliteStatement q, db_.Prepare(sql));
   const std::string table = "CUPTI_ACTIVITY_KIND_RUNTIME";
-  int64_t current = INT64_MIN;  // rowid of the call whose frames are being read
-  bool skip = false;            // its rows are not wanted
+  bool any = false;     // a call has been read
+  int64_t current = 0;  // rowid of the call whose frames are being read
+  bool skip = true;     // its rows are not wanted
   cct::NodeId at = cct::kNoNode;
   uint64_t key = 0;
   std::string api;
   std::string leaf;  // the last frame's name
   auto finish = [&]() {
-    if (current == INT64_MIN || skip) return;
+    if (!any || skip) return;
     if (NsysApiName(leaf) != api) at = FunctionNode(at, api, {});
     launches_.emplace(key, at);
   };
@@ -441,8 +442,9 @@ cct::Status NsysReader::ReadRuntime() {
     CCT_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
     const int64_t rowid = q.Int(0);
-    if (rowid != current) {
+    if (!any || rowid != current) {
       finish();
+      any = true;
       current = rowid;
       ++out_.records;
       skip = true;
@@ -666,10 +668,12 @@ cct::Status NsysReader::ReadSamples() {
   CCT_ASSIGN_OR_RETURN(auto chains, TableColumns("SAMPLING_CALLCHAINS", {"id", "symbol", "stackdepth"}));
   const bool modules = chains && chains->count("module");
   const std::string sql =
-      chains ? std::string("SELECT e.id, e.globalTid, e.start, c.symbol, ") + (modules ? "c.module" : "NULL") +
+      // Grouped by rowid (id is the rowid in nsys's schema; a file without
+      // that key may repeat ids or leave them NULL).
+      chains ? std::string("SELECT e.rowid, e.globalTid, e.start, c.symbol, ") + (modules ? "c.module" : "NULL") +
                    " FROM COMPOSITE_EVENTS e LEFT JOIN SAMPLING_CALLCHAINS c ON c.id = e.id "
-                   "ORDER BY e.id, c.stackDepth DESC"
-             : "SELECT e.id, e.globalTid, e.start, NULL, NULL FROM COMPOSITE_EVENTS e ORDER BY e.id";
+                   "ORDER BY e.rowid, c.stackDepth DESC"
+             : "SELECT e.rowid, e.globalTid, e.start, NULL, NULL FROM COMPOSITE_EVENTS e ORDER BY e.rowid";
   CCT_ASSIGN_OR_RETURN(SqliteStatement q, db_.Prepare(sql));
   const std::string table = "COMPOSITE_EVENTS";
   bool first = true, skip = false;
