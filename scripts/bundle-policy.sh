@@ -25,7 +25,8 @@ never_bundle() {
 known_bundled() {
   case "$1" in
     libdw.so.1 | libelf.so.1 | liblmdb.so.0 | libisal.so.2 | libunwind.so.8 | libcupti.so.13 | \
-      libboost_program_options.so.* | libprotobuf.so.* | libexpat.so.1 | libre2.so.*) return 0 ;;
+      libboost_program_options.so.* | libprotobuf.so.* | libexpat.so.1 | libre2.so.* | \
+      libsqlite3.so.0) return 0 ;;
   esac
   return 1
 }

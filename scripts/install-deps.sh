@@ -21,6 +21,8 @@ packages=(
   patchelf
   # pprof export (protobuf) and HPCToolkit import (expat)
   protobuf-compiler libprotobuf-dev libexpat1-dev
+  # Nsight Systems import (its exports are SQLite databases)
+  libsqlite3-dev
   # man pages, generated from the tools' --help at build time
   help2man
 )

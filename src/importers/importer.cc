@@ -193,6 +193,7 @@ Result<ImportReport> ImportNewRun(const ImportRequest& request, const std::strin
   CCT_RETURN_IF_ERROR(db->CreateRun(meta, &imported.tree));
 
   ImportReport report;
+  report.notes = std::move(imported.notes);
   if (imported.skipped > 0)
     report.notes.push_back("skipped " + std::to_string(imported.skipped) + " malformed record(s); first: " +
                            imported.first_skip);

@@ -33,6 +33,7 @@ struct ImportResult {
   size_t records = 0;  // lines (folded) or nodes (hatchet) read
   size_t skipped = 0;  // malformed records skipped (--skip-bad-lines)
   std::string first_skip;  // where the first skipped record was, for the report
+  std::vector<std::string> notes;  // what the reader left out and why (ImportNewRun prints them)
 };
 
 cct::Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options);
@@ -58,6 +59,11 @@ cct::Result<ImportResult> ImportPerf(const std::string& path, const ImportOption
 // messages); never runs perf.
 cct::Result<ImportResult> ParsePerfScript(std::string_view text, const std::string& name,
                                           const ImportOptions& options);
+// An Nsight Systems report exported to SQLite (`nsys export --type sqlite`):
+// threads, NVTX ranges, the CUDA calls that launched GPU work with their
+// kernels, copies, memsets and syncs below them (the collector's GPU
+// metrics), CPU samples. nsys.cc describes the tree.
+cct::Result<ImportResult> ImportNsys(const std::string& path, const ImportOptions& options);
 
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
@@ -155,6 +161,7 @@ cct::Result<ImportReport> ImportHpctoolkitRun(const ImportRequest& request);
 cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportPerfRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportNsysRun(const ImportRequest& request);
 
 // The flow of folded, hatchet and hpctoolkit: reads the input with `read`
 // and stores the tree as a new run named after the file (or --name), source

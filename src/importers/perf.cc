@@ -105,8 +105,6 @@ struct PerfFrame {
   bool inlined = false;  // perf's "(inlined)" in place of the dso (DWARF callchains, --inline)
 };
 
-}  // namespace
-
 // Reads `perf script` text line by line into a tree. Not thread-safe; one
 // per input.
 class PerfScriptParser {
@@ -399,8 +397,6 @@ class PerfScriptParser {
   std::vector<PerfFrame> frames_;
   std::vector<std::string_view> tokens_;
 };
-
-namespace {
 
 // Feeds a stream's lines to the parser as its chunks arrive: at most one
 // line (kMaxLineBytes) is held besides the chunk.

@@ -55,6 +55,12 @@ const std::vector<ImporterInfo>& Importers() {
        "or not, srcline lines); threads by comm, dso kept as module, each\n"
        "event's periods a metric (cpu-clock, task-clock: cputime), samples",
        ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPerfRun},
+      {"nsys", {".sqlite"}, "an Nsight Systems report exported to SQLite (nsys export --type sqlite)",
+       "an Nsight Systems report exported with `nsys export --type sqlite`:\n"
+       "threads, NVTX ranges, each CUDA call that launched GPU work (in\n"
+       "the range open at its start, below its backtrace where recorded)\n"
+       "with its kernels, copies, memsets and syncs, CPU samples",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportNsysRun},
   };
   return kImporters;
 }

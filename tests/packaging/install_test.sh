@@ -129,7 +129,7 @@ expect_complete cct-query "cct-query -d x.db tree tag:va" variant=base
 expect_complete cct-query "cct-query -d x.db export 1 --to " folded pprof hatchet
 expect_complete cct-query "cct-query top 1 --by " function kernel nvtx line module
 expect_complete cct-query "cct-query tree 1 --dep" --depth
-expect_complete cct-import "cct-import --from " folded hatchet hpctoolkit ncu-csv cupti-raw
+expect_complete cct-import "cct-import --from " folded hatchet hpctoolkit ncu-csv cupti-raw nsys
 expect_complete cct-record "cct-record --clock " cpu wall
 expect_complete cct-record "cct-record --gpu " auto on off
 expect_complete cct-record "cct-record -o x.db -- cct-que" cct-query
