@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cct/status.h"
@@ -41,6 +42,16 @@ cct::Result<ImportResult> ImportHatchet(const std::string& path, const ImportOpt
 // HPCToolkit's names without the " (I)"/" (E)" suffix. --metric/--unit
 // convert one metric's numbers (e.g. "CPUTIME (usec)" with unit us).
 cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOptions& options);
+
+// pprof's profile.proto, gzipped or not (importers/pprof.cc describes the
+// mapping): one metric per sample type, inlined frames as kFrameInlined
+// functions, the leaf's line as a source-line node, thread labels as thread
+// nodes. A profile decompressing to more than `max_bytes` is refused before
+// it is decompressed whole. `where` names the input in messages.
+inline constexpr size_t kMaxPprofBytes = size_t{1} << 30;
+cct::Result<ImportResult> ImportPprof(const std::string& path, const ImportOptions& options);
+cct::Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string& where,
+                                           const ImportOptions& options, size_t max_bytes = kMaxPprofBytes);
 
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
@@ -137,6 +148,7 @@ cct::Result<ImportReport> ImportHatchetRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportHpctoolkitRun(const ImportRequest& request);
 cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportPprofRun(const ImportRequest& request);
 
 // The flow of folded, hatchet and hpctoolkit: reads the input with `read`
 // and stores the tree as a new run named after the file (or --name), source
