@@ -49,8 +49,8 @@ const std::vector<ImporterInfo>& Importers() {
 #endif
       },
       {"pprof", {".pb.gz", ".pprof", ".pb"}, "a pprof profile (profile.proto, gzipped or not)",
-       "a pprof profile.proto, gzipped or not (Go's runtime/pprof, go tool pprof\n"
-       "-proto, gperftools, cct-query export --to pprof): one metric per\n"
+       "pprof's profile.proto, gzipped or not (Go's runtime/pprof, go tool\n"
+       "pprof -proto, gperftools, cct-query export --to pprof): a metric per\n"
        "sample type, inlined frames, the leaf's source line, thread labels",
        ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPprofRun},
   };
