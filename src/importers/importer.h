@@ -48,7 +48,9 @@ cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportO
 // functions, the leaf's line as a source-line node, thread labels as thread
 // nodes. A profile decompressing to more than `max_bytes` is refused before
 // it is decompressed whole. `where` names the input in messages.
-inline constexpr size_t kMaxPprofBytes = size_t{1} << 30;
+// 256 MiB: Go's largest heap profiles are tens of MiB, and the parsed
+// message takes a few times its encoded size.
+inline constexpr size_t kMaxPprofBytes = size_t{256} << 20;
 cct::Result<ImportResult> ImportPprof(const std::string& path, const ImportOptions& options);
 cct::Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string& where,
                                            const ImportOptions& options, size_t max_bytes = kMaxPprofBytes);

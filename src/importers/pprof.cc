@@ -21,7 +21,7 @@
 //   non-function frames visible) become frames of that kind again.
 //
 // The decompressed profile is parsed whole by libprotobuf, so its size is
-// bounded (kMaxPprofBytes) before decompression finishes. Malformed input
+// bounded (kMaxPprofBytes): decompression stops at the limit. Malformed input
 // (no protobuf, ids or string indices that do not exist) is kBadInput naming
 // the file and what is wrong; --skip-bad-lines skips bad samples only.
 #include <zlib.h>
@@ -264,11 +264,14 @@ class PprofReader {
           }
         }
       }
-      const bool function = kind == FrameKind::kFunction || kind == FrameKind::kKernel;
+      // Code has a module; code and loops have a file and line; threads,
+      // NVTX ranges and GPU placeholders have neither.
+      const bool code = kind == FrameKind::kFunction || kind == FrameKind::kKernel;
+      const bool located = code || kind == FrameKind::kLoop;
       const uint8_t flags = kind == FrameKind::kFunction && k != l.line_size() - 1 ? cct::kFrameInlined : 0;
-      lf.frames.push_back(tree_.InternFrame(kind, name, function ? module : std::string_view{},
-                                            function ? fn.file : std::string_view{},
-                                            function ? fn.start_line : 0, flags));
+      lf.frames.push_back(tree_.InternFrame(kind, name, code ? module : std::string_view{},
+                                            located ? fn.file : std::string_view{},
+                                            located ? fn.start_line : 0, flags));
     }
     const ppb::Line& inner = l.line(0);
     const FrameKind inner_kind = tree_.frames().kind(lf.frames.back());
@@ -377,8 +380,8 @@ Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string&
 Result<ImportResult> ImportPprof(const std::string& path, const ImportOptions& options) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
-  // A gzip stream compresses pprof's tables 5-20x: a file a tenth of the
-  // limit is already refused after reading, this spares reading it at all.
+  // A file over the limit is refused before it is read: raw, it is too big
+  // as it is; gzipped, it only grows.
   if (!ec && size > kMaxPprofBytes)
     return cct::BadInput(path + ": " + std::to_string(size >> 20) + " MiB is more than the " +
                          std::to_string(kMaxPprofBytes >> 20) + " MiB a pprof profile may hold here");
