@@ -104,7 +104,7 @@ std::string PprofName(const cct::Tree& tree, const cct::Frame& f) {
 
 // The file pprof names the profile after: the run's executable, else the
 // first module a function frame names, else the run's name.
-std::string MainBinary(const query::Profile& profile) {
+std::string PprofMainBinary(const query::Profile& profile) {
   if (profile.runs.size() == 1 && !profile.runs.front().executable.empty()) return profile.runs.front().executable;
   const cct::Tree& tree = profile.tree;
   for (cct::FrameId f = 0; f < tree.frames().size(); ++f) {
@@ -117,7 +117,7 @@ std::string MainBinary(const query::Profile& profile) {
 }
 
 // Build ids the runs recorded, by module path.
-std::unordered_map<std::string, std::string> BuildIds(const query::Profile& profile) {
+std::unordered_map<std::string, std::string> PprofBuildIds(const query::Profile& profile) {
   std::unordered_map<std::string, std::string> ids;
   for (const store::RunMeta& run : profile.runs) {
     if (!run.executable.empty() && !run.executable_build_id.empty())
@@ -130,7 +130,7 @@ std::unordered_map<std::string, std::string> BuildIds(const query::Profile& prof
 
 // The sampling period in nanoseconds when every run sampled at one known
 // rate (cct-record's freq_hz), else 0.
-int64_t PeriodNs(const query::Profile& profile) {
+int64_t PprofPeriodNs(const query::Profile& profile) {
   double hz = 0;
   for (const store::RunMeta& run : profile.runs) {
     const nlohmann::json& s = *run.sampling;
@@ -248,7 +248,7 @@ Status WritePprof(const query::Profile& profile, const std::vector<std::string>&
     if (inserted) mappings.push_back(MappingInfo{std::string(path)});
     return it->second;
   };
-  mapping_of(MainBinary(profile));
+  mapping_of(PprofMainBinary(profile));
 
   // Per node: its own line entry, the node its location continues from
   // (inlining), the node whose location comes next on the stack, and the
@@ -373,7 +373,7 @@ Status WritePprof(const query::Profile& profile, const std::vector<std::string>&
       }
       if (progress) progress->Update(node);
     }
-    const std::unordered_map<std::string, std::string> build_ids = BuildIds(profile);
+    const std::unordered_map<std::string, std::string> build_ids = PprofBuildIds(profile);
     for (size_t i = 0; i < mappings.size(); ++i) {
       const MappingInfo& mi = mappings[i];
       pb::Mapping m;
@@ -411,7 +411,7 @@ Status WritePprof(const query::Profile& profile, const std::vector<std::string>&
     period.set_type(sample_types[shown].first);
     period.set_unit(sample_types[shown].second);
     w.Message(11, period);
-    const int64_t period_ns = PeriodNs(profile);
+    const int64_t period_ns = PprofPeriodNs(profile);
     w.Int(12, period_ns > 0 && tree.metrics().Get(ids[shown]).unit == cct::Unit::kNanoseconds ? period_ns : 1);
     w.Int(13, comment);
     w.Int(14, sample_types[shown].first);

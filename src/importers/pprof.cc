@@ -49,7 +49,7 @@ namespace ppb = perftools::profiles;
 
 // Inflates a gzip stream (members one after another, as gzip allows) into
 // `out`, failing once it would exceed `limit` bytes.
-Status GunzipBounded(const std::string& where, std::string_view in, size_t limit, std::string& out) {
+Status PprofGunzip(const std::string& where, std::string_view in, size_t limit, std::string& out) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Status(cct::ErrorCode::kInternal, "zlib: inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -90,7 +90,7 @@ Status GunzipBounded(const std::string& where, std::string_view in, size_t limit
 }
 
 // A pprof unit as ResolveImportUnit's --unit value; nullopt: count.
-std::optional<std::string> ImportUnit(std::string_view unit) {
+std::optional<std::string> PprofImportUnit(std::string_view unit) {
   if (unit == "nanoseconds" || unit == "nanosecond" || unit == "ns") return "ns";
   if (unit == "microseconds" || unit == "microsecond" || unit == "us") return "us";
   if (unit == "milliseconds" || unit == "millisecond" || unit == "ms") return "ms";
@@ -103,7 +103,7 @@ std::optional<std::string> ImportUnit(std::string_view unit) {
 
 // The metric a sample type becomes: pprof's usual names for CPU and wall
 // time and sample counts are cctdb's catalog names.
-std::string MetricName(std::string_view type, const std::optional<std::string>& unit) {
+std::string PprofMetricName(std::string_view type, const std::optional<std::string>& unit) {
   const bool time = unit && (*unit == "ns" || *unit == "us" || *unit == "ms" || *unit == "s");
   if (time && (type == "cpu" || type == "cputime" || type == "cpu-time")) return "cputime";
   if (time && (type == "wall" || type == "realtime" || type == "wall-time")) return "realtime";
@@ -111,7 +111,7 @@ std::string MetricName(std::string_view type, const std::optional<std::string>& 
   return std::string(type);
 }
 
-std::string Hex(uint64_t v) {
+std::string PprofAddressName(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
   return buf;
@@ -160,8 +160,8 @@ class PprofReader {
       CCT_RETURN_IF_ERROR(Str(p_.sample_type(i).type(), (what + "'s type").c_str(), type));
       CCT_RETURN_IF_ERROR(Str(p_.sample_type(i).unit(), (what + "'s unit").c_str(), unit));
       if (type.empty()) return Bad(what + " has no name");
-      const std::optional<std::string> u = ImportUnit(unit);
-      std::string name = MetricName(type, u);
+      const std::optional<std::string> u = PprofImportUnit(unit);
+      std::string name = PprofMetricName(type, u);
       cct::Unit stored;
       double scale = 1;
       if (!ResolveImportUnit(name, u, stored, scale).ok()) {
@@ -244,7 +244,7 @@ class PprofReader {
     if (l.mapping_id() != 0) module = mappings_.at(l.mapping_id());
     if (l.line_size() == 0) {
       // Not symbolized: the address is all there is.
-      lf.frames.push_back(tree_.InternFrame(FrameKind::kFunction, Hex(l.address()), module));
+      lf.frames.push_back(tree_.InternFrame(FrameKind::kFunction, PprofAddressName(l.address()), module));
       return lf;
     }
     for (int k = l.line_size() - 1; k >= 0; --k) {
@@ -358,7 +358,7 @@ Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string&
   std::string inflated;
   std::string_view proto = bytes;
   if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
-    CCT_RETURN_IF_ERROR(GunzipBounded(where, bytes, max_bytes, inflated));
+    CCT_RETURN_IF_ERROR(PprofGunzip(where, bytes, max_bytes, inflated));
     proto = inflated;
   } else if (bytes.size() > max_bytes) {
     return cct::BadInput(where + ": " + std::to_string(bytes.size() >> 20) + " MiB is more than the " +

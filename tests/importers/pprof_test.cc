@@ -104,7 +104,7 @@ std::map<std::pair<std::string, std::string>, double> PprofValues(const cct::Tre
 
 // A profile.proto encoder for hand-made (and malformed) inputs, written
 // from the schema's field numbers, independent of libprotobuf.
-struct PbWriter {
+struct PprofPbWriter {
   std::string b;
   void Varint(uint64_t v) {
     while (v >= 0x80) {
@@ -113,18 +113,18 @@ struct PbWriter {
     }
     b.push_back(static_cast<char>(v));
   }
-  PbWriter& Int(int field, uint64_t v) {
+  PprofPbWriter& Int(int field, uint64_t v) {
     Varint(static_cast<uint64_t>(field) << 3);
     Varint(v);
     return *this;
   }
-  PbWriter& Bytes(int field, std::string_view s) {
+  PprofPbWriter& Bytes(int field, std::string_view s) {
     Varint((static_cast<uint64_t>(field) << 3) | 2);
     Varint(s.size());
     b.append(s);
     return *this;
   }
-  PbWriter& Msg(int field, const PbWriter& m) { return Bytes(field, m.b); }
+  PprofPbWriter& Msg(int field, const PprofPbWriter& m) { return Bytes(field, m.b); }
 };
 
 // Profile: strings "", "cpu", "nanoseconds", "f", "f.go", "thread", "t1";
@@ -132,15 +132,15 @@ struct PbWriter {
 // one sample of `value` at `location` with a thread label.
 std::string HandMadeProfile(uint64_t location, uint64_t function_name = 3, uint64_t line_function = 1,
                             int values = 1) {
-  PbWriter p;
-  p.Msg(1, PbWriter().Int(1, 1).Int(2, 2));
-  PbWriter sample;
+  PprofPbWriter p;
+  p.Msg(1, PprofPbWriter().Int(1, 1).Int(2, 2));
+  PprofPbWriter sample;
   sample.Int(1, location);
   for (int i = 0; i < values; ++i) sample.Int(2, 5);
-  sample.Msg(3, PbWriter().Int(1, 5).Int(2, 6));
+  sample.Msg(3, PprofPbWriter().Int(1, 5).Int(2, 6));
   p.Msg(2, sample);
-  p.Msg(4, PbWriter().Int(1, 1).Msg(4, PbWriter().Int(1, line_function).Int(2, 12)));
-  p.Msg(5, PbWriter().Int(1, 1).Int(2, function_name).Int(4, 4).Int(5, 10));
+  p.Msg(4, PprofPbWriter().Int(1, 1).Msg(4, PprofPbWriter().Int(1, line_function).Int(2, 12)));
+  p.Msg(5, PprofPbWriter().Int(1, 1).Int(2, function_name).Int(4, 4).Int(5, 10));
   for (const char* s : {"", "cpu", "nanoseconds", "f", "f.go", "thread", "t1"}) p.Bytes(6, s);
   return p.b;
 }
@@ -171,7 +171,7 @@ store::RunMeta PprofFixtureMeta() {
 }
 
 // The imported run's id, from cct-import's summary line.
-store::RunId ImportedRunId(const std::string& summary) {
+store::RunId PprofImportedRunId(const std::string& summary) {
   const size_t at = summary.find(" as run ");
   REQUIRE(at != std::string::npos);
   return static_cast<store::RunId>(std::stoul(summary.substr(at + 8)));
@@ -338,7 +338,7 @@ TEST_CASE("pprof import: Go's runtime/pprof profiles import with go tool pprof's
   same_rows(top(dir / "heap.pb.gz", "alloc_space", "B", &total), ours("heap", "alloc_space", 1));
   CHECK(total >= 409600);  // allocLarge's 100 x 4 KiB at least
   same_rows(top(dir / "heap.pb.gz", "inuse_objects", "count", &total), ours("heap", "inuse_objects", 1));
-  const cct::Tree heap_tree = interop::ReadRun(db, ImportedRunId(heap.out));
+  const cct::Tree heap_tree = interop::ReadRun(db, PprofImportedRunId(heap.out));
   REQUIRE(heap_tree.metrics().Find("alloc_space") != cct::kNoMetric);
   CHECK(heap_tree.metrics().Get(heap_tree.metrics().Find("alloc_space")).unit == cct::Unit::kBytes);
   bool inlined = false;
@@ -360,7 +360,7 @@ TEST_CASE("pprof import: Go's runtime/pprof profiles import with go tool pprof's
   double ignored = 0, worker_total = 0;
   for (const auto& [name, row] : top(dir / "cpu.pb.gz", "cpu", "ns", &ignored, {"-tagfocus=thread=worker"}))
     worker_total += row.flat;
-  const cct::Tree cpu_tree = interop::ReadRun(db, ImportedRunId(cpu.out));
+  const cct::Tree cpu_tree = interop::ReadRun(db, PprofImportedRunId(cpu.out));
   const cct::MetricId cputime = cpu_tree.metrics().Find("cputime");
   REQUIRE(cputime != cct::kNoMetric);
   double under_worker = 0;
