@@ -191,11 +191,12 @@ TEST_CASE("pprof import: our export reads back as the same tree, values and unit
 
   const auto want = PprofValues(profile.tree), got = PprofValues(back);
   CHECK(got.size() == want.size());
-  for (const auto& [key, v] : want) {
-    CAPTURE(key.first);
-    CAPTURE(key.second);
-    REQUIRE(got.count(key));
-    CHECK(got.at(key) == doctest::Approx(v));
+  for (const auto& entry : want) {
+    const std::string path = entry.first.first, metric = entry.first.second;
+    CAPTURE(path);
+    CAPTURE(metric);
+    REQUIRE(got.count(entry.first));
+    CHECK(got.at(entry.first) == doctest::Approx(entry.second));
   }
   // Same metrics in the same units (gxcopy:h2d in bytes, gker:count a count).
   for (cct::MetricId m = 0; m < profile.tree.metrics().size(); ++m) {
@@ -319,11 +320,12 @@ TEST_CASE("pprof import: Go's runtime/pprof profiles import with go tool pprof's
   auto same_rows = [](const std::map<std::string, interop::PprofRow>& go_rows,
                       const std::map<std::string, interop::PprofRow>& our_rows) {
     REQUIRE(!go_rows.empty());
-    for (const auto& [name, row] : go_rows) {
+    for (const auto& entry : go_rows) {
+      const std::string name = entry.first;
       CAPTURE(name);
       REQUIRE(our_rows.count(name));
-      CHECK(our_rows.at(name).flat == doctest::Approx(row.flat));
-      CHECK(our_rows.at(name).cum == doctest::Approx(row.cum));
+      CHECK(our_rows.at(name).flat == doctest::Approx(entry.second.flat));
+      CHECK(our_rows.at(name).cum == doctest::Approx(entry.second.cum));
     }
     size_t nonzero = 0;  // pprof lists every function with a value; so must we
     for (const auto& [name, row] : our_rows) nonzero += row.cum != 0;
