@@ -8,8 +8,8 @@
 #include "exporters/registry.h"
 
 TEST_CASE("the exporter registry lists cct-query export's formats") {
-  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof or csv".
-  const std::vector<std::string> expected = {"json", "folded", "hatchet", "hatchet-json", "pprof", "csv"};
+  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv or json-rows".
+  const std::vector<std::string> expected = {"json", "folded", "hatchet", "hatchet-json", "pprof", "csv", "json-rows"};
   const std::vector<exporters::ExporterInfo>& all = exporters::Exporters();
   REQUIRE(all.size() == expected.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -22,9 +22,11 @@ TEST_CASE("the exporter registry lists cct-query export's formats") {
     REQUIRE(found.ok());
     CHECK(*found == &all[i]);
     CHECK(static_cast<bool>(all[i].write));
+    // The table formats, and only they, write several runs into one file.
+    CHECK(static_cast<bool>(all[i].write_runs) == (expected[i] == "csv" || expected[i] == "json-rows"));
   }
-  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv");
-  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof or csv");
+  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|json-rows");
+  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof, csv or json-rows");
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
@@ -33,6 +35,6 @@ TEST_CASE("an unknown exporter is an error naming the known ones") {
     const cct::Status status = exporters::FindExporter(name).status();
     CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
     CHECK(status.message() == "unknown export format '" + std::string(name) +
-                                  "' (expected json, folded, hatchet, hatchet-json, pprof or csv)");
+                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv or json-rows)");
   }
 }
