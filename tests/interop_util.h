@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,37 @@ inline cct::NodeId AddPath(cct::Tree& t, const std::vector<std::pair<cct::FrameK
     n = t.InternChild(n, t.InternFrame(frames[i].first, frames[i].second, "", "", 0,
                                        i + 1 == frames.size() ? last_flags : 0));
   return n;
+}
+
+// The environment `go` runs in from a test: its caches under `dir` (no
+// network, no HOME outside the test), the installed toolchain only.
+inline std::map<std::string, std::string> GoEnv(const std::string& dir) {
+  return {{"HOME", dir}, {"GOCACHE", dir + "/gocache"}, {"GOFLAGS", "-mod=mod"}, {"GOTOOLCHAIN", "local"}};
+}
+
+// One row of `go tool pprof -top`: flat and cum in the unit -unit= asked
+// for (the suffix, "ns" or "B", is dropped).
+struct PprofRow {
+  double flat = 0, cum = 0;
+};
+
+// `go tool pprof -top` rows by name, and the "of N total" figure. Rows
+// pprof marks " (inline)" (functions that only appear inlined) are keyed
+// without the mark.
+inline std::map<std::string, PprofRow> ParsePprofTop(const std::string& text, double* total) {
+  std::map<std::string, PprofRow> rows;
+  std::istringstream in(text);
+  static const std::regex kRow(R"(^\s*([0-9.e+]+)([a-zA-Z]*)\s+\S+%\s+\S+%\s+([0-9.e+]+)([a-zA-Z]*)\s+\S+%\s+(.+)$)");
+  static const std::regex kTotal(R"(of ([0-9.e+]+)([a-zA-Z]*) total)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kTotal)) *total = std::stod(m[1].str());
+    if (!std::regex_match(line, m, kRow)) continue;
+    std::string name = m[5].str();
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, " (inline)") == 0) name.resize(name.size() - 9);
+    rows[name] = {std::stod(m[1].str()), std::stod(m[3].str())};
+  }
+  return rows;
 }
 
 }  // namespace interop

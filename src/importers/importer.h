@@ -65,6 +65,18 @@ cct::Result<ImportResult> ParsePerfScript(std::string_view text, const std::stri
 // metrics), CPU samples. nsys.cc describes the tree.
 cct::Result<ImportResult> ImportNsys(const std::string& path, const ImportOptions& options);
 
+// pprof's profile.proto, gzipped or not (importers/pprof.cc describes the
+// mapping): one metric per sample type, inlined frames as kFrameInlined
+// functions, the leaf's line as a source-line node, thread labels as thread
+// nodes. A profile decompressing to more than `max_bytes` is refused before
+// it is decompressed whole. `where` names the input in messages.
+// 256 MiB: Go's largest heap profiles are tens of MiB, and the parsed
+// message takes a few times its encoded size.
+inline constexpr size_t kMaxPprofBytes = size_t{256} << 20;
+cct::Result<ImportResult> ImportPprof(const std::string& path, const ImportOptions& options);
+cct::Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string& where,
+                                           const ImportOptions& options, size_t max_bytes = kMaxPprofBytes);
+
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
 // run's tree, matched by normalized kernel name, NVTX context and launch
@@ -162,6 +174,7 @@ cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportPerfRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportNsysRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportPprofRun(const ImportRequest& request);
 
 // The flow of folded, hatchet and hpctoolkit: reads the input with `read`
 // and stores the tree as a new run named after the file (or --name), source

@@ -61,6 +61,11 @@ const std::vector<ImporterInfo>& Importers() {
        "the range open at its start, below its backtrace where recorded)\n"
        "with its kernels, copies, memsets and syncs, CPU samples",
        ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportNsysRun},
+      {"pprof", {".pb.gz", ".pprof", ".pb"}, "a pprof profile (profile.proto, gzipped or not)",
+       "pprof's profile.proto, gzipped or not (Go's runtime/pprof, go tool\n"
+       "pprof -proto, gperftools, cct-query export --to pprof): a metric per\n"
+       "sample type, inlined frames, the leaf's source line, thread labels",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPprofRun},
   };
   return kImporters;
 }

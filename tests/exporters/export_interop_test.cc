@@ -63,28 +63,6 @@ cct::Tree PprofFixture() {
   return t;
 }
 
-struct PprofRow {
-  double flat = 0, cum = 0;
-};
-
-// `go tool pprof -top` rows by name. Values are "123ns", plain numbers, or 0.
-std::map<std::string, PprofRow> ParsePprofTop(const std::string& text, double* total) {
-  std::map<std::string, PprofRow> rows;
-  std::istringstream in(text);
-  static const std::regex kRow(R"(^\s*([0-9.e+]+)(ns)?\s+\S+%\s+\S+%\s+([0-9.e+]+)(ns)?\s+\S+%\s+(.+)$)");
-  static const std::regex kTotal(R"(of ([0-9.e+]+)(ns)? total)");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, kTotal)) *total = std::stod(m[1].str());
-    if (!std::regex_match(line, m, kRow)) continue;
-    std::string name = m[5].str();
-    // pprof marks functions that only appear inlined.
-    if (name.size() > 9 && name.compare(name.size() - 9, 9, " (inline)") == 0) name.resize(name.size() - 9);
-    rows[name] = {std::stod(m[1].str()), std::stod(m[3].str())};
-  }
-  return rows;
-}
-
 // Top-level fields of a gzipped protobuf message: (field number, payload
 // bytes for length-delimited fields). A hand-rolled reader, so the check
 // does not depend on the library that wrote the file.
@@ -132,9 +110,6 @@ std::vector<std::pair<int, std::string>> ReadGzipProtoFields(const std::string& 
   return fields;
 }
 
-std::map<std::string, std::string> GoEnv(const testutil::TempDir& dir) {
-  return {{"HOME", dir.path()}, {"GOCACHE", dir / "gocache"}, {"GOFLAGS", "-mod=mod"}, {"GOTOOLCHAIN", "local"}};
-}
 
 }  // namespace
 
@@ -169,10 +144,10 @@ TEST_CASE("pprof: Go's pprof reads the export and agrees with cct-query top --by
   }
   auto top = testutil::Run({go, "tool", "pprof", "-top", "-unit=ns", "-nodefraction=0", "-nodecount=100000",
                             "-sample_index=cputime", out},
-                           GoEnv(dir));
+                           interop::GoEnv(dir.path()));
   REQUIRE_MESSAGE(top.exit_code == 0, top.err);
   double total = 0;
-  const auto rows = ParsePprofTop(top.out, &total);
+  const auto rows = interop::ParsePprofTop(top.out, &total);
 
   // Our own numbers: cct-query top --by function (JSON, seconds).
   auto ours = Query(db, {"top", "latest", "--by", "function", "-n", "0", "--format", "json"});
@@ -196,17 +171,17 @@ TEST_CASE("pprof: Go's pprof reads the export and agrees with cct-query top --by
   CHECK(rows.at("[nvtx] step").cum == doctest::Approx(3 * kMs));
 
   auto gpu = testutil::Run({go, "tool", "pprof", "-top", "-unit=ns", "-nodefraction=0", "-sample_index=gker", out},
-                           GoEnv(dir));
+                           interop::GoEnv(dir.path()));
   REQUIRE(gpu.exit_code == 0);
   double gtotal = 0;
-  const auto grows = ParsePprofTop(gpu.out, &gtotal);
+  const auto grows = interop::ParsePprofTop(gpu.out, &gtotal);
   CHECK(gtotal == doctest::Approx(100 * kMs));
   REQUIRE(grows.count("[kernel] void k1<float>(float*, int)"));
   CHECK(grows.at("[kernel] void k1<float>(float*, int)").flat == doctest::Approx(100 * kMs));
   CHECK(grows.at("[gpu-op] <gpu kernel>").cum == doctest::Approx(100 * kMs));
 
   // The inlined frame is a line of its caller's location: pprof marks it.
-  auto traces = testutil::Run({go, "tool", "pprof", "-traces", "-sample_index=cputime", out}, GoEnv(dir));
+  auto traces = testutil::Run({go, "tool", "pprof", "-traces", "-sample_index=cputime", out}, interop::GoEnv(dir.path()));
   REQUIRE(traces.exit_code == 0);
   CHECK(traces.out.find("inl_helper (inline)") != std::string::npos);
   CHECK(traces.out.find("compute (inline)") == std::string::npos);
@@ -215,6 +190,95 @@ TEST_CASE("pprof: Go's pprof reads the export and agrees with cct-query top --by
   auto derived = Query(db, {"export", "latest", "--to", "pprof", "-m", "nonexistent", "-o", dir / "x.pb.gz"});
   CHECK(derived.exit_code == 2);
   CHECK(testutil::LineCount(derived.err) == 1);
+}
+
+TEST_CASE("pprof: go tool pprof shows the export's file, type, seconds, mappings, lines and threads") {
+  // A recorded run's shape: an executable and a library with build ids,
+  // functions with declaration files and lines, source-line leaves, an
+  // inlined function, two threads, 100 Hz sampling.
+  cct::Tree t;
+  const cct::MetricId samples = *t.metrics().RegisterStandard("samples");
+  const cct::MetricId cpu = *t.metrics().RegisterStandard("cputime");
+  const std::string app = "/opt/app/bin/app", lib = "/opt/app/lib/libw.so.1";
+  auto fn = [&](cct::NodeId p, const std::string& name, const std::string& module, const std::string& file,
+                uint32_t line, uint8_t flags = 0) {
+    return t.InternChild(p, t.InternFrame(FrameKind::kFunction, name, module, file, line, flags));
+  };
+  auto at = [&](cct::NodeId p, const std::string& module, const std::string& file, uint32_t line, double ms) {
+    const cct::NodeId n =
+        t.InternChild(p, t.InternFrame(FrameKind::kLine, cct::LineName(file, line), module, file, line));
+    t.AddValue(n, cpu, ms * kMs);
+    t.AddValue(n, samples, ms / 10);
+  };
+  const cct::NodeId main_thread = t.InternChild(cct::kRootNode, t.InternFrame(FrameKind::kThread, "main"));
+  const cct::NodeId work = fn(fn(main_thread, "main", app, "/src/app.cc", 10), "work", app, "/src/app.cc", 20);
+  at(work, app, "/src/app.cc", 25, 30);
+  at(fn(work, "inl", app, "/src/helper.h", 5, cct::kFrameInlined), app, "/src/helper.h", 7, 12);
+  const cct::NodeId worker = t.InternChild(cct::kRootNode, t.InternFrame(FrameKind::kThread, "worker"));
+  at(fn(worker, "worker_fn", lib, "/src/w.c", 3), lib, "/src/w.c", 4, 8);
+  testutil::TempDir dir;
+  const std::string db = dir / "r.db";
+  {
+    auto d = store::Database::Open(db, store::Database::Mode::kWrite);
+    REQUIRE(d.ok());
+    store::RunMeta meta;
+    meta.name = "recorded";
+    meta.state = store::RunState::kComplete;
+    meta.executable = app;
+    meta.executable_build_id = "0123456789abcdef";
+    meta.modules = {{app, "0123456789abcdef"}, {lib, "fedcba9876543210"}};
+    *meta.sampling = {{"clock", "cpu"}, {"freq_hz", 100}};
+    REQUIRE((*d)->CreateRun(meta, &t).ok());
+  }
+  const std::string out = dir / "r.pb.gz";
+  auto ex = Query(db, {"export", "latest", "--to", "pprof", "-o", out});
+  REQUIRE_MESSAGE(ex.exit_code == 0, ex.err);
+  const std::string go = interop::FindProgram("go");
+  if (go.empty()) {
+    MESSAGE("SKIPPED: `go` is not installed (Debian golang-go; scripts/install-deps.sh)");
+    return;
+  }
+  auto pprof = [&](const std::string& view) {
+    auto r = testutil::Run({go, "tool", "pprof", view, out}, interop::GoEnv(dir.path()));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    CHECK(r.err.find("Main binary filename not available") == std::string::npos);
+    return r.out;
+  };
+  // -top: named after the executable, with its build id; cputime is the
+  // type shown although samples is the run's first metric; times in
+  // seconds' units (50 ms in all: 30 + 12 + 8).
+  const std::string top = pprof("-top");
+  CHECK(top.find("File: app\n") != std::string::npos);
+  CHECK(top.find("Build ID: 0123456789abcdef\n") != std::string::npos);
+  CHECK(top.find("Type: cputime\n") != std::string::npos);
+  CHECK(top.find("of 50ms total") != std::string::npos);
+  CHECK(top.find("unknown") == std::string::npos);
+  // -raw: the period is 100 Hz's 10 ms; one mapping per module, the
+  // executable first, with build ids and what they hold; functions with
+  // their files and start lines, locations with the source lines.
+  const std::string raw = pprof("-raw");
+  CHECK(raw.find("PeriodType: cputime nanoseconds\nPeriod: 10000000\n") != std::string::npos);
+  CHECK(raw.find("1: 0x10000000000/0x20000000000/0x0 /opt/app/bin/app 0123456789abcdef [FN][FL][LN][IN]\n") !=
+        std::string::npos);
+  CHECK(raw.find("/opt/app/lib/libw.so.1 fedcba9876543210 [FN][FL][LN]\n") != std::string::npos);
+  CHECK(raw.find("work /src/app.cc:25 s=20") != std::string::npos);
+  CHECK(raw.find("inl /src/helper.h:7 s=5") != std::string::npos);
+  CHECK(raw.find("worker_fn /src/w.c:4 s=3") != std::string::npos);
+  // Each sample carries its thread: two under main, one under worker.
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t p = raw.find(needle); p != std::string::npos; p = raw.find(needle, p + 1)) ++n;
+    return n;
+  };
+  CHECK(count("thread:[main]") == 2);
+  CHECK(count("thread:[worker]") == 1);
+  auto focused = testutil::Run({go, "tool", "pprof", "-top", "-unit=ns", "-tagfocus=thread=worker", out},
+                               interop::GoEnv(dir.path()));
+  REQUIRE(focused.exit_code == 0);
+  double total = 0;
+  interop::ParsePprofTop(focused.out, &total);
+  CHECK(total == doctest::Approx(50 * kMs));  // the profile's total, of which...
+  CHECK(focused.out.find("accounting for 8000000ns") != std::string::npos);  // ...the worker's 8 ms
 }
 
 TEST_CASE("csv export: one row per node with run, path, kind, location, function and every metric") {

@@ -1,6 +1,6 @@
 // Writes the seeds of the targets whose inputs are binary and made by our
 // own writers (tree sections, iterations, run files, raw GPU dumps, a
-// database) from the small trees of seed_trees.h: run it once when a format
+// database, a pprof export) from the small trees of seed_trees.h: run it once when a format
 // changes, then commit what it wrote (tests/fuzz/README.md):
 //   build-san/tests/fuzz/make_seeds tests/fuzz/corpus
 // The seeds of the text formats are test fixtures, copied (README.md).
@@ -8,8 +8,11 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "collector/gpu/gpu_raw_dump.h"
+#include "exporters/exporter.h"
+#include "query/profile.h"
 #include "store/database.h"
 #include "store/iteration_codec.h"
 #include "store/run_file.h"
@@ -166,5 +169,16 @@ int main(int argc, char** argv) {
   std::ifstream rin(raw, std::ios::binary);
   Write("cupti_raw", "all-records.cctraw", std::string(std::istreambuf_iterator<char>(rin), {}));
   std::filesystem::remove(raw);
+
+  // pprof: the rich tree through cct-query's export (gzipped), and its
+  // executable's mapping named as a recorded run names it.
+  {
+    query::Profile profile;
+    profile.tree = rich;
+    profile.runs.push_back(Meta());
+    std::ostringstream pprof;
+    if (!exporters::WritePprof(profile, {}, pprof, nullptr).ok()) return 1;
+    Write("pprof", "rich.pb.gz", pprof.str());
+  }
   return 0;
 }

@@ -9,8 +9,8 @@
 #include "importers/registry.h"
 
 TEST_CASE("the importer registry lists cct-import's formats") {
-  // docs/cli.md, cct-import: "Formats: folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys".
-  const std::vector<std::string> expected = {"folded", "hatchet", "hpctoolkit", "ncu-csv", "cupti-raw", "perf", "nsys"};
+  // docs/cli.md, cct-import: "Formats: folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys, pprof".
+  const std::vector<std::string> expected = {"folded", "hatchet", "hpctoolkit", "ncu-csv", "cupti-raw", "perf", "nsys", "pprof"};
   std::vector<std::string> names;
   for (const importers::ImporterInfo& i : importers::Importers()) {
     names.emplace_back(i.name);
@@ -23,7 +23,7 @@ TEST_CASE("the importer registry lists cct-import's formats") {
     CHECK(attaches == (std::find(i.options.begin(), i.options.end(), "run") != i.options.end()));
   }
   CHECK(names == expected);
-  CHECK(importers::ImporterNames() == "folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf or nsys");
+  CHECK(importers::ImporterNames() == "folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys or pprof");
   for (const std::string& n : expected) {
     auto found = importers::FindImporter(n);
     REQUIRE(found.ok());
@@ -36,5 +36,5 @@ TEST_CASE("an unknown importer is an error naming the known ones") {
   REQUIRE(!found.ok());
   CHECK(found.status().code() == cct::ErrorCode::kInvalidArgument);
   CHECK(found.status().message() ==
-        "unknown format 'caliper' (expected folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf or nsys)");
+        "unknown format 'caliper' (expected folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys or pprof)");
 }
