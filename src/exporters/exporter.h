@@ -35,6 +35,7 @@ cct::Status ExportHatchet(const query::Profile& profile, const ExportOptions& op
 cct::Status ExportHatchetJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 cct::Status ExportPprof(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 cct::Status ExportCsv(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportSpeedscope(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 // The writers behind some of them (pprof.cc, hatchet_json.cc, csv.cc).
 // `progress` may be null.

@@ -12,6 +12,8 @@ const std::vector<ExporterInfo>& Exporters() {
       {"hatchet-json", ".json", "Hatchet's GraphFrame.to_json: graph and dataframe", &ExportHatchetJson},
       {"pprof", ".pb.gz", "gzipped profile.proto (go tool pprof, Pyroscope, Speedscope)", &ExportPprof},
       {"csv", ".csv", "one row per node: path, frame and each metric's values", &ExportCsv},
+      {"speedscope", ".speedscope.json", "speedscope's JSON, one sampled profile per thread, of one additive metric",
+       &ExportSpeedscope},
   };
   return kExporters;
 }

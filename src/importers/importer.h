@@ -32,6 +32,14 @@ struct ImportResult {
   size_t records = 0;  // lines (folded) or nodes (hatchet) read
   size_t skipped = 0;  // malformed records skipped (--skip-bad-lines)
   std::string first_skip;  // where the first skipped record was, for the report
+  // What the file says about the run (Caliper's globals and Adiak values):
+  // `tags` join the run's tags (--tag wins), `user` and `start_time_ns`
+  // (0: unknown) its metadata, `globals` are kept whole in its metadata's
+  // "import_globals" object.
+  std::map<std::string, std::string> tags;
+  std::map<std::string, std::string> globals;
+  std::string user;
+  int64_t start_time_ns = 0;
 };
 
 cct::Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options);
@@ -41,6 +49,12 @@ cct::Result<ImportResult> ImportHatchet(const std::string& path, const ImportOpt
 // HPCToolkit's names without the " (I)"/" (E)" suffix. --metric/--unit
 // convert one metric's numbers (e.g. "CPUTIME (usec)" with unit us).
 cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOptions& options);
+// speedscope's JSON (speedscope.cc): each profile a thread node; the unit
+// picks the metric (time in ns, bytes, or samples), --metric renames it.
+cct::Result<ImportResult> ImportSpeedscope(const std::string& path, const ImportOptions& options);
+// Caliper's json-split and json output (caliper.cc): ranks and threads as
+// thread nodes, times in ns, globals as run metadata and tags.
+cct::Result<ImportResult> ImportCaliper(const std::string& path, const ImportOptions& options);
 
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
@@ -137,6 +151,8 @@ cct::Result<ImportReport> ImportHatchetRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportHpctoolkitRun(const ImportRequest& request);
 cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportSpeedscopeRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportCaliperRun(const ImportRequest& request);
 
 // The flow of folded, hatchet and hpctoolkit: reads the input with `read`
 // and stores the tree as a new run named after the file (or --name), source

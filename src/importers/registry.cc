@@ -32,6 +32,16 @@ const std::vector<ImporterInfo>& Importers() {
        "an HPCToolkit database directory (experiment.xml + *.metric-db); one\n"
        "run, ranks and threads as thread nodes, HPCToolkit's metric names",
        ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportHpctoolkitRun},
+      {"speedscope", {".speedscope.json", ".json"}, "speedscope JSON (py-spy, rbspy, speedscope, --to speedscope)",
+       "speedscope's JSON file format (py-spy, rbspy, speedscope, our --to\n"
+       "speedscope): each profile a thread node, sampled or evented; the unit\n"
+       "gives the metric (time in ns, bytes, samples), --metric renames it",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "skip-bad-lines"}, &ImportSpeedscopeRun},
+      {"caliper", {".json", ".cali.json"}, "Caliper json-split or json output (cali-query)",
+       "Caliper's `cali-query -q \"format json-split\"` or `format json`\n"
+       "output: paths as frames, ranks and threads as thread nodes, times in\n"
+       "ns, Caliper globals and Adiak values as run metadata and tags",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportCaliperRun},
       {"ncu-csv", {".csv"}, "Nsight Compute CSV metrics attached to a run's kernel nodes",
        "Nsight Compute `ncu --csv --page raw` output: attaches the kernels'\n"
        "metrics to the kernel nodes of an existing run (--run RUN)",

@@ -8,8 +8,9 @@
 #include "exporters/registry.h"
 
 TEST_CASE("the exporter registry lists cct-query export's formats") {
-  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof or csv".
-  const std::vector<std::string> expected = {"json", "folded", "hatchet", "hatchet-json", "pprof", "csv"};
+  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv or speedscope".
+  const std::vector<std::string> expected = {"json",  "folded", "hatchet",   "hatchet-json",
+                                             "pprof", "csv",    "speedscope"};
   const std::vector<exporters::ExporterInfo>& all = exporters::Exporters();
   REQUIRE(all.size() == expected.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -23,16 +24,16 @@ TEST_CASE("the exporter registry lists cct-query export's formats") {
     CHECK(*found == &all[i]);
     CHECK(static_cast<bool>(all[i].write));
   }
-  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv");
-  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof or csv");
+  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|speedscope");
+  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof, csv or speedscope");
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
-  for (const char* name : {"speedscope", "JSON", ""}) {
+  for (const char* name : {"flamegraph", "JSON", ""}) {
     CAPTURE(name);
     const cct::Status status = exporters::FindExporter(name).status();
     CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
     CHECK(status.message() == "unknown export format '" + std::string(name) +
-                                  "' (expected json, folded, hatchet, hatchet-json, pprof or csv)");
+                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv or speedscope)");
   }
 }
