@@ -303,7 +303,7 @@ std::string SpeedscopePackage() {
   if (packed.exit_code != 0) return "";
   for (const auto& e : fs::directory_iterator(cache))
     if (e.path().extension() == ".tgz") {
-      auto untar = testutil::Run({"tar", "-xzf", e.path().string(), "-C", cache});
+      auto untar = testutil::Run({interop::FindProgram("tar"), "-xzf", e.path().string(), "-C", cache});
       if (untar.exit_code == 0 && fs::exists(cache + "/package/dist/release/index.html")) return cache + "/package";
     }
   return "";
@@ -313,15 +313,28 @@ TEST_CASE("speedscope export: speedscope itself shows our frames (headless Chrom
   const std::string chromium = interop::FindProgram("chromium");
   const std::string package = chromium.empty() ? std::string() : SpeedscopePackage();
   if (package.empty()) {
-    MESSAGE("SKIPPED the consumer check: " << (chromium.empty() ? "Chromium is not installed"
-                                                                 : "no speedscope package (CCT_SPEEDSCOPE_DIR, or "
-                                                                   "npm with network access)")
-                                           << "; the export was checked against speedscope's schema only");
+    const std::string why = chromium.empty() ? "Chromium is not installed"
+                                             : "no speedscope package (CCT_SPEEDSCOPE_DIR, or npm with network access)";
+    MESSAGE("SKIPPED the consumer check: " << why << "; the export was checked against speedscope's schema only");
     return;
   }
+  // Threads only, so that the first profile (the one speedscope opens) is
+  // "main thread": main 1000 ns, solve 2000, its line 4000; the worker's
+  // frames are in the second profile.
+  cct::Tree tree;
+  const cct::MetricId m = *tree.metrics().RegisterStandard("cputime");
+  const cct::NodeId t1 = tree.InternChild(cct::kRootNode, tree.InternFrame(FrameKind::kThread, "main thread"));
+  const cct::NodeId mn = tree.InternChild(t1, tree.InternFrame(FrameKind::kFunction, "main", "", "/src/main.cc", 3));
+  const cct::NodeId solve = tree.InternChild(mn, tree.InternFrame(FrameKind::kFunction, "solve", "", "/src/solve.cc", 9));
+  tree.AddValue(mn, m, 1000);
+  tree.AddValue(solve, m, 2000);
+  tree.AddValue(tree.InternChild(solve, tree.InternFrame(FrameKind::kLine, "solve.cc:12", "", "/src/solve.cc", 12)), m,
+                4000);
+  const cct::NodeId t2 = tree.InternChild(cct::kRootNode, tree.InternFrame(FrameKind::kThread, "worker"));
+  tree.AddValue(tree.InternChild(t2, tree.InternFrame(FrameKind::kFunction, "work")), m, 16000);
   testutil::TempDir dir;
   const std::string db = dir / "c.db";
-  interop::StoreRun(db, ExportFixture(), "consumer");
+  interop::StoreRun(db, tree, "consumer");
   const std::string out = dir / "c.speedscope.json";
   REQUIRE(interop::Query(db, {"export", "latest", "--to", "speedscope", "-o", out}).exit_code == 0);
   // speedscope's own CLI way of opening a local file: a script calling
@@ -330,8 +343,8 @@ TEST_CASE("speedscope export: speedscope itself shows our frames (headless Chrom
   static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string b64;
   for (size_t i = 0; i < data.size(); i += 3) {
-    uint32_t v = static_cast<uint8_t>(data[i]) << 16;
-    if (i + 1 < data.size()) v |= static_cast<uint8_t>(data[i + 1]) << 8;
+    uint32_t v = static_cast<uint32_t>(static_cast<uint8_t>(data[i])) << 16;
+    if (i + 1 < data.size()) v |= static_cast<uint32_t>(static_cast<uint8_t>(data[i + 1])) << 8;
     if (i + 2 < data.size()) v |= static_cast<uint8_t>(data[i + 2]);
     b64 += kB64[(v >> 18) & 63];
     b64 += kB64[(v >> 12) & 63];
@@ -340,26 +353,41 @@ TEST_CASE("speedscope export: speedscope itself shows our frames (headless Chrom
   }
   const std::string js = dir / "load.js";
   testutil::WriteFileOrDie(js, "speedscope.loadFileFromBase64(\"c.speedscope.json\", \"" + b64 + "\")\n");
-  // The sandwich view lists every frame with its total and self values as
-  // DOM table rows, for the active (first) profile: the run's own.
-  // Chromium's --dump-dom after speedscope has loaded and rendered.
-  auto dump = [&](const std::string& view) {
-    std::vector<std::string> argv{chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                  "--user-data-dir=" + (dir / "profile"), "--window-size=1200,1600",
-                                  "--virtual-time-budget=10000", "--dump-dom",
-                                  "file://" + package + "/dist/release/index.html#localProfilePath=" + js +
-                                      "&view=" + view};
-    return testutil::Run(argv, {{"HOME", dir.path()}}, 90);
-  };
-  auto dom = dump("sandwich");
+  // The sandwich view lists every frame of the profile as a DOM table row:
+  // total, self (each "value (percent)") and the name, with the file as the
+  // cell's title. --dump-dom once speedscope has loaded and rendered.
+  std::vector<std::string> argv{chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                "--user-data-dir=" + (dir / "profile"), "--window-size=1200,1600",
+                                "--virtual-time-budget=10000", "--dump-dom",
+                                "file://" + package + "/dist/release/index.html#localProfilePath=" + js +
+                                    "&view=sandwich"};
+  auto dom = testutil::Run(argv, {{"HOME", dir.path()}}, 90);
   REQUIRE_MESSAGE(dom.exit_code == 0, dom.err);
-  // The title is the file's name member: the profile's label.
-  CHECK_MESSAGE(dom.out.find(" - speedscope</title>") != std::string::npos, dom.out.substr(0, 2000));
-  CHECK(dom.out.find("<title>run ") != std::string::npos);
-  // Profile 0 holds "startup" only (32 ns, all of the profile): speedscope
-  // shows it with its self and total.
-  CHECK_MESSAGE(dom.out.find("startup</td>") != std::string::npos, dom.out.substr(0, 4000));
-  CHECK(dom.out.find("32.00ns (100%)") != std::string::npos);
+  // The title is the file's name member (the run's label).
+  CHECK_MESSAGE(dom.out.find("<title>run 1 'consumer' - speedscope</title>") != std::string::npos,
+                dom.out.substr(0, 2000));
+  // The profile switcher: the first of two profiles, named after its thread.
+  CHECK(dom.out.find("main thread <span class=") != std::string::npos);
+  CHECK(dom.out.find(">(1/2)</span>") != std::string::npos);
+  // A frame's table row.
+  auto row = [&](const std::string& name) {
+    const size_t at = dom.out.find("</span>" + name + "</td>");
+    if (at == std::string::npos) return std::string();
+    const size_t start = dom.out.rfind("<tr", at);
+    return dom.out.substr(start, at - start);
+  };
+  // Of the profile's 7000 ns: main total 100 %, self 1000 (14 %); solve
+  // total 6000 (86 %), self 2000 (29 %); the line 4000 (57 %) both.
+  const std::string main_row = row("main"), solve_row = row("solve"), line_row = row("solve.cc:12");
+  CHECK_MESSAGE(main_row.find("(100%)") != std::string::npos, main_row);
+  CHECK(main_row.find("(14%)") != std::string::npos);
+  CHECK(main_row.find("title=\"/src/main.cc") != std::string::npos);
+  CHECK_MESSAGE(solve_row.find("(86%)") != std::string::npos, solve_row);
+  CHECK(solve_row.find("(29%)") != std::string::npos);
+  CHECK_MESSAGE(line_row.find("(57%)") != line_row.rfind("(57%)"), line_row);
+  // The worker's frame is in its own profile, not this one.
+  CHECK(row("work").empty());
+  MESSAGE("consumer check: speedscope " << package << " showed main, solve, solve.cc:12 with their values");
 }
 
 // --- Caliper -------------------------------------------------------------
