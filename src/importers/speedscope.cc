@@ -23,8 +23,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <streambuf>
-#include <unordered_map>
 
+#include "cct/flat_index.h"
 #include "cct/metric.h"
 #include "cct/text.h"
 #include "importers/importer.h"
@@ -93,7 +93,7 @@ class SpeedscopeSax {
   std::vector<std::pair<uint32_t, uint32_t>> trie;
   std::vector<double> self;  // per trie node, in the profile's unit
   std::vector<uint32_t> trie_profile;
-  std::unordered_map<uint64_t, uint32_t> trie_index;
+  cct::FlatIndex trie_index;  // keys in `trie`: 8 bytes a slot, not a node-based map's 40+
   struct Frame {
     std::string name, file;
     uint32_t line = 0;
@@ -112,14 +112,16 @@ class SpeedscopeSax {
   Status error = Status::Ok();
 
   uint32_t Child(uint32_t parent, uint32_t frame) {
-    const uint64_t key = (static_cast<uint64_t>(parent) << 32) | frame;
-    auto [it, added] = trie_index.emplace(key, static_cast<uint32_t>(trie.size()));
-    if (added) {
+    const uint64_t hash = cct::HashCombine(cct::MixHash(parent), frame);
+    uint32_t id = trie_index.Find(hash, [&](uint32_t i) { return trie[i].first == parent && trie[i].second == frame; });
+    if (id == cct::FlatIndex::kNone) {
+      id = static_cast<uint32_t>(trie.size());
       trie.push_back({parent, frame});
       self.push_back(0);
       trie_profile.push_back(static_cast<uint32_t>(profiles.size()));
+      trie_index.Insert(hash, id);
     }
-    return it->second;
+    return id;
   }
 
   // --- SAX
