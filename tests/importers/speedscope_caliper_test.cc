@@ -284,6 +284,7 @@ TEST_CASE("speedscope export: one sampled profile per thread, exact tree, round 
 }
 
 // The speedscope npm package (its dist/release/index.html), or "".
+// CCT_SPEEDSCOPE_DIR names it; set but empty, it turns the npm fetch off.
 std::string SpeedscopePackage() {
   namespace fs = std::filesystem;
   std::vector<std::string> candidates;
