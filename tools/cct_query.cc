@@ -40,7 +40,9 @@ std::string Usage() {
     line(std::string(r.name) + " " + std::string(r.usage), r.description);
     // export (the exporters' command) is listed where the help always had it.
     if (r.name == "iterations")
-      line("export RUN --to FORMAT", exporters::ExporterNames(", ", " or ") + ", to stdout or -o FILE");
+      line("export RUN --to FORMAT",
+           exporters::ExporterNames(", ", " or ") + ", to stdout or -o FILE; " +
+               exporters::SeveralRunsExporterNames() + " take several RUNs");
   }
   usage += R"(
 RUN selects a run: an id, latest, latest~N, a run name (latest and a name mean
@@ -54,7 +56,8 @@ Options)";
 }
 
 // `export` is the exporters' command; the others are reports.
-const std::set<std::string> kExportOptions = {"metric", "to", "output", "merge-threads", "per-thread"};
+const std::set<std::string> kExportOptions = {"metric", "to",    "output",       "merge-threads",
+                                              "per-thread", "lines", "unit-comment", "per-run"};
 const std::set<std::string> kCommonOptions = {"db", "format", "color", "ascii", "width", "args", "command"};
 
 // Runs `write` on -o FILE (whole or not at all) or on stdout.
@@ -63,14 +66,14 @@ cct::Status WriteOutput(const po::variables_map& vm, const std::function<cct::St
   return output::WriteFileAtomically(vm["output"].as<std::string>(), write);
 }
 
-// export RUN --to FORMAT: the profile through the exporter's registry entry.
+// export RUN [RUN...] --to FORMAT: the profiles through the exporter's
+// registry entry; several runs (or --per-run) for the table formats only.
 cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& request) {
-  if (request.args.size() != 1) cli::Fail(kTool, "export expects one RUN (see cct-query --help)");
+  if (request.args.empty()) cli::Fail(kTool, "export expects a RUN (see cct-query --help)");
   if (request.format) {
     auto f = reports::ParseOutputFormat(*request.format);  // a bad --format is reported as such, as for reports
     if (!f.ok()) return f.status();
   }
-  CCT_ASSIGN_OR_RETURN(query::Profile profile, reports::LoadRequestProfile(request, /*keep_lines=*/true));
   if (!vm.count("to")) cli::Fail(kTool, "export needs --to " + exporters::ExporterNames("|", "|"));
   if (request.format) cli::Fail(kTool, "export takes --to, not --format");
   const std::string to = vm["to"].as<std::string>();
@@ -78,11 +81,35 @@ cct::Status Export(const po::variables_map& vm, const reports::ReportRequest& re
   exporters::ExportOptions eo;
   eo.metrics = request.options.metrics;
   eo.per_thread = vm.count("per-thread") > 0;
+  eo.lines = request.lines;
+  eo.unit_comment = vm.count("unit-comment") > 0;
+  const bool per_run = vm.count("per-run") > 0;
   if (eo.per_thread && exporter->name != "hatchet-json")
     cli::Fail(kTool, "--per-thread applies to --to hatchet-json only");
+  if ((eo.lines || eo.unit_comment) && exporter->name != "folded")
+    cli::Fail(kTool, std::string(eo.lines ? "--lines" : "--unit-comment") +
+                         " applies to --to folded only (the other formats always keep source lines)");
+  if ((per_run || request.args.size() > 1) && !exporter->write_runs)  // the error naming the formats that can
+    return exporters::WriteExport(std::vector<exporters::TableRun>(), *exporter, eo, std::cout);
   output::Progress progress = output::Progress::ForStderr("exporting " + to);
   eo.progress = &progress;
-  return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(profile, *exporter, eo, out); });
+  if (!exporter->write_runs) {
+    CCT_ASSIGN_OR_RETURN(query::Profile profile, reports::LoadRequestProfile(request, /*keep_lines=*/true));
+    return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(profile, *exporter, eo, out); });
+  }
+  // The table formats: each RUN's profile (with --per-run each run of a
+  // group or invocation), all loaded before anything is written.
+  std::vector<query::Profile> profiles;
+  for (size_t i = 0; i < request.args.size(); ++i) {
+    CCT_ASSIGN_OR_RETURN(query::Profile p, reports::LoadRequestProfile(request, /*keep_lines=*/true, i, per_run));
+    profiles.push_back(std::move(p));
+  }
+  std::vector<exporters::TableRun> runs;
+  for (const query::Profile& p : profiles) {
+    std::vector<exporters::TableRun> more = exporters::TableRuns(p, per_run);
+    runs.insert(runs.end(), more.begin(), more.end());
+  }
+  return WriteOutput(vm, [&](std::ostream& out) { return exporters::WriteExport(runs, *exporter, eo, out); });
 }
 
 // A path query that does not parse: its error line, then the query with a
@@ -128,7 +155,8 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
       ("percentiles", po::value<std::string>(), "stats: the percentiles to show, P,P,... (default 10,25,75,90)")
       ("inclusive", "top: order by inclusive value (default)")
       ("exclusive", "top: order by exclusive value; stats: exclusive values")
-      ("lines", "keep source-line nodes (folded into their functions otherwise)");
+      ("lines", "keep source-line nodes (folded into their functions otherwise; export: folded only, the other "
+                "formats always keep them)");
   if (derive) {
     visible.add_options()("merge-threads", po::value<std::vector<std::string>>(), "");
   } else {
@@ -139,6 +167,9 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
       ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
       ("per-thread", "export --to hatchet-json: a row per node and rank/thread (index levels) instead of the "
                      "threads' sum")
+      ("per-run", "export --to csv|json-rows: a group's or invocation's runs each with their rows (a run column) "
+                  "instead of their mean or total")
+      ("unit-comment", "export --to folded: a first line '# metric=NAME unit=UNIT'")
       ("output,o", po::value<std::string>(), "export, flame: write to FILE instead of stdout")
       ("format", po::value<std::string>(), "text|json|csv (default text); table also markdown|latex")
       ("drop", po::value<std::vector<std::string>>(), "derive: fold away the nodes where QUERY's paths end")

@@ -8,6 +8,8 @@
 // profiles (a Progress, when given, is the caller's and not shared).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,7 +28,22 @@ struct ExportOptions {
   std::vector<std::string> metrics;  // json/hatchet/pprof/csv: empty = all; folded: the first (default: run's first)
   output::Progress* progress = nullptr;  // optional; exporters report nodes done
   bool per_thread = false;  // hatchet-json: rows per (node, thread) with rank/thread index levels
+  bool lines = false;         // folded: keep source-line nodes as frames ("file.cc:56")
+  bool unit_comment = false;  // folded: a first line "# metric=NAME unit=UNIT"
 };
+
+// One run of a table export (csv, json-rows): the rows' `run` and
+// `run_name` cells and the tree. Borrows the tree.
+struct TableRun {
+  std::optional<uint64_t> run;  // the run's id; none for an aggregate (a group's mean, an invocation's total)
+  std::string run_name;  // the run's name, or the aggregate's label
+  const cct::Tree* tree = nullptr;
+};
+
+// The runs a table export writes for `profile`: the profile itself, or with
+// `per_run` each run of a group or invocation (the profile was loaded with
+// LoadOptions::keep_run_trees).
+std::vector<TableRun> TableRuns(const query::Profile& profile, bool per_run);
 
 // The formats' entry points, as the registry calls them.
 cct::Status ExportJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
@@ -35,6 +52,10 @@ cct::Status ExportHatchet(const query::Profile& profile, const ExportOptions& op
 cct::Status ExportHatchetJson(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 cct::Status ExportPprof(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 cct::Status ExportCsv(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+cct::Status ExportJsonRows(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+// The table formats for several runs in one file, a row per (run, node).
+cct::Status ExportCsvRuns(const std::vector<TableRun>& runs, const ExportOptions& options, std::ostream& out);
+cct::Status ExportJsonRowsRuns(const std::vector<TableRun>& runs, const ExportOptions& options, std::ostream& out);
 cct::Status ExportSpeedscope(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 // The writers behind some of them (pprof.cc, hatchet_json.cc, csv.cc).
@@ -46,8 +67,6 @@ cct::Status WritePprof(const query::Profile& profile, const std::vector<std::str
 // rank/thread index levels with a row for every (node, thread) pair.
 cct::Status WriteHatchetGraphFrame(const cct::Tree& tree, const std::vector<std::string>& metrics, bool per_thread,
                                    std::ostream& out, output::Progress* progress);
-cct::Status WriteNodeCsv(const cct::Tree& tree, const std::vector<std::string>& metrics, std::ostream& out,
-                         output::Progress* progress);
 
 // The metrics to export: the named ones, or all (additive ones only with
 // `additive_only`); kNotFound when the run has none.

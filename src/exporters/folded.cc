@@ -1,5 +1,9 @@
 // --to folded: folded stacks, "frame;frame;frame value" (FlameGraph,
-// inferno, speedscope read them).
+// inferno, speedscope read them). Source-line nodes are folded into their
+// functions unless asked for: those readers draw a "file.cc:56" pseudo-frame
+// as one more function. The optional first line "# metric=NAME unit=UNIT"
+// says what the numbers are (cct-import --from folded reads it back;
+// flamegraph.pl skips it with a warning about one line it ignored).
 #include "cct/node_values.h"
 #include "cct/tree_ops.h"
 #include "exporters/exporter.h"
@@ -15,11 +19,18 @@ namespace {
 
 // Folded stacks: "frame;frame;frame value", one line per node with an
 // exclusive value. Frame names lose any ';' (the format's separator).
-Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names, std::ostream& out) {
+Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names, bool unit_comment,
+                   std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, query::ResolveMetrics(tree, names));
   const MetricId m = ids.front();
-  if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive)
-    return cct::InvalidArgument("folded stacks carry additive metrics; '" + tree.metrics().Get(m).name + "' is derived");
+  const cct::MetricDesc& desc = tree.metrics().Get(m);
+  if (desc.kind != cct::MetricKind::kAdditive)
+    return cct::InvalidArgument("folded stacks carry additive metrics; '" + desc.name + "' is derived");
+  if (unit_comment) {
+    if (desc.name.find_first_of(" \t\n") != std::string::npos)
+      return cct::InvalidArgument("--unit-comment: the metric name '" + desc.name + "' has white space");
+    out << "# metric=" << desc.name << " unit=" << cct::UnitName(desc.unit) << '\n';
+  }
   cct::NodeValues values(tree);
   const std::vector<double>& exc = values.Exclusive(m);
   const cct::Children children = cct::BuildChildren(tree);
@@ -47,7 +58,9 @@ Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names,
 }  // namespace
 
 Status ExportFolded(const query::Profile& profile, const ExportOptions& options, std::ostream& out) {
-  return WriteFolded(profile.tree, options.metrics, out);
+  if (options.lines || !cct::HasKind(profile.tree, cct::FrameKind::kLine))
+    return WriteFolded(profile.tree, options.metrics, options.unit_comment, out);
+  return WriteFolded(cct::FoldKind(profile.tree, cct::FrameKind::kLine), options.metrics, options.unit_comment, out);
 }
 
 }  // namespace exporters

@@ -11,7 +11,8 @@ const std::vector<ExporterInfo>& Exporters() {
       {"hatchet", ".json", "Hatchet's literal format (GraphFrame.from_literal)", &ExportHatchet},
       {"hatchet-json", ".json", "Hatchet's GraphFrame.to_json: graph and dataframe", &ExportHatchetJson},
       {"pprof", ".pb.gz", "gzipped profile.proto (go tool pprof, Pyroscope, Speedscope)", &ExportPprof},
-      {"csv", ".csv", "one row per node: path, frame and each metric's values", &ExportCsv},
+      {"csv", ".csv", "one row per run and node: path, frame and each metric's values", &ExportCsv, &ExportCsvRuns},
+      {"json-rows", ".json", "the csv table as a JSON array of row objects", &ExportJsonRows, &ExportJsonRowsRuns},
       {"speedscope", ".speedscope.json", "speedscope's JSON, one sampled profile per thread, of one additive metric",
        &ExportSpeedscope},
   };
@@ -28,6 +29,15 @@ std::string ExporterNames(std::string_view separator, std::string_view last) {
   return out;
 }
 
+std::string SeveralRunsExporterNames() {
+  std::vector<std::string_view> names;
+  for (const ExporterInfo& e : Exporters())
+    if (e.write_runs) names.push_back(e.name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+  return out;
+}
+
 cct::Result<const ExporterInfo*> FindExporter(std::string_view name) {
   for (const ExporterInfo& e : Exporters())
     if (e.name == name) return &e;
@@ -35,20 +45,38 @@ cct::Result<const ExporterInfo*> FindExporter(std::string_view name) {
                               ExporterNames(", ", " or ") + ")");
 }
 
-cct::Status WriteExport(const query::Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
-                        std::ostream& real_out) {
-  // Every format's bytes pass through a counter, so the progress line shows
-  // how much has been written even for exporters that do not count nodes.
+namespace {
+
+// Runs `write` on `real_out`, every byte passing through a counter so that
+// the progress line shows how much has been written even for exporters that
+// do not count nodes.
+template <typename Write>
+cct::Status CountedExport(const ExportOptions& options, std::ostream& real_out, Write write) {
   output::CountingStreambuf counting(real_out.rdbuf(), options.progress);
   std::ostream counted(&counting);
   std::ostream& out = options.progress ? counted : real_out;
-  cct::Status status = exporter.write(profile, options, out);
+  cct::Status status = write(out);
   if (options.progress) {
     options.progress->Tick();  // a last redraw, so a slow export shows where it ended
     options.progress->Finish();
   }
   if (status.ok() && !out) status = cct::IoError("cannot write the export");
   return status;
+}
+
+}  // namespace
+
+cct::Status WriteExport(const query::Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
+                        std::ostream& out) {
+  return CountedExport(options, out, [&](std::ostream& o) { return exporter.write(profile, options, o); });
+}
+
+cct::Status WriteExport(const std::vector<TableRun>& runs, const ExporterInfo& exporter, const ExportOptions& options,
+                        std::ostream& out) {
+  if (!exporter.write_runs)
+    return cct::InvalidArgument("--to " + std::string(exporter.name) + " writes one run (several into one file: " +
+                                SeveralRunsExporterNames() + ")");
+  return CountedExport(options, out, [&](std::ostream& o) { return exporter.write_runs(runs, options, o); });
 }
 
 }  // namespace exporters

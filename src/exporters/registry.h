@@ -17,12 +17,15 @@
 namespace exporters {
 
 using ExportFn = cct::Status (*)(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+using ExportRunsFn = cct::Status (*)(const std::vector<TableRun>& runs, const ExportOptions& options,
+                                     std::ostream& out);
 
 struct ExporterInfo {
   std::string_view name;         // the --to value
   std::string_view extension;    // the usual file name ending
   std::string_view description;  // one line
   ExportFn write;
+  ExportRunsFn write_runs = nullptr;  // the table formats: several runs in one file, a row per (run, node)
 };
 
 // Every exporter, in the order cct-query lists them.
@@ -36,9 +39,15 @@ cct::Result<const ExporterInfo*> FindExporter(std::string_view name);
 // or csv"; "json|folded|csv").
 std::string ExporterNames(std::string_view separator, std::string_view last);
 
+// "csv and json-rows": the formats that write several runs into one file.
+std::string SeveralRunsExporterNames();
+
 // Runs `exporter` on `profile`, counting the bytes for options.progress (then
 // finished) and failing with kIo when `out` fails.
 cct::Status WriteExport(const query::Profile& profile, const ExporterInfo& exporter, const ExportOptions& options,
+                        std::ostream& out);
+// The same for several runs (exporter.write_runs must be set).
+cct::Status WriteExport(const std::vector<TableRun>& runs, const ExporterInfo& exporter, const ExportOptions& options,
                         std::ostream& out);
 
 }  // namespace exporters

@@ -1,5 +1,7 @@
 // Folded stacks ("a;b;c 123", FlameGraph's stackcollapse and inferno): the
-// number is the exclusive value of that path.
+// number is the exclusive value of that path. Lines starting with '#' are
+// comments; one before the first stack may say "# metric=NAME unit=UNIT"
+// (cct-query export --to folded --unit-comment writes it).
 //
 // Consecutive lines usually share a prefix (the tools sort them), so the
 // previous line's frames and nodes are kept and only the differing suffix is
@@ -7,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "cct/metric.h"
 #include "importers/importer.h"
@@ -16,28 +19,61 @@ namespace importers {
 using cct::Result;
 using cct::Status;
 
+namespace {
+
+// "# metric=NAME unit=UNIT" (either part may be missing): fills what the
+// command line left empty. Other comments say nothing.
+void ReadUnitComment(std::string_view line, std::string& metric, std::optional<std::string>& unit) {
+  line.remove_prefix(1);
+  size_t pos = 0;
+  while (pos < line.size()) {
+    const size_t start = line.find_first_not_of(" \t", pos);
+    if (start == std::string_view::npos) break;
+    size_t end = line.find_first_of(" \t", start);
+    if (end == std::string_view::npos) end = line.size();
+    const std::string_view word = line.substr(start, end - start);
+    pos = end;
+    if (word.rfind("metric=", 0) == 0 && word.size() > 7 && metric.empty()) metric = word.substr(7);
+    else if (word.rfind("unit=", 0) == 0 && word.size() > 5 && !unit) unit = std::string(word.substr(5));
+  }
+}
+
+}  // namespace
+
 Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options) {
   CCT_ASSIGN_OR_RETURN(std::string data, ReadFile(path, PieceLimit{PieceKind::kLines, kMaxLineBytes}));
   ImportResult result;
   cct::Tree& tree = result.tree;
-  const std::string metric_name = options.metric.empty() ? "samples" : options.metric;
-  cct::Unit unit;
-  double scale = 1;
-  CCT_RETURN_IF_ERROR(ResolveImportUnit(metric_name, options.unit, unit, scale));
-  cct::MetricDesc desc;
-  if (const cct::MetricDesc* known = cct::FindStandardMetric(metric_name)) desc = *known;
-  desc.name = metric_name;
-  desc.unit = unit;
-  desc.kind = cct::MetricKind::kAdditive;
-  desc.formula.clear();
-  if (desc.description.empty()) desc.description = "imported from folded stacks";
-  CCT_ASSIGN_OR_RETURN(const cct::MetricId metric, tree.metrics().Register(desc));
+  double metric_scale = 1;
+  // The metric is registered at the first stack, after a leading
+  // "# metric=NAME unit=UNIT" comment (our export's --unit-comment) could
+  // name it; --metric and --unit win over the comment.
+  std::string metric_name = options.metric;
+  std::optional<std::string> unit_name = options.unit;
+  std::optional<cct::MetricId> metric;
+  auto register_metric = [&]() -> Status {
+    if (metric_name.empty()) metric_name = "samples";
+    cct::Unit unit;
+    double scale = 1;
+    CCT_RETURN_IF_ERROR(ResolveImportUnit(metric_name, unit_name, unit, scale));
+    cct::MetricDesc desc;
+    if (const cct::MetricDesc* known = cct::FindStandardMetric(metric_name)) desc = *known;
+    desc.name = metric_name;
+    desc.unit = unit;
+    desc.kind = cct::MetricKind::kAdditive;
+    desc.formula.clear();
+    if (desc.description.empty()) desc.description = "imported from folded stacks";
+    CCT_ASSIGN_OR_RETURN(metric, tree.metrics().Register(desc));
+    metric_scale = scale;
+    return Status::Ok();
+  };
 
   // The previous line's frames (as byte ranges into data) and nodes.
   std::vector<std::string_view> prev_frames;
   std::vector<cct::NodeId> prev_nodes;
   std::vector<std::string_view> frames;
   size_t line_no = 0;
+  bool seen_stack = false;
   size_t pos = 0;
   while (pos < data.size()) {
     size_t eol = data.find('\n', pos);
@@ -50,6 +86,12 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
     if (first == std::string_view::npos) continue;  // blank
     line.remove_prefix(first);
     while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+
+    if (line.front() == '#') {  // a comment
+      if (!seen_stack) ReadUnitComment(line, metric_name, unit_name);
+      continue;
+    }
+    seen_stack = true;
 
     auto bad = [&](const std::string& why) -> Status {
       const std::string where = path + ":" + std::to_string(line_no);
@@ -89,6 +131,7 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
       continue;
     }
     ++result.records;
+    if (!metric) CCT_RETURN_IF_ERROR(register_metric());
     size_t common = 0;
     while (common < frames.size() && common < prev_frames.size() && frames[common] == prev_frames[common]) ++common;
     prev_frames.resize(common);
@@ -99,9 +142,10 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
       prev_frames.push_back(frames[i]);
       prev_nodes.push_back(node);
     }
-    if (value != 0) tree.AddValue(node, metric, value * scale);
+    if (value != 0) tree.AddValue(node, *metric, value * metric_scale);
   }
   if (result.records == 0 && result.skipped == 0) return cct::BadInput(path + ": no stacks in the file");
+  if (!metric) CCT_RETURN_IF_ERROR(register_metric());
   return result;
 }
 

@@ -1,6 +1,7 @@
 // HPCToolkit databases in the experiment.xml + metric-db format (hpcprof's
-// output up to its 2020 releases; the newer meta.db/profile.db format is
-// refused with a message).
+// output up to its 2020 releases); a directory with a meta.db goes to the
+// sparse reader (hpctoolkit_sparse.cc), which shares metric naming, units
+// and thread labels with this one (hpctoolkit_common.h).
 //
 // experiment.xml holds the tables (load modules, files, procedures, metric
 // DBs) and the calling-context tree: PF (procedure frame), Pr (inlined
@@ -43,6 +44,7 @@
 #include "cct/node_values.h"
 #include "cct/pattern.h"
 #include "cct/tree_ops.h"
+#include "importers/hpctoolkit_common.h"
 #include "importers/importer.h"
 
 namespace importers {
@@ -284,9 +286,7 @@ struct MetricDbFile {
 
 Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOptions& options) {
   std::error_code ec;
-  if (std::filesystem::exists(dir + "/meta.db", ec) && !std::filesystem::exists(dir + "/experiment.xml", ec))
-    return cct::BadInput(dir + ": an HPCToolkit database in the newer meta.db/profile.db format; cct-import reads "
-                               "the experiment.xml + metric-db format (hpcprof before 2022)");
+  if (std::filesystem::exists(dir + "/meta.db", ec)) return ImportHpctoolkitSparse(dir, options);
   if (!std::filesystem::is_directory(dir, ec)) return cct::NotFound(dir + ": not a directory");
 
   ImportResult result;
@@ -318,29 +318,20 @@ Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOption
   if (dbs.empty()) return cct::BadInput(dir + ": no *.metric-db files");
   std::sort(dbs.begin(), dbs.end(),
             [](const MetricDbFile& a, const MetricDbFile& b) { return std::tie(a.rank, a.thread) < std::tie(b.rank, b.thread); });
-  std::map<uint32_t, int> threads_per_rank;
-  for (const MetricDbFile& f : dbs) ++threads_per_rank[f.rank];
-  bool multi_thread = false;
-  for (const auto& [r, n] : threads_per_rank) multi_thread |= n > 1;
+  std::vector<std::pair<uint32_t, uint32_t>> rank_thread;
+  for (const MetricDbFile& f : dbs) rank_thread.emplace_back(f.rank, f.thread);
+  const bool multi_thread = hpc::RanksHaveThreads(rank_thread);
 
   // Our metrics: one per exclusive/inclusive pair (or lone metric-db).
-  struct Metric {
-    std::string name;
+  struct Metric : hpc::Metric {
     int inc_col = -1, exc_col = -1;
-    cct::MetricId id = 0;
-    double scale = 1;
   };
   std::vector<Metric> metrics;
   std::map<int, size_t> by_db;  // MetricDB i -> metrics index
-  auto base_name = [](std::string n) {
-    for (const char* suffix : {" (I)", " (E)"})
-      if (n.size() > 4 && n.substr(n.size() - 4) == suffix) n.resize(n.size() - 4);
-    return n;
-  };
   for (const auto& [i, m] : st.metric_dbs) {
     if (by_db.count(i)) continue;
     Metric mt;
-    mt.name = base_name(m.name);
+    mt.name = hpc::MetricBaseName(m.name);
     (m.inclusive ? mt.inc_col : mt.exc_col) = m.db_id;
     by_db[i] = metrics.size();
     if (m.partner >= 0) {
@@ -352,33 +343,16 @@ Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOption
     }
     metrics.push_back(mt);
   }
-  for (Metric& m : metrics) {
-    cct::Unit unit = cct::Unit::kNone;
-    if (!options.metric.empty() && options.metric == m.name && options.unit) {
-      CCT_RETURN_IF_ERROR(ResolveImportUnit(m.name, options.unit, unit, m.scale));
-    } else if (const cct::MetricDesc* known = cct::FindStandardMetric(m.name)) {
-      unit = known->unit;
-    }
-    cct::MetricDesc d;
-    d.name = m.name;
-    d.unit = unit;
-    d.kind = cct::MetricKind::kAdditive;
-    d.description = "imported from HPCToolkit";
-    CCT_ASSIGN_OR_RETURN(m.id, tree.metrics().Register(d));
-  }
-  if (!options.metric.empty() && options.unit &&
-      std::none_of(metrics.begin(), metrics.end(), [&](const Metric& m) { return m.name == options.metric; })) {
-    std::string have;
-    for (const Metric& m : metrics) have += (have.empty() ? "" : ", ") + m.name;
-    return cct::InvalidArgument("--metric '" + options.metric + "' is not in the database; it has: " + have);
-  }
+  std::vector<hpc::Metric> registered(metrics.begin(), metrics.end());
+  CCT_RETURN_IF_ERROR(hpc::RegisterMetrics(tree, registered, options, dir + "/experiment.xml"));
+  for (size_t i = 0; i < metrics.size(); ++i) static_cast<hpc::Metric&>(metrics[i]) = registered[i];
 
   // The tree of each thread, and its values.
   const std::vector<HpcNode>& hn = st.nodes;
   std::vector<NodeId> ours(hn.size());
   std::vector<double> inc_vals(hn.size());
   for (const MetricDbFile& f : dbs) {
-    const std::string label = "rank " + std::to_string(f.rank) + (multi_thread ? " thread " + std::to_string(f.thread) : "");
+    const std::string label = hpc::ThreadLabel(f.rank, f.thread, multi_thread);
     const NodeId thread = tree.InternChild(cct::kRootNode, tree.InternFrame(FrameKind::kThread, label));
     ours[0] = thread;
     for (size_t i = 1; i < hn.size(); ++i) ours[i] = tree.InternChild(ours[hn[i].parent], hn[i].frame);
@@ -421,17 +395,7 @@ Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOption
     }
     ++result.records;
   }
-  // Inclusive minus children's leaves float dust where the database rounded
-  // (values are sums of doubles); clear what is negligible.
-  cct::NodeValues nv(tree);
-  for (const Metric& m : metrics) {
-    const double total = std::fabs(nv.Total(m.id));
-    std::vector<std::pair<NodeId, double>> dust;
-    tree.column(m.id).ForEach([&](NodeId n, double v) {
-      if (std::fabs(v) <= 1e-9 * total) dust.emplace_back(n, v);
-    });
-    for (const auto& [n, v] : dust) tree.SetValue(n, m.id, 0);
-  }
+  hpc::ClearDust(tree, registered);
   return result;
 }
 

@@ -49,6 +49,11 @@ cct::Result<ImportResult> ImportHatchet(const std::string& path, const ImportOpt
 // HPCToolkit's names without the " (I)"/" (E)" suffix. --metric/--unit
 // convert one metric's numbers (e.g. "CPUTIME (usec)" with unit us).
 cct::Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOptions& options);
+// An HPCToolkit database directory in the sparse format of hpcprof 2022.10
+// on (meta.db + profile.db; cct.db and trace.db are not read): one run, a
+// thread node per non-summary profile, labelled as ImportHpctoolkit does.
+// ImportHpctoolkit calls it for a directory holding a meta.db.
+cct::Result<ImportResult> ImportHpctoolkitSparse(const std::string& dir, const ImportOptions& options);
 // speedscope's JSON (speedscope.cc): each profile a thread node; the unit
 // picks the metric (time in ns, bytes, or samples), --metric renames it.
 cct::Result<ImportResult> ImportSpeedscope(const std::string& path, const ImportOptions& options);

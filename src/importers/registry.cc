@@ -29,8 +29,9 @@ const std::vector<ImporterInfo>& Importers() {
        "Hatchet JSON: the literal format or GraphFrame.to_json's graph+dataframe",
        ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportHatchetRun},
       {"hpctoolkit", {""}, "an HPCToolkit database directory",
-       "an HPCToolkit database directory (experiment.xml + *.metric-db); one\n"
-       "run, ranks and threads as thread nodes, HPCToolkit's metric names",
+       "an HPCToolkit database directory (experiment.xml + *.metric-db, or\n"
+       "meta.db + profile.db); one run, ranks and threads as thread nodes,\n"
+       "HPCToolkit's metric names",
        ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportHpctoolkitRun},
       {"speedscope", {".speedscope.json", ".json"}, "speedscope JSON (py-spy, rbspy, speedscope, --to speedscope)",
        "speedscope's JSON file format (py-spy, rbspy, speedscope, our --to\n"

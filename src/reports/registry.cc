@@ -91,7 +91,8 @@ cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request) {
   return opt;
 }
 
-cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg) {
+cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg,
+                                               bool keep_run_trees) {
   query::LoadOptions load;
   load.keep_lines = request.lines || keep_lines;
   load.merge_threads = request.merge_threads && !AnyAggregation(request.options.metrics);  // the units fold them
@@ -102,7 +103,7 @@ cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, boo
   }
   load.metrics = request.options.metrics;
   // METRIC@AGG across an invocation's processes needs each process's tree.
-  load.keep_run_trees = AnyAggregation(request.options.metrics);
+  load.keep_run_trees = keep_run_trees || AnyAggregation(request.options.metrics);
   return query::LoadProfile(request.args.at(arg), request.db_path, load);
 }
 

@@ -94,8 +94,10 @@ cct::Status DeriveCommand(const ReportRequest& request, std::ostream& out);
 // GroupBy and OutputFormat), and the profile of args[0] loaded with the
 // request's --lines, --merge-threads and -m (for @iter=median and NAME=EXPR
 // definitions); `keep_lines` keeps source lines regardless. `arg` picks the
-// argument (tree loads each of its runs).
+// argument (tree loads each of its runs); `keep_run_trees` keeps a group's or
+// invocation's runs' own trees too (query::LoadOptions).
 cct::Result<ReportOptions> ParseReportOptions(const ReportRequest& request);
-cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg = 0);
+cct::Result<query::Profile> LoadRequestProfile(const ReportRequest& request, bool keep_lines, size_t arg = 0,
+                                               bool keep_run_trees = false);
 
 }  // namespace reports

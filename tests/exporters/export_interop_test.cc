@@ -217,62 +217,53 @@ TEST_CASE("pprof: Go's pprof reads the export and agrees with cct-query top --by
   CHECK(testutil::LineCount(derived.err) == 1);
 }
 
-TEST_CASE("csv export: one row per node with path, kind, location and every metric") {
+TEST_CASE("csv export: one row per node with run, path, kind, location, function and every metric") {
   testutil::TempDir dir;
   const std::string db = dir / "c.db";
   const cct::Tree fixture = PprofFixture();
-  interop::StoreRun(db, fixture, "csv-fixture");
+  const store::RunId id = interop::StoreRun(db, fixture, "csv-fixture");
   auto r = Query(db, {"export", "latest", "--to", "csv"});
   REQUIRE(r.exit_code == 0);
-  std::istringstream in(r.out);
-  std::string header;
-  std::getline(in, header);
-  CHECK(header ==
-        "node,parent,depth,kind,name,module,file,line,path,cputime (inc),cputime (exc),gker (inc),gker (exc),"
-        "gker:count (inc),gker:count (exc)");
-  std::vector<std::vector<std::string>> rows;
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells;
-    std::string cell;
-    bool quoted = false;
-    for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) {
-        cells.push_back(cell);
-        cell.clear();
-      } else cell.push_back(c);
-    }
-    cells.push_back(cell);
-    REQUIRE(cells.size() == 15);
-    rows.push_back(cells);
-  }
+  CHECK(r.out.substr(0, r.out.find('\n')) ==
+        "run,run_name,node,parent,depth,kind,name,function,module,file,line,path,cputime (inc),cputime (exc),"
+        "gker (inc),gker (exc),gker:count (inc),gker:count (exc)");
+  const auto rows = testutil::ReadCsvRows(r.out);
   CHECK(rows.size() == fixture.size() - 1);  // every node but the root
   bool saw_line = false, saw_helper = false;
   for (const auto& c : rows) {
-    if (c[4] == "inl_helper") {
+    REQUIRE(c.size() == 18);
+    CHECK(c.at("run") == std::to_string(id));
+    CHECK(c.at("run_name") == "csv-fixture");
+    if (c.at("name") == "inl_helper") {
       saw_helper = true;
-      CHECK(c[3] == "function");
-      CHECK(c[8] == "main;main;compute;inl_helper");
-      CHECK(c[2] == "4");
-      CHECK(std::stod(c[9]) == doctest::Approx(0.037));  // 30 + 7 ms, in seconds
-      CHECK(std::stod(c[10]) == doctest::Approx(0.030));
+      CHECK(c.at("kind") == "function");
+      CHECK(c.at("function") == "inl_helper");
+      CHECK(c.at("path") == "main;main;compute;inl_helper");
+      CHECK(c.at("depth") == "4");
+      CHECK(std::stod(c.at("cputime (inc)")) == doctest::Approx(0.037));  // 30 + 7 ms, in seconds
+      CHECK(std::stod(c.at("cputime (exc)")) == doctest::Approx(0.030));
     }
-    if (c[3] == "line") {
+    if (c.at("kind") == "line") {
+      // The statement's row names its function apart from the file:line.
       saw_line = true;
-      CHECK(c[6] == "src/kernels.cc");
-      CHECK(c[7] == "42");
+      CHECK(c.at("name") == "kernels.cc:42");
+      CHECK(c.at("function") == "compute");
+      CHECK(c.at("file") == "src/kernels.cc");
+      CHECK(c.at("line") == "42");
     }
-    if (c[4] == "void k1<float>(float*, int)") {
-      CHECK(c[3] == "kernel");
-      CHECK(std::stod(c[12]) == doctest::Approx(0.1));
-      CHECK(c[14] == "4");
+    if (c.at("kind") == "thread" || c.at("kind") == "nvtx" || c.at("kind") == "kernel") CHECK(c.at("function").empty());
+    if (c.at("name") == "void k1<float>(float*, int)") {
+      CHECK(c.at("kind") == "kernel");
+      CHECK(std::stod(c.at("gker (inc)")) == doctest::Approx(0.1));
+      CHECK(c.at("gker:count (exc)") == "4");
     }
   }
   CHECK(saw_line);
   CHECK(saw_helper);
   // A chosen metric only.
   auto one = Query(db, {"export", "latest", "--to", "csv", "-m", "gker"});
-  CHECK(one.out.substr(0, one.out.find('\n')) == "node,parent,depth,kind,name,module,file,line,path,gker (inc),gker (exc)");
+  CHECK(one.out.substr(0, one.out.find('\n')) ==
+        "run,run_name,node,parent,depth,kind,name,function,module,file,line,path,gker (inc),gker (exc)");
 }
 
 TEST_CASE("hatchet-json export --per-thread: graph + dataframe with rank/thread levels, read back by the importer") {

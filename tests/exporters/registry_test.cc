@@ -8,9 +8,9 @@
 #include "exporters/registry.h"
 
 TEST_CASE("the exporter registry lists cct-query export's formats") {
-  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv or speedscope".
-  const std::vector<std::string> expected = {"json",  "folded", "hatchet",   "hatchet-json",
-                                             "pprof", "csv",    "speedscope"};
+  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv, json-rows or speedscope".
+  const std::vector<std::string> expected = {"json", "folded", "hatchet",   "hatchet-json",
+                                             "pprof", "csv",   "json-rows", "speedscope"};
   const std::vector<exporters::ExporterInfo>& all = exporters::Exporters();
   REQUIRE(all.size() == expected.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -23,9 +23,12 @@ TEST_CASE("the exporter registry lists cct-query export's formats") {
     REQUIRE(found.ok());
     CHECK(*found == &all[i]);
     CHECK(static_cast<bool>(all[i].write));
+    // The table formats, and only they, write several runs into one file.
+    CHECK(static_cast<bool>(all[i].write_runs) == (expected[i] == "csv" || expected[i] == "json-rows"));
   }
-  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|speedscope");
-  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof, csv or speedscope");
+  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|json-rows|speedscope");
+  CHECK(exporters::ExporterNames(", ", " or ") ==
+        "json, folded, hatchet, hatchet-json, pprof, csv, json-rows or speedscope");
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
@@ -34,6 +37,7 @@ TEST_CASE("an unknown exporter is an error naming the known ones") {
     const cct::Status status = exporters::FindExporter(name).status();
     CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
     CHECK(status.message() == "unknown export format '" + std::string(name) +
-                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv or speedscope)");
+                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv, json-rows or "
+                                  "speedscope)");
   }
 }

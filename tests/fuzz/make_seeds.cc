@@ -14,6 +14,7 @@
 #include "store/iteration_codec.h"
 #include "store/run_file.h"
 #include "tests/fuzz/section_input.h"
+#include "tests/importers/hpctoolkit_sparse_writer.h"
 #include "tests/fuzz/seed_trees.h"
 
 namespace {
@@ -92,6 +93,12 @@ int main(int argc, char** argv) {
   }
   out_dir = argv[1];
   const cct::Tree small = fuzz::IterationTree(), rich = RichTree();
+
+  {
+    const hpcsparse_fixture::Database hpc = hpcsparse_fixture::SeedDatabase();
+    Write("hpctoolkit_sparse", "two-threads",
+          hpcsparse_fixture::FuzzInput(hpcsparse_fixture::MetaDb(hpc), hpcsparse_fixture::ProfileDb(hpc)));
+  }
 
   std::vector<cct::NodeId> ids;
   Write("tree_codec", "small", fuzz::SectionInput(store::EncodeTree(small)));
