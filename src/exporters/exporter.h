@@ -56,6 +56,7 @@ cct::Status ExportJsonRows(const query::Profile& profile, const ExportOptions& o
 // The table formats for several runs in one file, a row per (run, node).
 cct::Status ExportCsvRuns(const std::vector<TableRun>& runs, const ExportOptions& options, std::ostream& out);
 cct::Status ExportJsonRowsRuns(const std::vector<TableRun>& runs, const ExportOptions& options, std::ostream& out);
+cct::Status ExportSpeedscope(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 // The writers behind some of them (pprof.cc, hatchet_json.cc, csv.cc).
 // `progress` may be null.

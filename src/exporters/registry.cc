@@ -13,6 +13,8 @@ const std::vector<ExporterInfo>& Exporters() {
       {"pprof", ".pb.gz", "gzipped profile.proto (go tool pprof, Pyroscope, Speedscope)", &ExportPprof},
       {"csv", ".csv", "one row per run and node: path, frame and each metric's values", &ExportCsv, &ExportCsvRuns},
       {"json-rows", ".json", "the csv table as a JSON array of row objects", &ExportJsonRows, &ExportJsonRowsRuns},
+      {"speedscope", ".speedscope.json", "speedscope's JSON, one sampled profile per thread, of one additive metric",
+       &ExportSpeedscope},
   };
   return kExporters;
 }

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "cct/metric.h"
 #include "cct/tree_ops.h"
 #include "cctdb_config.h"
@@ -183,7 +185,14 @@ Result<ImportReport> ImportNewRun(const ImportRequest& request, const std::strin
   meta.state = store::RunState::kComplete;
   meta.start_time_ns = NowNs();
   meta.command = {request.file};
-  meta.tags = request.tags;
+  meta.tags = imported.tags;
+  for (const auto& [k, v] : request.tags) meta.tags[k] = v;
+  if (!imported.user.empty()) meta.user = imported.user;
+  if (imported.start_time_ns != 0) meta.start_time_ns = imported.start_time_ns;
+  if (!imported.globals.empty()) {
+    nlohmann::json& g = meta.extra["import_globals"];
+    for (const auto& [k, v] : imported.globals) g[k] = v;
+  }
   meta.host = store::HostName();
   meta.collector_version = CCTDB_VERSION;
   if (imported.skipped > 0) meta.diagnostics["import_skipped_records"] = static_cast<int64_t>(imported.skipped);

@@ -34,6 +34,14 @@ struct ImportResult {
   size_t skipped = 0;  // malformed records skipped (--skip-bad-lines)
   std::string first_skip;  // where the first skipped record was, for the report
   std::vector<std::string> notes;  // what the reader left out and why (ImportNewRun prints them)
+  // What the file says about the run (Caliper's globals and Adiak values):
+  // `tags` join the run's tags (--tag wins), `user` and `start_time_ns`
+  // (0: unknown) its metadata, `globals` are kept whole in its metadata's
+  // "import_globals" object.
+  std::map<std::string, std::string> tags;
+  std::map<std::string, std::string> globals;
+  std::string user;
+  int64_t start_time_ns = 0;
 };
 
 cct::Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options);
@@ -76,6 +84,12 @@ inline constexpr size_t kMaxPprofBytes = size_t{256} << 20;
 cct::Result<ImportResult> ImportPprof(const std::string& path, const ImportOptions& options);
 cct::Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string& where,
                                            const ImportOptions& options, size_t max_bytes = kMaxPprofBytes);
+// speedscope's JSON (speedscope.cc): each profile a thread node; the unit
+// picks the metric (time in ns, bytes, or samples), --metric renames it.
+cct::Result<ImportResult> ImportSpeedscope(const std::string& path, const ImportOptions& options);
+// Caliper's json-split and json output (caliper.cc): ranks and threads as
+// thread nodes, times in ns, globals as run metadata and tags.
+cct::Result<ImportResult> ImportCaliper(const std::string& path, const ImportOptions& options);
 
 // Nsight Compute: attaches the per-launch metrics of an `ncu --csv --page raw`
 // export (also the long `--page details` layout) to the kernel nodes of a
@@ -175,6 +189,8 @@ cct::Result<ImportReport> ImportCuptiRawRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportPerfRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportNsysRun(const ImportRequest& request);
 cct::Result<ImportReport> ImportPprofRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportSpeedscopeRun(const ImportRequest& request);
+cct::Result<ImportReport> ImportCaliperRun(const ImportRequest& request);
 
 // The flow of folded, hatchet and hpctoolkit: reads the input with `read`
 // and stores the tree as a new run named after the file (or --name), source

@@ -33,6 +33,33 @@ const std::vector<ImporterInfo>& Importers() {
        "meta.db + profile.db); one run, ranks and threads as thread nodes,\n"
        "HPCToolkit's metric names",
        ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportHpctoolkitRun},
+      {"caliper", {".json", ".cali.json"}, "Caliper json-split or json output (cali-query)",
+       "Caliper's `cali-query -q \"format json-split\"` or `format json`\n"
+       "output: paths as frames, ranks and threads as thread nodes, times in\n"
+       "ns, Caliper globals and Adiak values as run metadata and tags",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "unit", "skip-bad-lines"}, &ImportCaliperRun},
+      {"perf", {".data", ".txt", ".perf"}, "Linux perf: perf.data (needs perf installed) or `perf script` text",
+       "Linux perf: a perf.data file (perf script runs on it; needs perf)\n"
+       "or the text of `perf script` (default or -F layouts, callchains\n"
+       "or not, srcline lines); threads by comm, dso kept as module, each\n"
+       "event's periods a metric (cpu-clock, task-clock: cputime), samples",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPerfRun},
+      {"pprof", {".pb.gz", ".pprof", ".pb"}, "a pprof profile (profile.proto, gzipped or not)",
+       "pprof's profile.proto, gzipped or not (Go's runtime/pprof, go tool\n"
+       "pprof -proto, gperftools, cct-query export --to pprof): a metric per\n"
+       "sample type, inlined frames, the leaf's source line, thread labels",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPprofRun},
+      {"speedscope", {".speedscope.json", ".json"}, "speedscope JSON (py-spy, rbspy, speedscope, --to speedscope)",
+       "speedscope's JSON file format (py-spy, rbspy, speedscope, our --to\n"
+       "speedscope): each profile a thread node, sampled or evented; the unit\n"
+       "gives the metric (time in ns, bytes, samples), --metric renames it",
+       ImportProduces::kNewRun, {"name", "tag", "metric", "skip-bad-lines"}, &ImportSpeedscopeRun},
+      {"nsys", {".sqlite"}, "an Nsight Systems report exported to SQLite (nsys export --type sqlite)",
+       "an Nsight Systems report exported with `nsys export --type sqlite`:\n"
+       "threads, NVTX ranges, each CUDA call that launched GPU work (in\n"
+       "the range open at its start, below its backtrace where recorded)\n"
+       "with its kernels, copies, memsets and syncs, CPU samples",
+       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportNsysRun},
       {"ncu-csv", {".csv"}, "Nsight Compute CSV metrics attached to a run's kernel nodes",
        "Nsight Compute `ncu --csv --page raw` output: attaches the kernels'\n"
        "metrics to the kernel nodes of an existing run (--run RUN)",
@@ -49,23 +76,6 @@ const std::vector<ImporterInfo>& Importers() {
        &CuptiRawUnavailable
 #endif
       },
-      {"perf", {".data", ".txt", ".perf"}, "Linux perf: perf.data (needs perf installed) or `perf script` text",
-       "Linux perf: a perf.data file (perf script runs on it; needs perf)\n"
-       "or the text of `perf script` (default or -F layouts, callchains\n"
-       "or not, srcline lines); threads by comm, dso kept as module, each\n"
-       "event's periods a metric (cpu-clock, task-clock: cputime), samples",
-       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPerfRun},
-      {"nsys", {".sqlite"}, "an Nsight Systems report exported to SQLite (nsys export --type sqlite)",
-       "an Nsight Systems report exported with `nsys export --type sqlite`:\n"
-       "threads, NVTX ranges, each CUDA call that launched GPU work (in\n"
-       "the range open at its start, below its backtrace where recorded)\n"
-       "with its kernels, copies, memsets and syncs, CPU samples",
-       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportNsysRun},
-      {"pprof", {".pb.gz", ".pprof", ".pb"}, "a pprof profile (profile.proto, gzipped or not)",
-       "pprof's profile.proto, gzipped or not (Go's runtime/pprof, go tool\n"
-       "pprof -proto, gperftools, cct-query export --to pprof): a metric per\n"
-       "sample type, inlined frames, the leaf's source line, thread labels",
-       ImportProduces::kNewRun, {"name", "tag", "skip-bad-lines"}, &ImportPprofRun},
   };
   return kImporters;
 }

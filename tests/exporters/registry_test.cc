@@ -8,8 +8,9 @@
 #include "exporters/registry.h"
 
 TEST_CASE("the exporter registry lists cct-query export's formats") {
-  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv or json-rows".
-  const std::vector<std::string> expected = {"json", "folded", "hatchet", "hatchet-json", "pprof", "csv", "json-rows"};
+  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv, json-rows or speedscope".
+  const std::vector<std::string> expected = {"json", "folded", "hatchet",   "hatchet-json",
+                                             "pprof", "csv",   "json-rows", "speedscope"};
   const std::vector<exporters::ExporterInfo>& all = exporters::Exporters();
   REQUIRE(all.size() == expected.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -25,16 +26,18 @@ TEST_CASE("the exporter registry lists cct-query export's formats") {
     // The table formats, and only they, write several runs into one file.
     CHECK(static_cast<bool>(all[i].write_runs) == (expected[i] == "csv" || expected[i] == "json-rows"));
   }
-  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|json-rows");
-  CHECK(exporters::ExporterNames(", ", " or ") == "json, folded, hatchet, hatchet-json, pprof, csv or json-rows");
+  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|json-rows|speedscope");
+  CHECK(exporters::ExporterNames(", ", " or ") ==
+        "json, folded, hatchet, hatchet-json, pprof, csv, json-rows or speedscope");
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
-  for (const char* name : {"speedscope", "JSON", ""}) {
+  for (const char* name : {"flamegraph", "JSON", ""}) {
     CAPTURE(name);
     const cct::Status status = exporters::FindExporter(name).status();
     CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
     CHECK(status.message() == "unknown export format '" + std::string(name) +
-                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv or json-rows)");
+                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv, json-rows or "
+                                  "speedscope)");
   }
 }

@@ -9,8 +9,9 @@
 #include "importers/registry.h"
 
 TEST_CASE("the importer registry lists cct-import's formats") {
-  // docs/cli.md, cct-import: "Formats: folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys, pprof".
-  const std::vector<std::string> expected = {"folded", "hatchet", "hpctoolkit", "ncu-csv", "cupti-raw", "perf", "nsys", "pprof"};
+  // docs/cli.md, cct-import's "Formats:".
+  const std::vector<std::string> expected = {"folded", "hatchet", "hpctoolkit", "caliper", "perf",
+                                             "pprof",  "speedscope", "nsys", "ncu-csv", "cupti-raw"};
   std::vector<std::string> names;
   for (const importers::ImporterInfo& i : importers::Importers()) {
     names.emplace_back(i.name);
@@ -23,7 +24,8 @@ TEST_CASE("the importer registry lists cct-import's formats") {
     CHECK(attaches == (std::find(i.options.begin(), i.options.end(), "run") != i.options.end()));
   }
   CHECK(names == expected);
-  CHECK(importers::ImporterNames() == "folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys or pprof");
+  CHECK(importers::ImporterNames() ==
+        "folded, hatchet, hpctoolkit, caliper, perf, pprof, speedscope, nsys, ncu-csv or cupti-raw");
   for (const std::string& n : expected) {
     auto found = importers::FindImporter(n);
     REQUIRE(found.ok());
@@ -32,9 +34,10 @@ TEST_CASE("the importer registry lists cct-import's formats") {
 }
 
 TEST_CASE("an unknown importer is an error naming the known ones") {
-  auto found = importers::FindImporter("caliper");
+  auto found = importers::FindImporter("tau");
   REQUIRE(!found.ok());
   CHECK(found.status().code() == cct::ErrorCode::kInvalidArgument);
   CHECK(found.status().message() ==
-        "unknown format 'caliper' (expected folded, hatchet, hpctoolkit, ncu-csv, cupti-raw, perf, nsys or pprof)");
+        "unknown format 'tau' (expected folded, hatchet, hpctoolkit, caliper, perf, pprof, speedscope, nsys, "
+        "ncu-csv or cupti-raw)");
 }
