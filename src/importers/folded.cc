@@ -56,14 +56,7 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
     cct::Unit unit;
     double scale = 1;
     CCT_RETURN_IF_ERROR(ResolveImportUnit(metric_name, unit_name, unit, scale));
-    cct::MetricDesc desc;
-    if (const cct::MetricDesc* known = cct::FindStandardMetric(metric_name)) desc = *known;
-    desc.name = metric_name;
-    desc.unit = unit;
-    desc.kind = cct::MetricKind::kAdditive;
-    desc.formula.clear();
-    if (desc.description.empty()) desc.description = "imported from folded stacks";
-    CCT_ASSIGN_OR_RETURN(metric, tree.metrics().Register(desc));
+    CCT_ASSIGN_OR_RETURN(metric, RegisterImportedMetric(tree, metric_name, unit, "imported from folded stacks"));
     metric_scale = scale;
     return Status::Ok();
   };

@@ -347,14 +347,7 @@ Result<ImportResult> ImportHatchetDocument(const std::string& path, const Import
     std::optional<std::string> u = base == options.metric ? options.unit : std::nullopt;
     if (!u && known && known->unit == cct::Unit::kNanoseconds) u = "s";
     if (u || known) CCT_RETURN_IF_ERROR(ResolveImportUnit(base, u, unit, scale));
-    cct::MetricDesc d;
-    if (known && known->kind == cct::MetricKind::kAdditive) d = *known;
-    d.name = base;
-    d.unit = unit;
-    d.kind = cct::MetricKind::kAdditive;
-    d.formula.clear();
-    if (d.description.empty()) d.description = "imported from Hatchet";
-    CCT_ASSIGN_OR_RETURN(cct::MetricId id, tree.metrics().Register(d));
+    CCT_ASSIGN_OR_RETURN(cct::MetricId id, RegisterImportedMetric(tree, base, unit, "imported from Hatchet"));
     metric[base] = {id, scale};
     bases.push_back(base);
   }

@@ -102,7 +102,7 @@ Status PieceChecker::Feed(const char* data, size_t len) {
   return Status::Ok();
 }
 
-Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> limit) {
+Result<int> OpenInputFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
@@ -114,6 +114,13 @@ Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> 
     ::close(fd);
     return cct::IoError(path + ": not a regular file");
   }
+  return fd;
+}
+
+Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> limit) {
+  CCT_ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) st.st_size = 0;
   std::string data;
   // The announced size up front, but only up to a piece's limit when there
   // is one: the file may be one endless piece.
@@ -134,6 +141,19 @@ Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> 
   }
   ::close(fd);
   return data;
+}
+
+Result<cct::MetricId> RegisterImportedMetric(cct::Tree& tree, const std::string& name, cct::Unit unit,
+                                             const std::string& description) {
+  cct::MetricDesc desc;
+  const cct::MetricDesc* known = cct::FindStandardMetric(name);
+  if (known && known->kind == cct::MetricKind::kAdditive) desc = *known;
+  desc.name = name;
+  desc.unit = unit;
+  desc.kind = cct::MetricKind::kAdditive;
+  desc.formula.clear();
+  if (desc.description.empty()) desc.description = description;
+  return tree.metrics().Register(desc);
 }
 
 Status ResolveImportUnit(const std::string& metric, const std::optional<std::string>& unit, cct::Unit& out,

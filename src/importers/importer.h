@@ -110,6 +110,12 @@ struct NcuAttachResult {
 cct::Result<NcuAttachResult> AttachNcuMetrics(const std::string& csv_path, cct::Tree& tree,
                                               const NcuAttachOptions& options);
 
+// Registers an imported additive metric in `tree`: the catalog's description
+// (and display settings) when `name` is an additive metric of the catalog,
+// else `description`; `unit` as resolved (ResolveImportUnit).
+cct::Result<cct::MetricId> RegisterImportedMetric(cct::Tree& tree, const std::string& name, cct::Unit unit,
+                                                  const std::string& description);
+
 // Resolves --unit for a metric: the catalog's unit for known names, else the
 // given unit (default: count). `scale` converts input numbers to stored ones.
 cct::Status ResolveImportUnit(const std::string& metric, const std::optional<std::string>& unit, cct::Unit& out,
@@ -134,6 +140,10 @@ struct PieceLimit {
 // The longest piece an importer takes (a folded stack of 4096 frames of
 // 4 KiB names is 16 MiB; names are stored cut at 64 KiB anyway).
 inline constexpr size_t kMaxLineBytes = size_t{16} << 20;
+
+// Opens an input file for reading: its descriptor (the caller closes it), or
+// kNotFound / kIo naming the path (a directory is "not a regular file").
+cct::Result<int> OpenInputFile(const std::string& path);
 
 // Reads a whole file (kIo / kNotFound on failure), with `limit` when given.
 cct::Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> limit = std::nullopt);

@@ -544,17 +544,7 @@ Result<ImportResult> ParsePerfScript(std::string_view text, const std::string& n
 }
 
 Result<ImportResult> ImportPerf(const std::string& path, const ImportOptions& options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ENOENT) return cct::NotFound(path + ": no such file");
-    return cct::IoError(path + ": " + std::strerror(e));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return cct::IoError(path + ": not a regular file");
-  }
+  CCT_ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
   // The magic decides: perf.data (PERFILE2; PERFFILE for version 1) goes
   // through perf, anything else is read as perf script's text.
   char head[8];
@@ -574,7 +564,8 @@ Result<ImportResult> ImportPerf(const std::string& path, const ImportOptions& op
     ::close(fd);
     s = RunPerfScript(path, lines, progress);
   } else if (s.ok()) {
-    if (S_ISREG(st.st_mode)) progress.SetTotal(static_cast<uint64_t>(st.st_size));
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) progress.SetTotal(static_cast<uint64_t>(st.st_size));
     s = PumpPerfText(fd, path, magic, lines, progress);
     ::close(fd);
   } else {

@@ -170,17 +170,10 @@ class PprofReader {
         name = "pprof:" + std::string(type);
         CCT_RETURN_IF_ERROR(ResolveImportUnit(name, u, stored, scale));
       }
-      cct::MetricDesc desc;
-      if (const cct::MetricDesc* known = cct::FindStandardMetric(name)) desc = *known;
-      desc.name = name;
-      desc.unit = stored;
-      desc.kind = cct::MetricKind::kAdditive;
-      desc.formula.clear();
-      if (desc.description.empty())
-        desc.description = "imported from pprof sample type " + std::string(type) + " (" + std::string(unit) + ")";
       if (tree_.metrics().Find(name) != cct::kNoMetric)
         return Bad(what + ": " + std::string(type) + " is metric " + name + ", which an earlier sample type is");
-      auto id = tree_.metrics().Register(desc);
+      auto id = RegisterImportedMetric(
+          tree_, name, stored, "imported from pprof sample type " + std::string(type) + " (" + std::string(unit) + ")");
       if (!id.ok()) return Bad(what + ": " + id.status().message());
       metrics_.push_back(*id);
       scales_.push_back(scale);

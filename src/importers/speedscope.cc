@@ -423,12 +423,7 @@ constexpr SsUnit kSsUnits[] = {
 }  // namespace
 
 Result<ImportResult> ImportSpeedscope(const std::string& path, const ImportOptions& options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ENOENT) return cct::NotFound(path + ": no such file");
-    return cct::IoError(path + ": " + std::strerror(e));
-  }
+  CCT_ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
   SpeedscopeSax sax(path, options);
   PieceChecker checker(path, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes});
   CheckedFileBuf buf(fd, checker);
