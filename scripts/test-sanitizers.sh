@@ -124,6 +124,12 @@ for stage in $stages; do
       # nothing of ours the other flame tests do not.
       SAN_EXCLUDE+=",flame: headless Chromium renders it*,flame: hostile frame names*"
       SAN_EXCLUDE+=",flame: in headless Chromium*,flame: screenshots*"
+      # Time: speedscope's own page in Chromium (the export's file is checked
+      # against the schema by the round-trip case here too), and a 16 MiB
+      # speedscope string through the JSON token limit (12 s under ASan; the
+      # piece_checker and speedscope fuzz targets cover that code).
+      SAN_EXCLUDE+=",speedscope export: speedscope itself shows our frames*"
+      SAN_EXCLUDE+=",speedscope import: a JSON string over the token limit*"
       # Time: these run cct-query hundreds of times on damaged files (the
       # tools' answers, not the library's memory safety, which the
       # database fuzz target covers under ASan).
@@ -134,7 +140,7 @@ for stage in $stages; do
       SAN_EXCLUDE+=",gpu raw dump: payloads damaged behind valid checksums*,importers: 100*"
       # Two shards at once, split by source folder into halves of about
       # equal time (the binary runs its tests one after another).
-      shard_a="*/cct/*,*/collector/*,*/diff/*,*/exporters/*"
+      shard_a="*/cct/*,*/collector/*,*/diff/*,*/exporters/*,*/query/*"
       log_a=$(mktemp)
       log_b=$(mktemp)
       san_shard "$log_a" --source-file="$shard_a" &
