@@ -188,7 +188,9 @@ def test_tree_matches_csv_export(db_path):
     assert list(df["kind"].astype(str)) == list(ref["kind"])
     parent = [-1 if p == "" else int(p) for p in ref["parent"]]
     assert list(df["parent"]) == parent
-    for c in ref.columns[9:]:
+    metric_columns = [c for c in ref.columns if c.endswith(" (inc)") or c.endswith(" (exc)")]
+    assert metric_columns and metric_columns == [c for c in df.columns if c in metric_columns]
+    for c in metric_columns:
         assert np.allclose(df[c].to_numpy(), pd.to_numeric(ref[c]).to_numpy(), rtol=1e-9, atol=1e-12, equal_nan=True)
 
 
