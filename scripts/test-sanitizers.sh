@@ -7,7 +7,7 @@
 #                 (cctdb-san-tests, tests/meson.build) and the collector
 #                 tests that examine this build's own binaries (SAN_EXCLUDE);
 #                 two shards at once (by source folder)
-#   2. fuzz       every libFuzzer target for CCT_FUZZ_SECONDS (default 3)
+#   2. fuzz       every libFuzzer target for CCT_FUZZ_SECONDS (default 2)
 #                 from its corpus, two at a time (meson test --suite fuzz)
 #   3. tsan       tests/tsan/tsan_test.cc under ThreadSanitizer
 # Only the targets those need are built.
@@ -23,8 +23,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${CCT_JOBS:-2}
-# 3 s per target keeps CI under 20 minutes on 2 cores (docs: tests/fuzz/README.md).
-export CCT_FUZZ_SECONDS=${CCT_FUZZ_SECONDS:-3}
+# 2 s per target keeps CI under 20 minutes on 2 cores (docs: tests/fuzz/README.md).
+export CCT_FUZZ_SECONDS=${CCT_FUZZ_SECONDS:-2}
 stages=${CCT_SAN_STAGES:-san-tests fuzz tsan}
 build_only=0
 case "${1:-}" in
@@ -124,12 +124,6 @@ for stage in $stages; do
       # nothing of ours the other flame tests do not.
       SAN_EXCLUDE+=",flame: headless Chromium renders it*,flame: hostile frame names*"
       SAN_EXCLUDE+=",flame: in headless Chromium*,flame: screenshots*"
-      # Time: speedscope's own page in Chromium (the export's file is checked
-      # against the schema by the round-trip case here too), and a 16 MiB
-      # speedscope string through the JSON token limit (12 s under ASan; the
-      # piece_checker and speedscope fuzz targets cover that code).
-      SAN_EXCLUDE+=",speedscope export: speedscope itself shows our frames*"
-      SAN_EXCLUDE+=",speedscope import: a JSON string over the token limit*"
       # Time: these run cct-query hundreds of times on damaged files (the
       # tools' answers, not the library's memory safety, which the
       # database fuzz target covers under ASan).
