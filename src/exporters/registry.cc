@@ -19,23 +19,31 @@ const std::vector<ExporterInfo>& Exporters() {
   return kExporters;
 }
 
-std::string ExporterNames(std::string_view separator, std::string_view last) {
+namespace {
+
+// The names of the exporters `pick` takes, joined by `separator`, the last
+// one by `last`.
+template <typename Pick>
+std::string JoinExporterNames(std::string_view separator, std::string_view last, Pick pick) {
+  std::vector<std::string_view> names;
+  for (const ExporterInfo& e : Exporters())
+    if (pick(e)) names.push_back(e.name);
   std::string out;
-  const std::vector<ExporterInfo>& all = Exporters();
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i > 0) out += i + 1 == all.size() ? last : separator;
-    out += all[i].name;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? last : separator;
+    out += names[i];
   }
   return out;
 }
 
+}  // namespace
+
+std::string ExporterNames(std::string_view separator, std::string_view last) {
+  return JoinExporterNames(separator, last, [](const ExporterInfo&) { return true; });
+}
+
 std::string SeveralRunsExporterNames() {
-  std::vector<std::string_view> names;
-  for (const ExporterInfo& e : Exporters())
-    if (e.write_runs) names.push_back(e.name);
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
-  return out;
+  return JoinExporterNames(", ", " and ", [](const ExporterInfo& e) { return e.write_runs != nullptr; });
 }
 
 cct::Result<const ExporterInfo*> FindExporter(std::string_view name) {
