@@ -457,7 +457,7 @@ Result<ImportResult> ImportCaliper(const std::string& path, const ImportOptions&
     CaliperReader reader(path, options);
     return reader.Read();
   } catch (const json::exception& e) {
-    return cct::BadInput(path + ": unexpected JSON structure (" + e.what() + ")");
+    return cct::BadInput(path + ": unexpected JSON structure (" + cct::ElideMiddle(e.what(), 200, true) + ")");
   }
 }
 

@@ -24,6 +24,7 @@
 // does not add it twice.
 #include <algorithm>
 #include <cmath>
+#include <istream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -302,16 +303,25 @@ Result<ImportResult> ImportHatchet(const std::string& path, const ImportOptions&
   try {
     return ImportHatchetDocument(path, options);
   } catch (const json::exception& e) {
-    return cct::BadInput(path + ": unexpected JSON structure (" + e.what() + ")");
+    return cct::BadInput(path + ": unexpected JSON structure (" + cct::ElideMiddle(e.what(), 200, true) + ")");
   }
 }
 
 namespace {
 
 Result<ImportResult> ImportHatchetDocument(const std::string& path, const ImportOptions& options) {
-  CCT_ASSIGN_OR_RETURN(std::string text, ReadFile(path, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes}));
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return cct::BadInput(path + ": not valid JSON");
+  CCT_ASSIGN_OR_RETURN(auto buf, InputFileBuf::Open(path, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes}));
+  std::istream in(buf.get());
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::exception& e) {
+    CCT_RETURN_IF_ERROR(buf->status());  // a read error or an overlong token ended the stream
+    if (const auto* syntax = dynamic_cast<const json::parse_error*>(&e)) return JsonSyntaxError(path, syntax->byte, e.what());
+    return cct::BadInput(path + ": " + cct::ElideMiddle(e.what(), 200, true));  // a number out of range
+  }
+  CCT_RETURN_IF_ERROR(buf->status());
+  buf.reset();  // the progress line ends with the reading
   std::vector<HNode> nodes;
   if (doc.is_array()) {
     CCT_RETURN_IF_ERROR(ParseLiteral(doc, path, nodes));

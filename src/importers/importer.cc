@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cct/metric.h"
+#include "cct/text.h"
 #include "cct/tree_ops.h"
 #include "cctdb_config.h"
 #include "store/database.h"
@@ -141,6 +142,73 @@ Result<std::string> ReadFile(const std::string& path, std::optional<PieceLimit> 
   }
   ::close(fd);
   return data;
+}
+
+InputFileBuf::InputFileBuf(int fd, std::string path, uint64_t size, std::optional<PieceLimit> limit)
+    : fd_(fd),
+      path_(std::move(path)),
+      size_(size),
+      progress_(output::Progress::ForStderr("importing " + path_)),
+      buf_(size_t{1} << 20) {
+  if (limit) checker_.emplace(path_, *limit);
+  progress_.SetTotal(size_);
+}
+
+InputFileBuf::~InputFileBuf() {
+  progress_.Finish();
+  ::close(fd_);
+}
+
+Result<std::unique_ptr<InputFileBuf>> InputFileBuf::Open(const std::string& path, std::optional<PieceLimit> limit) {
+  CCT_ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
+  struct stat st {};
+  const uint64_t size = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  return std::unique_ptr<InputFileBuf>(new InputFileBuf(fd, path, size, limit));
+}
+
+bool InputFileBuf::Fill() {
+  if (!status_.ok()) return false;
+  ssize_t n;
+  do n = ::read(fd_, buf_.data(), buf_.size());
+  while (n < 0 && errno == EINTR);
+  if (n < 0) status_ = cct::IoError(path_ + ": " + std::strerror(errno));
+  if (n <= 0) return false;
+  if (checker_) status_ = checker_->Feed(buf_.data(), static_cast<size_t>(n));
+  if (!status_.ok()) return false;
+  done_ += static_cast<uint64_t>(n);
+  // One chunk is a megabyte: tick on each, the bar moves smoothly.
+  progress_.Update(done_);
+  progress_.Tick();
+  setg(buf_.data(), buf_.data(), buf_.data() + n);
+  return true;
+}
+
+InputFileBuf::int_type InputFileBuf::underflow() {
+  if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+  if (!Fill()) return traits_type::eof();
+  return traits_type::to_int_type(*gptr());
+}
+
+Result<std::string_view> InputFileBuf::Next() {
+  if (gptr() < egptr()) {  // what underflow() read but nobody took
+    std::string_view rest(gptr(), static_cast<size_t>(egptr() - gptr()));
+    setg(eback(), egptr(), egptr());
+    return rest;
+  }
+  if (!Fill()) {
+    if (!status_.ok()) return status_;
+    return std::string_view();
+  }
+  std::string_view chunk(gptr(), static_cast<size_t>(egptr() - gptr()));
+  setg(eback(), egptr(), egptr());
+  return chunk;
+}
+
+Status JsonSyntaxError(const std::string& path, size_t byte, const std::string& what) {
+  std::string_view why = what;
+  if (const size_t c = why.find("syntax error"); c != std::string_view::npos) why = why.substr(c);
+  // nlohmann quotes what it last read: a whole overlong token, at worst.
+  return cct::BadInput(path + ": not valid JSON at byte " + std::to_string(byte) + " (" + cct::ElideMiddle(why, 200, true) + ")");
 }
 
 Result<cct::MetricId> RegisterImportedMetric(cct::Tree& tree, const std::string& name, cct::Unit unit,

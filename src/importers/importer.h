@@ -10,14 +10,17 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <streambuf>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cct/status.h"
 #include "cct/tree.h"
+#include "output/progress.h"
 #include "store/lmdb_env.h"  // kDatabaseFileMode
 
 namespace importers {
@@ -166,6 +169,51 @@ class PieceChecker {
   bool in_piece_ = true;      // lines and markup: always; JSON: inside a token
   bool in_string_ = false, escaped_ = false;  // JSON
 };
+
+// An input file as a std::streambuf read in 1 MiB chunks, for parsers that
+// take a std::istream (nlohmann's SAX parser) or pull chunks (Next()). Each
+// chunk passes a PieceChecker when a limit is given, and counts toward the
+// progress line "importing PATH" on a terminal: a bar against the file's
+// size, so a multi-gigabyte import shows how far it is. Owns the descriptor
+// and the progress line (erased when the import ends). Not thread-safe.
+class InputFileBuf : public std::streambuf {
+ public:
+  static cct::Result<std::unique_ptr<InputFileBuf>> Open(const std::string& path,
+                                                         std::optional<PieceLimit> limit = std::nullopt);
+  ~InputFileBuf() override;
+  InputFileBuf(const InputFileBuf&) = delete;
+  InputFileBuf& operator=(const InputFileBuf&) = delete;
+
+  // The next chunk, empty at the end of the file (pull readers; do not mix
+  // with reading through a std::istream).
+  cct::Result<std::string_view> Next();
+  // Ok, or what ended the stream early: a read error (kIo naming the path)
+  // or a piece over the limit (kBadInput). A parser reading through a
+  // std::istream sees only the end of the stream; check this first.
+  const cct::Status& status() const { return status_; }
+  uint64_t size() const { return size_; }  // the file's size when opened (0: unknown)
+  output::Progress& progress() { return progress_; }
+
+ protected:
+  int_type underflow() override;
+
+ private:
+  InputFileBuf(int fd, std::string path, uint64_t size, std::optional<PieceLimit> limit);
+  bool Fill();
+
+  int fd_;
+  std::string path_;
+  uint64_t size_, done_ = 0;
+  std::optional<PieceChecker> checker_;
+  output::Progress progress_;
+  std::vector<char> buf_;
+  cct::Status status_ = cct::Status::Ok();
+};
+
+// kBadInput "PATH: not valid JSON at byte N (syntax error ...)" from what
+// nlohmann's parse_error says (its message trimmed to the syntax error):
+// the one message every JSON importer gives for broken JSON.
+cct::Status JsonSyntaxError(const std::string& path, size_t byte, const std::string& what);
 
 // What a front end asks of an import flow (importers/registry.h): the
 // command line's values, already parsed.

@@ -15,14 +15,11 @@
 // read) plus one profile's weights, never a DOM of the file. Producers write
 // "profiles" before "shared" (py-spy, rbspy), so frames are resolved at the
 // end.
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <istream>
 #include <nlohmann/json.hpp>
-#include <streambuf>
 
 #include "cct/flat_index.h"
 #include "cct/metric.h"
@@ -35,34 +32,6 @@ using cct::Result;
 using cct::Status;
 
 namespace {
-
-// A file read in chunks through a PieceChecker: the parser never holds more
-// than one token longer than the limit before the checker stops it.
-class CheckedFileBuf : public std::streambuf {
- public:
-  CheckedFileBuf(int fd, PieceChecker& checker) : fd_(fd), checker_(checker), buf_(size_t{1} << 20) {}
-  const Status& status() const { return status_; }
-
- protected:
-  int_type underflow() override {
-    if (!status_.ok()) return traits_type::eof();
-    ssize_t n;
-    do n = ::read(fd_, buf_.data(), buf_.size());
-    while (n < 0 && errno == EINTR);
-    if (n < 0) status_ = cct::IoError(std::string("read: ") + std::strerror(errno));
-    if (n <= 0) return traits_type::eof();
-    status_ = checker_.Feed(buf_.data(), static_cast<size_t>(n));
-    if (!status_.ok()) return traits_type::eof();
-    setg(buf_.data(), buf_.data(), buf_.data() + n);
-    return traits_type::to_int_type(buf_[0]);
-  }
-
- private:
-  int fd_;
-  PieceChecker& checker_;
-  std::vector<char> buf_;
-  Status status_ = Status::Ok();
-};
 
 constexpr uint32_t kNoTrie = UINT32_MAX;
 
@@ -143,9 +112,7 @@ class SpeedscopeSax {
   bool start_array(size_t) { return Open(false); }
   bool end_array() { return Close(); }
   bool parse_error(size_t pos, const std::string&, const nlohmann::detail::exception& e) {
-    std::string what = e.what();
-    if (const size_t c = what.find("syntax error"); c != std::string::npos) what = what.substr(c);
-    error = cct::BadInput(path_ + ": not valid JSON at byte " + std::to_string(pos) + " (" + what + ")");
+    error = JsonSyntaxError(path_, pos, e.what());
     return false;
   }
 
@@ -423,22 +390,16 @@ constexpr SsUnit kSsUnits[] = {
 }  // namespace
 
 Result<ImportResult> ImportSpeedscope(const std::string& path, const ImportOptions& options) {
-  CCT_ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
+  CCT_ASSIGN_OR_RETURN(auto buf, InputFileBuf::Open(path, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes}));
   SpeedscopeSax sax(path, options);
-  PieceChecker checker(path, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes});
-  CheckedFileBuf buf(fd, checker);
-  std::istream in(&buf);
+  std::istream in(buf.get());
   bool parsed = false;
   try {
     parsed = nlohmann::json::sax_parse(in, &sax);
   } catch (const std::exception& e) {  // nlohmann on input it cannot adapt; never expected
-    ::close(fd);
-    return cct::BadInput(path + ": " + e.what());
+    return cct::BadInput(path + ": " + cct::ElideMiddle(e.what(), 200, true));
   }
-  ::close(fd);
-  if (!buf.status().ok()) return buf.status().code() == cct::ErrorCode::kIo
-                                     ? cct::IoError(path + ": " + buf.status().message())
-                                     : buf.status();
+  CCT_RETURN_IF_ERROR(buf->status());
   if (!sax.error.ok()) return sax.error;
   if (!parsed) return cct::BadInput(path + ": not valid JSON");
   if (!sax.saw_profiles || !sax.saw_shared)
