@@ -20,14 +20,18 @@
 //   "[nvtx] X", "[gpu-op] X", "[kernel] X" (how cct-query's export keeps
 //   non-function frames visible) become frames of that kind again.
 //
-// The decompressed profile is parsed whole by libprotobuf, so its size is
-// bounded (kMaxPprofBytes): decompression stops at the limit. Malformed input
+// The file is gunzipped as libprotobuf parses it, chunk by chunk; the parsed
+// message is held whole (the string table and the locations a sample names
+// may come after it), so its size is bounded (kMaxPprofBytes): decompression
+// stops at the limit. Malformed input
 // (no protobuf, ids or string indices that do not exist) is kBadInput naming
 // the file and what is wrong; --skip-bad-lines skips bad samples only.
 #include <zlib.h>
 
+#include <google/protobuf/io/zero_copy_stream.h>
+
 #include <cmath>
-#include <filesystem>
+#include <functional>
 #include <unordered_map>
 
 #include "cct/metric.h"
@@ -47,47 +51,134 @@ namespace {
 
 namespace ppb = perftools::profiles;
 
-// Inflates a gzip stream (members one after another, as gzip allows) into
-// `out`, failing once it would exceed `limit` bytes.
-Status PprofGunzip(const std::string& where, std::string_view in, size_t limit, std::string& out) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Status(cct::ErrorCode::kInternal, "zlib: inflateInit2 failed");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  out.clear();
-  Status status = Status::Ok();
-  for (;;) {
-    if (out.size() == limit) {
-      status = cct::BadInput(where + ": decompresses to more than " + std::to_string(limit >> 20) +
-                             " MiB, the most a pprof profile may hold here");
-      break;
-    }
-    const size_t chunk = std::min<size_t>(limit - out.size(), size_t{1} << 20);
-    const size_t before = out.size();
-    out.resize(before + chunk);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + before);
-    zs.avail_out = static_cast<uInt>(chunk);
-    const int rc = inflate(&zs, Z_NO_FLUSH);
-    out.resize(before + chunk - zs.avail_out);
-    if (rc == Z_STREAM_END) {
-      if (zs.avail_in == 0) break;
-      inflateReset(&zs);  // another gzip member follows
-      continue;
-    }
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-      status = cct::BadInput(where + ": the gzip stream is cut short (after " + std::to_string(out.size()) +
-                             " decompressed bytes)");
-      break;
-    }
-    if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status = cct::BadInput(where + ": not a valid gzip stream at compressed byte " +
-                             std::to_string(in.size() - zs.avail_in) + " (" + (zs.msg ? zs.msg : "zlib error") + ")");
-      break;
-    }
+// The bytes of a profile as libprotobuf parses them: read chunk by chunk
+// from `next` (the file, or bytes in memory) and gunzipped on the fly when
+// they start with gzip's magic (members one after another, as gzip allows),
+// so neither the compressed nor the decompressed file is ever held whole.
+// More than `limit` bytes (decompressed) ends the stream with an error, as
+// does a damaged or cut-short gzip stream: protobuf then sees the end of its
+// input, and status() says why.
+class PprofInputStream : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  using NextChunk = std::function<Result<std::string_view>()>;
+  PprofInputStream(std::string where, NextChunk next, size_t limit)
+      : where_(std::move(where)), next_(std::move(next)), limit_(limit) {}
+  ~PprofInputStream() override {
+    if (gzip_) inflateEnd(&zs_);
   }
-  inflateEnd(&zs);
-  return status;
-}
+
+  bool Next(const void** data, int* size) override {
+    if (backed_up_ > 0) {
+      *data = last_.data() + last_.size() - backed_up_;
+      *size = static_cast<int>(backed_up_);
+      backed_up_ = 0;
+      return true;
+    }
+    std::string_view got;
+    if (!status_.ok() || !Produce(got) || got.empty()) return false;
+    count_ += got.size();
+    if (count_ > limit_) {
+      status_ = cct::BadInput(where_ + ": " + (gzip_ ? "decompresses to" : "holds") + " more than " +
+                              std::to_string(limit_ >> 20) + " MiB, the most a pprof profile may hold here");
+      return false;
+    }
+    last_ = got;
+    *data = got.data();
+    *size = static_cast<int>(got.size());
+    return true;
+  }
+  void BackUp(int count) override { backed_up_ = static_cast<size_t>(count); }
+  bool Skip(int count) override {
+    const void* data;
+    int size;
+    while (count > 0 && Next(&data, &size)) {
+      if (size > count) {
+        BackUp(size - count);
+        return true;
+      }
+      count -= size;
+    }
+    return count == 0;
+  }
+  int64_t ByteCount() const override { return static_cast<int64_t>(count_ - backed_up_); }
+
+  const Status& status() const { return status_; }
+  bool gzipped() const { return gzip_; }
+
+ private:
+  // The next piece of the profile's bytes into `out` (empty at the end).
+  bool Produce(std::string_view& out) {
+    if (!started_) {
+      started_ = true;
+      if (!Refill()) return false;
+      gzip_ = in_.size() >= 2 && static_cast<uint8_t>(in_[0]) == 0x1f && static_cast<uint8_t>(in_[1]) == 0x8b;
+      if (gzip_ && inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) {
+        gzip_ = false;
+        status_ = Status(cct::ErrorCode::kInternal, "zlib: inflateInit2 failed");
+        return false;
+      }
+    }
+    if (!gzip_) {
+      if (in_.empty() && !Refill()) return false;
+      out = in_;
+      in_ = {};
+      return true;
+    }
+    out_buf_.resize(size_t{256} << 10);
+    zs_.next_out = reinterpret_cast<Bytef*>(out_buf_.data());
+    zs_.avail_out = static_cast<uInt>(out_buf_.size());
+    while (zs_.avail_out == out_buf_.size()) {  // until something came out
+      if (in_.empty()) {
+        if (!Refill()) return false;
+        if (in_.empty()) {  // the end of the file
+          if (!member_done_)
+            status_ = cct::BadInput(where_ + ": the gzip stream is cut short (after " + std::to_string(count_) +
+                                    " decompressed bytes)");
+          out = {};
+          return status_.ok();
+        }
+      }
+      if (member_done_) {  // another gzip member follows
+        inflateReset(&zs_);
+        member_done_ = false;
+      }
+      zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in_.data()));
+      zs_.avail_in = static_cast<uInt>(in_.size());
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      consumed_ += in_.size() - zs_.avail_in;
+      in_ = in_.substr(in_.size() - zs_.avail_in);
+      if (rc == Z_STREAM_END) member_done_ = true;
+      else if (rc != Z_OK && !(rc == Z_BUF_ERROR && in_.empty())) {  // no progress with input left: never loop
+        status_ = cct::BadInput(where_ + ": not a valid gzip stream at compressed byte " + std::to_string(consumed_) +
+                                " (" + (zs_.msg ? zs_.msg : "zlib error") + ")");
+        return false;
+      }
+    }
+    out = std::string_view(out_buf_.data(), out_buf_.size() - zs_.avail_out);
+    return true;
+  }
+  bool Refill() {
+    Result<std::string_view> chunk = next_();
+    if (!chunk.ok()) {
+      status_ = chunk.status();
+      return false;
+    }
+    in_ = *chunk;
+    return true;
+  }
+
+  std::string where_;
+  NextChunk next_;
+  size_t limit_;
+  Status status_ = Status::Ok();
+  bool started_ = false, gzip_ = false, member_done_ = false;
+  z_stream zs_{};
+  std::string_view in_;  // compressed (or raw) bytes not yet used
+  uint64_t consumed_ = 0;  // compressed bytes used
+  std::string out_buf_;
+  std::string_view last_;  // what Next() returned last, for BackUp()
+  size_t count_ = 0, backed_up_ = 0;
+};
 
 // A pprof unit as ResolveImportUnit's --unit value; nullopt: count.
 std::optional<std::string> PprofImportUnit(std::string_view unit) {
@@ -346,40 +437,39 @@ class PprofReader {
 
 }  // namespace
 
-Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string& where, const ImportOptions& options,
-                                      size_t max_bytes) {
-  std::string inflated;
-  std::string_view proto = bytes;
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b) {
-    CCT_RETURN_IF_ERROR(PprofGunzip(where, bytes, max_bytes, inflated));
-    proto = inflated;
-  } else if (bytes.size() > max_bytes) {
-    return cct::BadInput(where + ": " + std::to_string(bytes.size() >> 20) + " MiB is more than the " +
-                         std::to_string(max_bytes >> 20) + " MiB a pprof profile may hold here");
-  }
+namespace {
+
+Result<ImportResult> ImportPprofStream(PprofInputStream& in, const std::string& where, const ImportOptions& options) {
   ppb::Profile profile;
-  if (proto.size() > static_cast<size_t>(INT32_MAX) ||
-      !profile.ParseFromArray(proto.data(), static_cast<int>(proto.size())))
+  const bool parsed = profile.ParseFromZeroCopyStream(&in);
+  CCT_RETURN_IF_ERROR(in.status());  // the gzip stream or the limit ended the input
+  if (!parsed)
     return cct::BadInput(where + ": not a pprof profile (profile.proto does not parse from its " +
-                         std::to_string(proto.size()) + (proto.data() == inflated.data() ? " decompressed" : "") +
-                         " bytes)");
-  inflated = std::string();  // the parsed message holds what is needed
+                         std::to_string(in.ByteCount()) + (in.gzipped() ? " decompressed" : "") + " bytes)");
   ImportResult result;
   PprofReader reader(where, profile, options, result);
   CCT_RETURN_IF_ERROR(reader.Read());
   return result;
 }
 
+}  // namespace
+
+Result<ImportResult> ImportPprofBytes(std::string_view bytes, const std::string& where, const ImportOptions& options,
+                                      size_t max_bytes) {
+  // Handed out in pieces, as a file is, so the stream's chunk joins are tested too.
+  std::string_view rest = bytes;
+  PprofInputStream in(where, [&rest]() -> Result<std::string_view> {
+    const std::string_view piece = rest.substr(0, size_t{64} << 10);
+    rest.remove_prefix(piece.size());
+    return piece;
+  }, max_bytes);
+  return ImportPprofStream(in, where, options);
+}
+
 Result<ImportResult> ImportPprof(const std::string& path, const ImportOptions& options) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  // A file over the limit is refused before it is read: raw, it is too big
-  // as it is; gzipped, it only grows.
-  if (!ec && size > kMaxPprofBytes)
-    return cct::BadInput(path + ": " + std::to_string(size >> 20) + " MiB is more than the " +
-                         std::to_string(kMaxPprofBytes >> 20) + " MiB a pprof profile may hold here");
-  CCT_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
-  return ImportPprofBytes(data, path, options, kMaxPprofBytes);
+  CCT_ASSIGN_OR_RETURN(auto file, InputFileBuf::Open(path));
+  PprofInputStream in(path, [&file]() { return file->Next(); }, kMaxPprofBytes);
+  return ImportPprofStream(in, path, options);
 }
 
 Result<ImportReport> ImportPprofRun(const ImportRequest& request) {

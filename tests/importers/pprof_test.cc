@@ -246,9 +246,20 @@ TEST_CASE("pprof import: malformed profiles are one clear error each") {
   damaged[12] = static_cast<char>(0xff);
   damaged[13] = static_cast<char>(0xff);
   CHECK(err(damaged).find("in.pb:") == 0);
-  const std::string bomb = PprofGzip(std::string(3 << 20, '\0'));
-  CHECK(err(bomb, size_t{1} << 20) == "in.pb: decompresses to more than 1 MiB, the most a pprof profile may hold here");
-  CHECK(err(std::string(2 << 20, 'x'), size_t{1} << 20).find("more than the 1 MiB") != std::string::npos);
+  // A valid message too big: one string_table entry (field 6, length-
+  // delimited: key 0x32) of 3 MiB. Zeros would not do: the parser stops at
+  // the first byte that is not protobuf, before any limit.
+  std::string big = "\x32";
+  for (uint64_t n = 3 << 20; ; n >>= 7) {
+    big += static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0));
+    if (n < 0x80) break;
+  }
+  big += std::string(3 << 20, 'x');
+  CHECK(err(PprofGzip(big), size_t{1} << 20) ==
+        "in.pb: decompresses to more than 1 MiB, the most a pprof profile may hold here");
+  CHECK(err(big, size_t{1} << 20) == "in.pb: holds more than 1 MiB, the most a pprof profile may hold here");
+  // A gzip bomb of zeros is refused at its first decompressed bytes.
+  CHECK(err(PprofGzip(std::string(3 << 20, '\0')), size_t{1} << 20).find("in.pb: not a pprof profile") == 0);
 
   // --skip-bad-lines skips bad samples, keeping the good ones.
   importers::ImportOptions skip;
