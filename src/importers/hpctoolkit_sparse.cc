@@ -579,7 +579,9 @@ Result<ImportResult> ImportHpctoolkitSparse(const std::string& dir, const Import
   };
   std::vector<Value> values;
   std::string vals, idxs;
-  for (const Profile& pr : profiles) {
+  // One profile's values into `values`; the tree is not touched, so a
+  // damaged profile is skipped whole (--skip-bad-lines) or refused.
+  auto read_values = [&](const Profile& pr) -> Status {
     const uint64_t n_values = ib.U64(pr.at, "nValues");
     const uint64_t p_values = ib.U64(pr.at + 8, "pValues");
     const uint32_t n_ctxs = ib.U32(pr.at + 0x10, "nCtxs");
@@ -631,6 +633,19 @@ Result<ImportResult> ImportHpctoolkitSparse(const std::string& dir, const Import
         if (!s.point && ctx[c].parent != 0) values.push_back(Value{ctx[c].parent, s.metric, -scaled});
       }
     }
+    return Status::Ok();
+  };
+  output::Progress progress = output::Progress::ForStderr("importing " + dir);
+  progress.SetTotal(profiles.size());
+  for (size_t pi = 0; pi < profiles.size(); ++pi) {
+    const Profile& pr = profiles[pi];
+    progress.Update(pi);
+    progress.Tick();
+    if (Status read = read_values(pr); !read.ok()) {
+      if (!options.skip_bad_lines || read.code() != cct::ErrorCode::kBadInput) return read;
+      if (result.skipped++ == 0) result.first_skip = read.message();
+      continue;
+    }
     // Parents come before children in `ctx`: sorted, nodes are made top-down.
     std::sort(values.begin(), values.end(), [](const Value& a, const Value& b) {
       return a.ctx != b.ctx ? a.ctx < b.ctx : a.metric < b.metric;
@@ -663,6 +678,8 @@ Result<ImportResult> ImportHpctoolkitSparse(const std::string& dir, const Import
     touched.clear();
     ++result.records;
   }
+  progress.Finish();
+  if (result.records == 0) return cct::BadInput(path + ": every profile is damaged (" + result.first_skip + ")");
   hpc::ClearDust(tree, meta.metrics);
   return result;
 }

@@ -289,6 +289,23 @@ TEST_CASE("hpctoolkit sparse: damaged files are one error naming the file and th
   CHECK(testutil::LineCount(r.err) == 1);
   CHECK(r.err.find(d + "/profile.db: at byte " + std::to_string(profiles + 48)) != std::string::npos);
   CHECK(r.err.find("runs past the end of the file") != std::string::npos);
+
+  // --skip-bad-lines skips that profile whole and imports the other three
+  // thread profiles of the fixture.
+  importers::ImportOptions skip;
+  skip.skip_bad_lines = true;
+  auto skipped = importers::ImportHpctoolkit(d, skip);
+  REQUIRE(skipped.ok());
+  CHECK(skipped->skipped == 1);
+  CHECK(skipped->records == fixture.profiles.size() - 1);
+  CHECK(skipped->first_skip.find(d + "/profile.db: at byte " + std::to_string(profiles + 48)) == 0);
+  size_t threads = 0;
+  for (cct::NodeId id = 1; id < skipped->tree.size(); ++id)
+    threads += skipped->tree.parent(id) == cct::kRootNode && skipped->tree.kind(id) == cct::FrameKind::kThread;
+  CHECK(threads == fixture.profiles.size() - 1);
+  auto tool = interop::Import(dir / "s.db", {"--from", "hpctoolkit", "--skip-bad-lines", d});
+  CHECK(tool.exit_code == 0);
+  CHECK(tool.err.find("skipped 1 malformed record(s)") != std::string::npos);
 }
 
 TEST_CASE("hpctoolkit sparse: a real database's thread totals are the ones hpcprof stored in cct.db") {
