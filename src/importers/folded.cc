@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cct/metric.h"
+#include "cct/text.h"
 #include "importers/importer.h"
 
 namespace importers {
@@ -41,7 +42,7 @@ void ReadUnitComment(std::string_view line, std::string& metric, std::optional<s
 }  // namespace
 
 Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& options) {
-  CCT_ASSIGN_OR_RETURN(std::string data, ReadFile(path, PieceLimit{PieceKind::kLines, kMaxLineBytes}));
+  CCT_ASSIGN_OR_RETURN(auto file, InputFileBuf::Open(path));
   ImportResult result;
   cct::Tree& tree = result.tree;
   double metric_scale = 1;
@@ -61,28 +62,24 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
     return Status::Ok();
   };
 
-  // The previous line's frames (as byte ranges into data) and nodes.
-  std::vector<std::string_view> prev_frames;
+  // The previous line's frames and nodes: consecutive stacks share
+  // prefixes, so only the frames after the common prefix are looked up.
+  std::vector<std::string> prev_frames;
   std::vector<cct::NodeId> prev_nodes;
   std::vector<std::string_view> frames;
   size_t line_no = 0;
   bool seen_stack = false;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    size_t eol = data.find('\n', pos);
-    if (eol == std::string::npos) eol = data.size();
-    std::string_view line(data.data() + pos, eol - pos);
-    pos = eol + 1;
+  LineSplitter lines(path, [&](std::string_view line) -> Status {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos) continue;  // blank
+    if (first == std::string_view::npos) return Status::Ok();  // blank
     line.remove_prefix(first);
     while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
 
     if (line.front() == '#') {  // a comment
       if (!seen_stack) ReadUnitComment(line, metric_name, unit_name);
-      continue;
+      return Status::Ok();
     }
     seen_stack = true;
 
@@ -96,17 +93,12 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
     };
 
     const size_t sp = line.find_last_of(" \t");
-    if (sp == std::string_view::npos) {
-      CCT_RETURN_IF_ERROR(bad("expected 'frame;frame;... value'"));
-      continue;
-    }
+    if (sp == std::string_view::npos) return bad("expected 'frame;frame;... value'");
     const std::string_view number = line.substr(sp + 1);
     double value = 0;
     const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (ec != std::errc() || end != number.data() + number.size() || !std::isfinite(value)) {
-      CCT_RETURN_IF_ERROR(bad("'" + std::string(number) + "' is not a number"));
-      continue;
-    }
+    if (ec != std::errc() || end != number.data() + number.size() || !std::isfinite(value))
+      return bad("'" + cct::ElideMiddle(number, 64, true) + "' is not a number");
     std::string_view stack = line.substr(0, sp);
     while (!stack.empty() && (stack.back() == ' ' || stack.back() == '\t')) stack.remove_suffix(1);
     frames.clear();
@@ -119,10 +111,7 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
       frames.push_back(f);
       start = semi + 1;
     }
-    if (empty_frame) {
-      CCT_RETURN_IF_ERROR(bad("empty frame name in the stack"));
-      continue;
-    }
+    if (empty_frame) return bad("empty frame name in the stack");
     ++result.records;
     if (!metric) CCT_RETURN_IF_ERROR(register_metric());
     size_t common = 0;
@@ -132,11 +121,13 @@ Result<ImportResult> ImportFolded(const std::string& path, const ImportOptions& 
     cct::NodeId node = common > 0 ? prev_nodes[common - 1] : cct::kRootNode;
     for (size_t i = common; i < frames.size(); ++i) {
       node = tree.InternChild(node, tree.InternFrame(cct::FrameKind::kFunction, frames[i]));
-      prev_frames.push_back(frames[i]);
+      prev_frames.emplace_back(frames[i]);
       prev_nodes.push_back(node);
     }
     if (value != 0) tree.AddValue(node, *metric, value * metric_scale);
-  }
+    return Status::Ok();
+  });
+  CCT_RETURN_IF_ERROR(lines.FeedAll(*file));
   if (result.records == 0 && result.skipped == 0) return cct::BadInput(path + ": no stacks in the file");
   if (!metric) CCT_RETURN_IF_ERROR(register_metric());
   return result;

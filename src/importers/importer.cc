@@ -204,6 +204,42 @@ Result<std::string_view> InputFileBuf::Next() {
   return chunk;
 }
 
+Status LineSplitter::Feed(std::string_view chunk) {
+  CCT_RETURN_IF_ERROR(checker_.Feed(chunk.data(), chunk.size()));
+  while (!chunk.empty()) {
+    const size_t nl = chunk.find('\n');
+    if (nl == std::string_view::npos) {
+      carry_.append(chunk);
+      break;
+    }
+    if (carry_.empty()) {
+      CCT_RETURN_IF_ERROR(line_(chunk.substr(0, nl)));
+    } else {
+      carry_.append(chunk.substr(0, nl));
+      CCT_RETURN_IF_ERROR(line_(carry_));
+      carry_.clear();
+    }
+    chunk.remove_prefix(nl + 1);
+  }
+  return Status::Ok();
+}
+
+Status LineSplitter::End() {
+  if (carry_.empty()) return Status::Ok();
+  Status s = line_(carry_);
+  carry_.clear();
+  return s;
+}
+
+Status LineSplitter::FeedAll(InputFileBuf& file) {
+  for (;;) {
+    CCT_ASSIGN_OR_RETURN(const std::string_view chunk, file.Next());
+    if (chunk.empty()) break;
+    CCT_RETURN_IF_ERROR(Feed(chunk));
+  }
+  return End();
+}
+
 Status JsonSyntaxError(const std::string& path, size_t byte, const std::string& what) {
   std::string_view why = what;
   if (const size_t c = why.find("syntax error"); c != std::string_view::npos) why = why.substr(c);

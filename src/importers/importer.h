@@ -9,6 +9,7 @@
 // flows (ImportRequest below) also open the database and write the run.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -208,6 +209,26 @@ class InputFileBuf : public std::streambuf {
   output::Progress progress_;
   std::vector<char> buf_;
   cct::Status status_ = cct::Status::Ok();
+};
+
+// Splits a stream fed chunk by chunk into lines (without the '\n') for a
+// line-based parser: at most one line is held besides the chunk, and a line
+// over kMaxLineBytes is kBadInput naming `name` and the line (PieceChecker).
+// The last line needs no '\n'. Not thread-safe.
+class LineSplitter {
+ public:
+  using LineFn = std::function<cct::Status(std::string_view line)>;
+  LineSplitter(const std::string& name, LineFn line)
+      : checker_(name, PieceLimit{PieceKind::kLines, kMaxLineBytes}), line_(std::move(line)) {}
+  cct::Status Feed(std::string_view chunk);
+  cct::Status End();  // the last line, when it has no '\n'
+  // Every chunk of `file`, then End().
+  cct::Status FeedAll(InputFileBuf& file);
+
+ private:
+  PieceChecker checker_;
+  LineFn line_;
+  std::string carry_;
 };
 
 // kBadInput "PATH: not valid JSON at byte N (syntax error ...)" from what

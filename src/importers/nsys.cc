@@ -146,6 +146,14 @@ class NsysReader {
     return tree_.InternChild(site, tree_.InternFrame(cct::FrameKind::kGpuOp, cct::GpuOpPlaceholder(kind)));
   }
   cct::NodeId FunctionNode(cct::NodeId parent, std::string_view name, std::string_view module);
+  // q.Step(), counted for the progress line.
+  cct::Result<bool> StepRow(SqliteStatement& q) {
+    progress_.Update(++rows_);
+    return q.Step();
+  }
+  // The rows Read() steps through, about: each table's largest rowid, once
+  // per pass over it.
+  uint64_t RowsToRead();
 
   SqliteDb& db_;
   const ImportOptions& options_;
@@ -161,6 +169,8 @@ class NsysReader {
   cct::NodeId unknown_ = cct::kNoNode;
   size_t unknown_ops_ = 0;
   bool any_kernel_ = false;
+  output::Progress progress_{output::Progress::ForStderr("importing " + db_.path())};
+  uint64_t rows_ = 0;
 };
 
 cct::Result<std::optional<NsysReader::Columns>> NsysReader::TableColumns(const std::string& table,
@@ -213,7 +223,7 @@ cct::Status NsysReader::ReadThreadNames() {
                        db_.Prepare("SELECT rowid, nameId, globalTid FROM ThreadNames WHERE globalTid IS NOT NULL "
                                    "ORDER BY rowid"));
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     ++out_.records;
     CCT_ASSIGN_OR_RETURN(auto name, String(q.Int(1)));
@@ -264,7 +274,7 @@ cct::Status NsysReader::ReadNvtx() {
     CCT_ASSIGN_OR_RETURN(SqliteStatement q, db_.Prepare(select + " WHERE eventType = " +
                                                         std::to_string(kNsysNvtxDomainCreate) + " ORDER BY rowid"));
     for (;;) {
-      CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+      CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
       if (!row) break;
       ++out_.records;
       std::string name(q.Text(4));
@@ -292,7 +302,7 @@ cct::Status NsysReader::ReadNvtx() {
   std::vector<int32_t> stack;  // open push/pop ranges of the current thread (indices)
   std::map<std::string, int64_t> covered;  // start/end ranges of the current thread: name → covered until
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     ++out_.records;
     const int64_t rowid = q.Int(0), start = q.Int(1), type = q.Int(3), gtid = q.Int(7);
@@ -392,7 +402,7 @@ cct::Status NsysReader::CollectGpuKeys() {
     CCT_ASSIGN_OR_RETURN(SqliteStatement q, db_.Prepare(std::string("SELECT globalPid, correlationId FROM ") + table +
                                                         " WHERE correlationId IS NOT NULL"));
     for (;;) {
-      CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+      CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
       if (!row) break;
       gpu_keys_.insert(NsysCorrelationKey(q.Int(0), q.Int(1)));
     }
@@ -439,7 +449,7 @@ cct::Status NsysReader::ReadRuntime() {
     launches_.emplace(key, at);
   };
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     const int64_t rowid = q.Int(0);
     if (!any || rowid != current) {
@@ -527,7 +537,7 @@ cct::Status NsysReader::ReadKernels() {
                   col("staticSharedMemory") + ", " + col("dynamicSharedMemory") + ", " + col("localMemoryPerThread") +
                   kNsysSpanTyped + " FROM " + table + " ORDER BY rowid"));
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     ++out_.records;
     const int64_t rowid = q.Int(0), start = q.Int(1), end = q.Int(2);
@@ -571,7 +581,7 @@ cct::Status NsysReader::ReadCopies() {
                                    (cols->count("copykind") ? "copyKind" : "NULL") + kNsysSpanTyped + " FROM " + table +
                                    " ORDER BY rowid"));
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     ++out_.records;
     const int64_t rowid = q.Int(0), start = q.Int(1), end = q.Int(2), bytes = q.Int(5);
@@ -612,7 +622,7 @@ cct::Status NsysReader::ReadMemsets() {
                                    (cols->count("correlationid") ? "correlationId" : "NULL") + ", bytes" +
                                    kNsysSpanTyped + " FROM " + table + " ORDER BY rowid"));
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     ++out_.records;
     const int64_t rowid = q.Int(0), start = q.Int(1), end = q.Int(2), bytes = q.Int(5);
@@ -641,7 +651,7 @@ cct::Status NsysReader::ReadSyncs() {
                                    (cols->count("synctype") ? "syncType" : "NULL") + kNsysSpanTyped + " FROM " + table +
                                    " ORDER BY rowid"));
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     ++out_.records;
     const int64_t rowid = q.Int(0), start = q.Int(1), end = q.Int(2);
@@ -683,7 +693,7 @@ cct::Status NsysReader::ReadSamples() {
     if (!first && !skip) Add(at, "samples", 1);
   };
   for (;;) {
-    CCT_ASSIGN_OR_RETURN(bool row, q.Step());
+    CCT_ASSIGN_OR_RETURN(bool row, StepRow(q));
     if (!row) break;
     const int64_t id = q.Int(0);
     if (first || id != current) {
@@ -728,6 +738,7 @@ cct::Status NsysReader::Read() {
     return cct::BadInput(db_.path() +
                          ": an Nsight Systems export without events (none of NVTX_EVENTS, CUPTI_ACTIVITY_KIND_*, "
                          "COMPOSITE_EVENTS): was the report collected with tracing on?");
+  progress_.SetTotal(RowsToRead());
   CCT_RETURN_IF_ERROR(ReadThreadNames());
   CCT_RETURN_IF_ERROR(ReadNvtx());
   CCT_RETURN_IF_ERROR(CollectGpuKeys());
@@ -748,7 +759,21 @@ cct::Status NsysReader::Read() {
   if (unknown_ops_ > 0)
     out_.notes.push_back(db_.path() + ": " + std::to_string(unknown_ops_) +
                          " GPU operation(s) without their CUDA runtime call in the report: under <gpu unknown>");
+  progress_.Finish();
   return cct::Status::Ok();
+}
+
+uint64_t NsysReader::RowsToRead() {
+  // NVTX_EVENTS and the GPU activity tables are read twice (ranges and
+  // marks; correlation keys, then the activities).
+  static const std::pair<const char*, int> kPasses[] = {
+      {"ThreadNames", 1}, {"NVTX_EVENTS", 2}, {"CUPTI_ACTIVITY_KIND_RUNTIME", 1}, {"CUPTI_ACTIVITY_KIND_KERNEL", 2},
+      {"CUPTI_ACTIVITY_KIND_MEMCPY", 2}, {"CUPTI_ACTIVITY_KIND_MEMSET", 2}, {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", 2},
+      {"SAMPLING_CALLCHAINS", 1}};
+  uint64_t total = 0;
+  for (const auto& [table, passes] : kPasses)
+    if (db_.HasTable(table)) total += db_.MaxRowid(table) * static_cast<uint64_t>(passes);
+  return total;
 }
 
 }  // namespace

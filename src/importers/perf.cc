@@ -398,61 +398,15 @@ class PerfScriptParser {
   std::vector<std::string_view> tokens_;
 };
 
-// Feeds a stream's lines to the parser as its chunks arrive: at most one
-// line (kMaxLineBytes) is held besides the chunk.
-class PerfLineSplitter {
- public:
-  PerfLineSplitter(const std::string& name, PerfScriptParser& parser)
-      : checker_(name, PieceLimit{PieceKind::kLines, kMaxLineBytes}), parser_(parser) {}
-
-  Status Feed(const char* data, size_t len) {
-    CCT_RETURN_IF_ERROR(checker_.Feed(data, len));
-    std::string_view chunk(data, len);
-    while (!chunk.empty()) {
-      const size_t nl = chunk.find('\n');
-      if (nl == std::string_view::npos) {
-        carry_.append(chunk);
-        break;
-      }
-      if (carry_.empty()) {
-        CCT_RETURN_IF_ERROR(parser_.Line(chunk.substr(0, nl)));
-      } else {
-        carry_.append(chunk.substr(0, nl));
-        CCT_RETURN_IF_ERROR(parser_.Line(carry_));
-        carry_.clear();
-      }
-      chunk.remove_prefix(nl + 1);
-    }
-    return Status::Ok();
-  }
-
-  Status End() {
-    if (carry_.empty()) return Status::Ok();
-    Status s = parser_.Line(carry_);
-    carry_.clear();
-    return s;
-  }
-
- private:
-  PieceChecker checker_;
-  PerfScriptParser& parser_;
-  std::string carry_;
-};
-
-// Reads `fd` to its end into the splitter; `first` holds bytes already read.
-Status PumpPerfText(int fd, const std::string& path, std::string_view first, PerfLineSplitter& lines,
-                    output::Progress& progress) {
-  uint64_t done = first.size();
-  CCT_RETURN_IF_ERROR(lines.Feed(first.data(), first.size()));
+// Reads perf's output to its end into the splitter.
+Status PumpPerfText(int fd, const std::string& path, LineSplitter& lines, output::Progress& progress) {
   std::string buf(size_t{1} << 20, '\0');
   for (;;) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return cct::IoError(path + ": " + std::strerror(errno));
     if (n == 0) break;
-    CCT_RETURN_IF_ERROR(lines.Feed(buf.data(), static_cast<size_t>(n)));
-    done += static_cast<uint64_t>(n);
-    progress.Update(done);
+    CCT_RETURN_IF_ERROR(lines.Feed(std::string_view(buf.data(), static_cast<size_t>(n))));
     progress.AddBytes(static_cast<uint64_t>(n));
     progress.Tick();
   }
@@ -462,7 +416,7 @@ Status PumpPerfText(int fd, const std::string& path, std::string_view first, Per
 // `perf script` on a perf.data file, its stdout parsed as it comes. perf's
 // stderr goes to an unlinked temporary file: its first line is the error
 // when perf fails (a pipe would need polling both).
-Status RunPerfScript(const std::string& path, PerfLineSplitter& lines, output::Progress& progress) {
+Status RunPerfScript(const std::string& path, LineSplitter& lines) {
   FILE* err = std::tmpfile();
   if (!err) return cct::IoError(path + ": cannot create a temporary file for perf's messages: " + std::strerror(errno));
   int out[2];
@@ -504,7 +458,10 @@ Status RunPerfScript(const std::string& path, PerfLineSplitter& lines, output::P
                                   "not on PATH (or import the text of `perf script`)");
     return cct::IoError(path + ": cannot run perf: " + std::strerror(rc));
   }
-  Status parsed = PumpPerfText(out[0], path, {}, lines, progress);
+  // perf's output has no size to measure against: the line shows bytes read.
+  output::Progress progress = output::Progress::ForStderr("importing " + path);
+  Status parsed = PumpPerfText(out[0], path, lines, progress);
+  progress.Finish();
   if (!parsed.ok()) ::kill(pid, SIGTERM);  // stop it rather than read what is left
   ::close(out[0]);
   int wstatus = 0;
@@ -537,42 +494,28 @@ Status RunPerfScript(const std::string& path, PerfLineSplitter& lines, output::P
 Result<ImportResult> ParsePerfScript(std::string_view text, const std::string& name, const ImportOptions& options) {
   PerfScriptParser parser(name, options);
   CCT_RETURN_IF_ERROR(parser.Start());
-  PerfLineSplitter lines(name, parser);
-  CCT_RETURN_IF_ERROR(lines.Feed(text.data(), text.size()));
+  LineSplitter lines(name, [&parser](std::string_view line) { return parser.Line(line); });
+  CCT_RETURN_IF_ERROR(lines.Feed(text));
   CCT_RETURN_IF_ERROR(lines.End());
   return parser.Finish();
 }
 
 Result<ImportResult> ImportPerf(const std::string& path, const ImportOptions& options) {
-  CCT_ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
+  CCT_ASSIGN_OR_RETURN(auto file, InputFileBuf::Open(path));
+  CCT_ASSIGN_OR_RETURN(const std::string_view first, file->Next());
+  PerfScriptParser parser(path, options);
+  CCT_RETURN_IF_ERROR(parser.Start());
+  LineSplitter lines(path, [&parser](std::string_view line) { return parser.Line(line); });
   // The magic decides: perf.data (PERFILE2; PERFFILE for version 1) goes
   // through perf, anything else is read as perf script's text.
-  char head[8];
-  size_t got = 0;
-  while (got < sizeof head) {
-    const ssize_t n = ::read(fd, head + got, sizeof head - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  const std::string_view magic(head, got);
-  PerfScriptParser parser(path, options);
-  Status s = parser.Start();
-  PerfLineSplitter lines(path, parser);
-  output::Progress progress = output::Progress::ForStderr("importing " + path);
-  if (s.ok() && (magic == "PERFILE2" || magic == "PERFFILE")) {
-    ::close(fd);
-    s = RunPerfScript(path, lines, progress);
-  } else if (s.ok()) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) progress.SetTotal(static_cast<uint64_t>(st.st_size));
-    s = PumpPerfText(fd, path, magic, lines, progress);
-    ::close(fd);
+  const std::string_view magic = first.substr(0, 8);
+  if (magic == "PERFILE2" || magic == "PERFFILE") {
+    file.reset();
+    CCT_RETURN_IF_ERROR(RunPerfScript(path, lines));
   } else {
-    ::close(fd);
+    CCT_RETURN_IF_ERROR(lines.Feed(first));
+    CCT_RETURN_IF_ERROR(lines.FeedAll(*file));
   }
-  progress.Finish();
-  CCT_RETURN_IF_ERROR(s);
   return parser.Finish();
 }
 

@@ -21,6 +21,13 @@ cct::Status SqliteStatusOf(const std::string& path, sqlite3* db, int rc) {
   return cct::BadInput(path + ": SQLite: " + what);
 }
 
+// An identifier as SQL quotes it ("a""b").
+std::string SqliteQuoted(const std::string& name) {
+  std::string quoted = "\"";
+  for (char c : name) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + '"';
+}
+
 std::string SqliteLowerCase(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -128,16 +135,22 @@ cct::Result<SqliteStatement> SqliteDb::Prepare(const std::string& sql) {
 cct::Result<std::set<std::string>> SqliteDb::Columns(const std::string& table) {
   std::set<std::string> out;
   if (!HasTable(table)) return out;
-  std::string quoted = "\"";
-  for (char c : table) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  quoted += '"';
-  CCT_ASSIGN_OR_RETURN(SqliteStatement info, Prepare("PRAGMA table_info(" + quoted + ")"));
+  CCT_ASSIGN_OR_RETURN(SqliteStatement info, Prepare("PRAGMA table_info(" + SqliteQuoted(table) + ")"));
   for (;;) {
     CCT_ASSIGN_OR_RETURN(bool row, info.Step());
     if (!row) break;
     out.insert(SqliteLowerCase(info.Text(1)));
   }
   return out;
+}
+
+uint64_t SqliteDb::MaxRowid(const std::string& table) {
+  if (!HasTable(table)) return 0;
+  auto q = Prepare("SELECT MAX(rowid) FROM " + SqliteQuoted(table));
+  if (!q.ok()) return 0;  // a WITHOUT ROWID table
+  auto row = q->Step();
+  if (!row.ok() || !*row || q->IsNull(0) || q->Int(0) < 0) return 0;
+  return static_cast<uint64_t>(q->Int(0));
 }
 
 }  // namespace importers

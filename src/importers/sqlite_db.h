@@ -71,6 +71,9 @@ class SqliteDb {
   // The columns of a table, lower-cased names (SQLite's names compare
   // without case); empty when there is no such table.
   cct::Result<std::set<std::string>> Columns(const std::string& table);
+  // A table's largest rowid, a cheap estimate of its rows (for progress);
+  // 0 when it has none or no rowid.
+  uint64_t MaxRowid(const std::string& table);
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
