@@ -29,9 +29,7 @@
 // experiment.xml is read with expat as a stream (bounded memory besides the
 // tree); metric-db files are read one at a time.
 #include <expat.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -222,30 +220,26 @@ void XMLCALL OnEnd(void* data, const char* el) {
 }
 
 Status ParseExperiment(const std::string& path, ParseState& st) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return cct::NotFound(path + ": no such file (not an HPCToolkit database directory?)");
-    return cct::IoError(path + ": " + std::strerror(errno));
-  }
+  // expat holds a tag (with its attributes) or a text run whole until it
+  // ends: a 1 GB attribute would be 1 GB of buffer, hence the piece limit.
+  auto file = InputFileBuf::Open(path, PieceLimit{PieceKind::kXmlMarkup, kMaxLineBytes});
+  if (!file.ok() && file.status().code() == cct::ErrorCode::kNotFound)
+    return cct::NotFound(path + ": no such file (not an HPCToolkit database directory?)");
+  CCT_RETURN_IF_ERROR(file.status());
   XML_Parser p = XML_ParserCreate(nullptr);
   st.parser = p;
   st.path = path;
   XML_SetUserData(p, &st);
   XML_SetElementHandler(p, OnStart, OnEnd);
-  char buf[1 << 16];
   Status result;
-  // expat holds a tag (with its attributes) or a text run whole until it
-  // ends: a 1 GB attribute would be 1 GB of buffer.
-  PieceChecker pieces(path, PieceLimit{PieceKind::kXmlMarkup, kMaxLineBytes});
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      result = cct::IoError(path + ": " + std::strerror(errno));
+    Result<std::string_view> chunk = (*file)->Next();
+    if (!chunk.ok()) {
+      result = chunk.status();
       break;
     }
-    if (result = pieces.Feed(buf, static_cast<size_t>(n)); !result.ok()) break;
-    if (XML_Parse(p, buf, static_cast<int>(n), n == 0) == XML_STATUS_ERROR) {
+    const bool last = chunk->empty();
+    if (XML_Parse(p, chunk->data(), static_cast<int>(chunk->size()), last) == XML_STATUS_ERROR) {
       result = st.error.ok() ? cct::BadInput(path + ":" + std::to_string(XML_GetCurrentLineNumber(p)) +
                                               ": not well-formed XML (" + XML_ErrorString(XML_GetErrorCode(p)) + ")")
                              : st.error;
@@ -255,10 +249,9 @@ Status ParseExperiment(const std::string& path, ParseState& st) {
       result = st.error;
       break;
     }
-    if (n == 0) break;
+    if (last) break;
   }
   XML_ParserFree(p);
-  ::close(fd);
   st.parser = nullptr;
   CCT_RETURN_IF_ERROR(result);
   if (!st.seen_profile) return cct::BadInput(path + ": no call path profile (SecCallPathProfileData)");
@@ -351,7 +344,11 @@ Result<ImportResult> ImportHpctoolkit(const std::string& dir, const ImportOption
   const std::vector<HpcNode>& hn = st.nodes;
   std::vector<NodeId> ours(hn.size());
   std::vector<double> inc_vals(hn.size());
+  output::Progress progress = output::Progress::ForStderr("importing " + dir);
+  progress.SetTotal(dbs.size());
   for (const MetricDbFile& f : dbs) {
+    progress.Update(static_cast<uint64_t>(&f - dbs.data()));
+    progress.Tick();
     const std::string label = hpc::ThreadLabel(f.rank, f.thread, multi_thread);
     const NodeId thread = tree.InternChild(cct::kRootNode, tree.InternFrame(FrameKind::kThread, label));
     ours[0] = thread;

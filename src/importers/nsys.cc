@@ -739,15 +739,13 @@ cct::Status NsysReader::Read() {
                          ": an Nsight Systems export without events (none of NVTX_EVENTS, CUPTI_ACTIVITY_KIND_*, "
                          "COMPOSITE_EVENTS): was the report collected with tracing on?");
   progress_.SetTotal(RowsToRead());
-  CCT_RETURN_IF_ERROR(ReadThreadNames());
-  CCT_RETURN_IF_ERROR(ReadNvtx());
-  CCT_RETURN_IF_ERROR(CollectGpuKeys());
-  CCT_RETURN_IF_ERROR(ReadRuntime());
-  CCT_RETURN_IF_ERROR(ReadKernels());
-  CCT_RETURN_IF_ERROR(ReadCopies());
-  CCT_RETURN_IF_ERROR(ReadMemsets());
-  CCT_RETURN_IF_ERROR(ReadSyncs());
-  CCT_RETURN_IF_ERROR(ReadSamples());
+  for (cct::Status (NsysReader::*stage)() :
+       {&NsysReader::ReadThreadNames, &NsysReader::ReadNvtx, &NsysReader::CollectGpuKeys, &NsysReader::ReadRuntime,
+        &NsysReader::ReadKernels, &NsysReader::ReadCopies, &NsysReader::ReadMemsets, &NsysReader::ReadSyncs,
+        &NsysReader::ReadSamples}) {
+    CCT_RETURN_IF_ERROR((this->*stage)());
+    progress_.Tick();  // Update() draws every 4096 rows; small tables end stages sooner
+  }
   if (any_kernel_)
     for (std::string_view avg : {"gker:blk_thr", "gker:blks", "gker:thr_reg", "gker:stmem", "gker:dymem", "gker:lmem"})
       (void)tree_.metrics().RegisterStandard(avg);

@@ -306,6 +306,13 @@ TEST_CASE("hpctoolkit sparse: damaged files are one error naming the file and th
   auto tool = interop::Import(dir / "s.db", {"--from", "hpctoolkit", "--skip-bad-lines", d});
   CHECK(tool.exit_code == 0);
   CHECK(tool.err.find("skipped 1 malformed record(s)") != std::string::npos);
+  // On a terminal the import shows its progress line (over profiles).
+  if (const std::string script = interop::FindProgram("script"); !script.empty()) {
+    const std::string cmd = testutil::Tool("cct-import") + " -d " + (dir / "t.db") +
+                            " --from hpctoolkit --skip-bad-lines " + d;
+    auto tty = testutil::Run({script, "-qec", cmd, "/dev/null"}, {{"CCT_PROGRESS_DELAY_MS", "0"}});
+    CHECK(tty.out.find("importing " + d) != std::string::npos);
+  }
 }
 
 TEST_CASE("hpctoolkit sparse: a real database's thread totals are the ones hpcprof stored in cct.db") {
