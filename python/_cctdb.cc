@@ -216,13 +216,16 @@ struct Categorical {
 struct TreeColumns {
   std::vector<int64_t> node, parent, depth, line;
   std::vector<int8_t> kind;
-  Categorical name, module, file;
+  Categorical name, function, module, file;
   std::vector<std::string> path;
   std::vector<char> match;  // with a query: a matching path ends here
   std::vector<std::string> metric_names;
   std::vector<std::vector<double>> inc, exc;
   std::string label;
 };
+
+// A row with no enclosing function: string 0, always "" (cct/string_table.h).
+constexpr cct::StringId kNoFunction = 0;
 
 void AddCode(Categorical& c, std::vector<int32_t>& index, cct::StringId id, const cct::Tree& tree) {
   if (id >= index.size()) index.resize(id + 1, -1);
@@ -262,22 +265,23 @@ cct::Status BuildColumns(const query::Profile& profile, const std::vector<std::s
   out.depth.reserve(n);
   out.line.reserve(n);
   out.kind.reserve(n);
-  std::vector<int32_t> name_index, module_index, file_index;
+  std::vector<int32_t> name_index, function_index, module_index, file_index;
   const cct::Children children = cct::BuildChildren(tree);
   struct Item {
     cct::NodeId node;
     uint32_t depth;
     size_t path_len;
+    cct::StringId function;  // the enclosing function's name (kNoFunction: none)
   };
   std::string path;
   std::vector<Item> stack;
-  auto push_children = [&](cct::NodeId p, uint32_t depth, size_t len) {
+  auto push_children = [&](cct::NodeId p, uint32_t depth, size_t len, cct::StringId function) {
     for (const cct::NodeId* c = children.end(p); c != children.begin(p);) {
       --c;
-      if (shown(*c)) stack.push_back({*c, depth, len});
+      if (shown(*c)) stack.push_back({*c, depth, len, function});
     }
   };
-  push_children(cct::kRootNode, 1, 0);
+  push_children(cct::kRootNode, 1, 0, kNoFunction);
   std::vector<cct::NodeId> order;
   order.reserve(n);
   while (!stack.empty()) {
@@ -291,6 +295,11 @@ cct::Status BuildColumns(const query::Profile& profile, const std::vector<std::s
     out.kind.push_back(static_cast<int8_t>(f.kind));
     out.line.push_back(f.line);
     AddCode(out.name, name_index, f.name, tree);
+    // As the CSV export's `function` column (exporters/csv.cc): a
+    // function's own name, a source line's enclosing function, else empty.
+    const bool is_function = f.kind == cct::FrameKind::kFunction;
+    AddCode(out.function, function_index,
+            is_function ? f.name : f.kind == cct::FrameKind::kLine ? it.function : kNoFunction, tree);
     AddCode(out.module, module_index, f.module, tree);
     AddCode(out.file, file_index, f.file, tree);
     size_t len = 0;
@@ -302,7 +311,7 @@ cct::Status BuildColumns(const query::Profile& profile, const std::vector<std::s
       len = path.size();
     }
     if (match) out.match.push_back(match->end[it.node]);
-    push_children(it.node, it.depth + 1, len);
+    push_children(it.node, it.depth + 1, len, is_function ? f.name : it.function);
   }
   for (cct::MetricId id : ids) {
     const cct::MetricDesc& desc = tree.metrics().Get(id);
@@ -374,6 +383,7 @@ py::dict TreeColumnsDict(TreeColumns&& c) {
     d[(std::string(key) + "_names").c_str()] = StringList(cat.categories);
   };
   categorical("name", c.name);
+  categorical("function", c.function);
   categorical("module", c.module);
   categorical("file", c.file);
   d["line"] = ToArray(std::move(c.line));

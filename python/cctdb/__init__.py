@@ -96,7 +96,9 @@ class Run:
 
     def tree(self, metrics=None, lines=False, merge_threads=False, path=True):
         """One row per node (the root left out), in preorder: node, parent
-        (-1 under the root), depth, kind, name, module, file, line, path and
+        (-1 under the root), depth, kind, name, function (a function's name,
+        a source line's enclosing function, else ""), module, file, line,
+        path and
         per metric "M (inc)" and "M (exc)" in export units (seconds for
         times), as `cct-query export --to csv`. metrics: names or NAME=EXPR
         definitions (default: all of the run's)."""

@@ -62,6 +62,7 @@ def tree_frame(cols, run=None):
         "depth": cols["depth"],
         "kind": _categorical(cols["kind_code"], cols["kind_names"]),
         "name": _categorical(cols["name_code"], cols["name_names"]),
+        "function": _categorical(cols["function_code"], cols["function_names"]),
         "module": _categorical(cols["module_code"], cols["module_names"]),
         "file": _categorical(cols["file_code"], cols["file_names"]),
         "line": cols["line"],

@@ -185,6 +185,7 @@ def test_tree_matches_csv_export(db_path):
     assert list(df["node"]) == list(ref["node"])
     assert list(df["path"]) == list(ref["path"])
     assert list(df["name"].astype(str)) == list(ref["name"].astype(str))
+    assert list(df["function"].astype(str)) == list(ref["function"].astype(str))
     assert list(df["kind"].astype(str)) == list(ref["kind"])
     parent = [-1 if p == "" else int(p) for p in ref["parent"]]
     assert list(df["parent"]) == parent
@@ -231,9 +232,13 @@ def test_groupby_name_gives_function_totals(db_path):
     fn_excl = df[df["kind"] == "function"].groupby("name", observed=True)["cputime (exc)"].sum()
     fn_excl = fn_excl.add(lines.groupby(lines["parent"].map(line_to_fn).astype(str))["cputime (exc)"].sum(),
                           fill_value=0)
+    # The function column does that fold in one groupby: a line row names
+    # its enclosing function (derived above from the parent instead).
+    by_function = df[df["function"] != ""].groupby("function", observed=True)["cputime (exc)"].sum()
     for name in ("integrate_forces(double)", "compress_block(double)", "checksum(double)"):
         row = top[top["name"] == name].iloc[0]
         assert close(row["cputime (exc)"], fn_excl[name])
+        assert close(row["cputime (exc)"], by_function[name])
     assert excl.index.dtype == object or isinstance(excl.index, pd.CategoricalIndex)
 
 
