@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cct/pattern.h"
+#include "cct/text.h"
 #include "collector/core/config.h"
 #include "collector/cpu/symbol_cache.h"
 #include "collector/gpu/gpu_probe.h"
@@ -80,6 +81,10 @@ int main(int argc, char** argv) {
        "thread at that moment (PyTorch's backward pass runs on its autograd thread); off")
       ("iteration", po::value<std::string>(), "NVTX range name pattern (RE2 regular expression) whose instances "
                                               "are iterations (cct-query iterations, RUN@iter=K)")
+      ("trace", "also keep when things happened: each sample, NVTX range and GPU activity with its time and "
+                "tree node (cct-query timeline, export --to perfetto, RUN@t=S..S)")
+      ("trace-limit", po::value<std::string>(), "with --trace: at most SIZE of events in each process's memory "
+                                                "(e.g. 64M, 1G; default 256M); events past it are counted, not kept")
       ("python", po::value<std::string>()->default_value("auto"),
        "auto: when the program is CPython 3.10 to 3.13, its Python functions, files and lines take the "
        "place of the interpreter's eval-loop frames; off: native frames only")
@@ -185,6 +190,16 @@ int main(int argc, char** argv) {
     config.iteration_regex = vm["iteration"].as<std::string>();
     if (auto pattern = cct::Pattern::Compile(config.iteration_regex, "--iteration pattern"); !pattern.ok())
       cli::Fail(kTool, pattern.status().message(), kExitOwnError);
+  }
+
+  config.trace = vm.count("trace") > 0;
+  if (vm.count("trace-limit")) {
+    const std::string s = vm["trace-limit"].as<std::string>();
+    if (!config.trace) cli::Fail(kTool, "--trace-limit needs --trace", kExitOwnError);
+    const std::optional<uint64_t> limit = cct::ParseByteSize(s);
+    if (!limit || *limit == 0)
+      cli::Fail(kTool, "--trace-limit must be a size such as 64M or 1G, not '" + s + "'", kExitOwnError);
+    config.trace_limit_bytes = *limit;
   }
 
   const std::string gpu = vm["gpu"].as<std::string>();

@@ -52,4 +52,26 @@ std::string CutToBytes(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+std::optional<uint64_t> ParseByteSize(std::string_view s) {
+  uint64_t n = 0;
+  size_t i = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    const uint64_t d = static_cast<uint64_t>(s[i] - '0');
+    if (n > (UINT64_MAX - d) / 10) return std::nullopt;
+    n = n * 10 + d;
+  }
+  if (i == 0) return std::nullopt;
+  std::string suffix;
+  for (; i < s.size(); ++i) suffix += static_cast<char>(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 'a' + 'A' : s[i]);
+  int shift = 0;
+  if (suffix.empty() || suffix == "B") shift = 0;
+  else if (suffix == "K" || suffix == "KIB") shift = 10;
+  else if (suffix == "M" || suffix == "MIB") shift = 20;
+  else if (suffix == "G" || suffix == "GIB") shift = 30;
+  else if (suffix == "T" || suffix == "TIB") shift = 40;
+  else return std::nullopt;
+  if (shift > 0 && n > (UINT64_MAX >> shift)) return std::nullopt;
+  return n << shift;
+}
+
 }  // namespace cct

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,11 @@ std::string ElideMiddle(std::string_view s, size_t width, bool ascii = false);
 // "head…[12345 bytes cut]…tail", never splitting a UTF-8 sequence;
 // unchanged when it fits. `max_bytes` must be at least 64.
 std::string CutToBytes(std::string_view s, size_t max_bytes);
+
+// A size as users write it: a whole number of bytes with an optional
+// binary suffix, K/KiB, M/MiB, G/GiB or T/TiB (case-insensitive; "64M" =
+// 64 MiB). nullopt for anything else, negative numbers and overflow.
+std::optional<uint64_t> ParseByteSize(std::string_view s);
 
 // Frame names, modules and source files are stored at most this long
 // (Tree::InternFrame cuts them). 64 KiB: a 30,000-character C++ template

@@ -1563,3 +1563,200 @@ TEST_CASE("cct-record: a stripped binary's separate debug file (.gnu_debuglink) 
   CHECK(InclusiveOf(t, "cputime", "gamma_work") == doctest::Approx(250e6).epsilon(0.15));
   CHECK_FALSE(HasFrame(t, [](std::string_view s) { return s.starts_with("cct-test-debuglink+0x"); }));
 }
+
+// --- --trace: the trace-phases program (programs/trace_phases.cc) -----------
+
+namespace {
+
+struct TracePhase {
+  std::string thread, name;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// "PHASE thread name start end" lines as the program printed them.
+std::vector<TracePhase> TracePhases(const std::string& out) {
+  std::vector<TracePhase> phases;
+  std::istringstream in(out);
+  std::string tag;
+  TracePhase p;
+  while (in >> tag)
+    if (tag == "PHASE" && in >> p.thread >> p.name >> p.start_ns >> p.end_ns) phases.push_back(p);
+  return phases;
+}
+
+store::RunTrace TraceOf(const std::string& db, store::RunId id) {
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto t = (*d)->ReadTrace(id);
+  REQUIRE(t.ok());
+  REQUIRE(t->has_value());
+  return std::move(**t);
+}
+
+// Whether `node` or an ancestor is a function named `function`.
+bool UnderFunction(const cct::Tree& t, cct::NodeId node, std::string_view function) {
+  for (; node != cct::kRootNode; node = t.parent(node))
+    if (t.kind(node) == cct::FrameKind::kFunction && t.name(node) == function) return true;
+  return false;
+}
+
+const store::TraceSamples* SamplesOfThread(const store::RunTrace& trace, const cct::Tree& t, std::string_view thread) {
+  for (const store::TraceSamples& s : trace.samples)
+    if (t.name(s.thread) == thread) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("cct-record --trace: samples and NVTX ranges land at the phases' times and nodes") {
+  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
+    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "t.db";
+  auto r = Run(Record(db, {"--trace"}, {Prog("cct-test-trace-phases")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<TracePhase> phases = TracePhases(r.out);
+  REQUIRE(phases.size() == 5);  // main: A, B, A; worker: C, D
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const cct::Tree t = TreeOf(db, runs[0].id);
+  const store::RunTrace trace = TraceOf(db, runs[0].id);
+  CHECK(trace.dropped == 0);
+  CHECK(trace.limit_bytes == uint64_t{256} << 20);
+
+  // Every sample the tree counts is in the trace, once.
+  uint64_t traced = 0;
+  for (const store::TraceSamples& s : trace.samples) {
+    traced += s.time_ns.size();
+    CHECK(std::is_sorted(s.time_ns.begin(), s.time_ns.end()));
+    CHECK(t.kind(s.thread) == cct::FrameKind::kThread);
+    for (cct::NodeId n : s.node) CHECK(n < t.size());  // ids are the tree's
+  }
+  CHECK(traced == static_cast<uint64_t>(runs[0].diagnostics.at("samples")));
+
+  const char* kFunction[] = {"phase_a", "phase_b", "phase_c", "phase_d"};
+  for (const TracePhase& p : phases) {
+    CAPTURE(p.thread);
+    CAPTURE(p.name);
+    const std::string function = kFunction[p.name[0] - 'A'];
+    // The range instance: the collector times push and pop just outside
+    // the program's own clock readings.
+    const store::TraceRange* range = nullptr;
+    for (const store::TraceRange& x : trace.ranges)
+      if (t.name(x.node) == p.name && t.name(x.thread) == p.thread && x.start_ns <= p.start_ns + 2000000 &&
+          x.end_ns >= p.end_ns - 2000000 && x.start_ns >= p.start_ns - 2000000)
+        range = &x;
+    REQUIRE(range != nullptr);
+    CHECK(range->end_ns <= p.end_ns + 2000000);
+    // The samples of the phase's function all fall in the phase (give or
+    // take a sampling period of 10 ms), and the phase's first and last
+    // such samples are within 10 ms of its ends.
+    const store::TraceSamples* s = SamplesOfThread(trace, t, p.thread);
+    REQUIRE(s != nullptr);
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    size_t inside = 0, in_span = 0;
+    for (size_t i = 0; i < s->time_ns.size(); ++i) {
+      const int64_t at = s->time_ns[i];
+      const bool in_phase = at >= p.start_ns - 10000000 && at <= p.end_ns + 10000000;
+      if (at >= p.start_ns + 10000000 && at <= p.end_ns - 10000000) {
+        ++in_span;
+        inside += UnderFunction(t, s->node[i], function);
+      }
+      if (!in_phase || !UnderFunction(t, s->node[i], function)) continue;
+      first = std::min(first, at);
+      last = std::max(last, at);
+    }
+    CHECK(first <= p.start_ns + 10000000);
+    CHECK(last >= p.end_ns - 10000000);
+    // Inside the phase the thread is in its function.
+    REQUIRE(in_span > 50);
+    CHECK(static_cast<double>(inside) >= 0.95 * static_cast<double>(in_span));
+  }
+  // phase_a's samples on the main thread fall in its two instances only:
+  // none in B or in the sleep between.
+  const store::TraceSamples* main_samples = SamplesOfThread(trace, t, "main");
+  REQUIRE(main_samples != nullptr);
+  for (size_t i = 0; i < main_samples->time_ns.size(); ++i) {
+    if (!UnderFunction(t, main_samples->node[i], "phase_a")) continue;
+    const int64_t at = main_samples->time_ns[i];
+    const bool in_a = (at >= phases[0].start_ns - 10000000 && at <= phases[0].end_ns + 10000000) ||
+                      (at >= phases[2].start_ns - 10000000 && at <= phases[2].end_ns + 10000000);
+    CHECK(in_a);
+  }
+}
+
+TEST_CASE("cct-record --trace-limit: past the limit events are counted, not kept, and the run says so") {
+  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
+    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "l.db";
+  auto r = Run(Record(db, {"--trace", "--trace-limit", "4K"}, {Prog("cct-test-trace-phases")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const store::RunTrace trace = TraceOf(db, runs[0].id);
+  CHECK(trace.limit_bytes == 4096);
+  CHECK(trace.dropped > 0);
+  // 4 KiB holds at most 256 samples (16 bytes each in memory).
+  uint64_t kept = 0;
+  for (const store::TraceSamples& s : trace.samples) kept += s.time_ns.size();
+  CHECK(kept <= 256);
+  CHECK(kept + trace.dropped + trace.ranges.size() >=
+        static_cast<uint64_t>(runs[0].diagnostics.at("samples")));
+  CHECK(runs[0].diagnostics.at("trace_dropped_events") == static_cast<int64_t>(trace.dropped));
+  CHECK(runs[0].sampling->at("trace_limit_reached").get<std::string>().find("--trace-limit 4096 bytes") !=
+        std::string::npos);
+  // Bad sizes are refused before the program runs.
+  for (const char* bad : {"0", "4X", "-1", "99999999999999999999"}) {
+    auto b = Run(Record(db, {"--trace", "--trace-limit", bad}, {"/bin/true"}));
+    CHECK(b.exit_code == 125);
+    CHECK(b.err.find("--trace-limit must be a size") != std::string::npos);
+  }
+  auto without = Run(Record(db, {"--trace-limit", "4K"}, {"/bin/true"}));
+  CHECK(without.exit_code == 125);
+  CHECK(without.err.find("--trace-limit needs --trace") != std::string::npos);
+}
+
+TEST_CASE("cct-record --trace: SIGKILL keeps the trace up to the last checkpoint") {
+  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
+    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "k.db";
+  const pid_t rec = Spawn(Record(db, {"--trace", "--checkpoint", "0.2"}, {Prog("cct-test-trace-phases"), "hold"}));
+  const pid_t prog = ChildOf(rec);
+  REQUIRE(prog > 0);
+  // The phases take 0.8 s of the main thread's CPU; then it holds.
+  WaitForCpu(prog, 1.4);
+  kill(prog, SIGKILL);
+  CHECK(WaitStatus(rec) == 128 + SIGKILL);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].state == store::RunState::kCrashed);
+  const cct::Tree t = TreeOf(db, runs[0].id);
+  const store::RunTrace trace = TraceOf(db, runs[0].id);
+  // Everything the phases did was written at a checkpoint before the kill:
+  // their five ranges and samples of each function; the hold's samples up
+  // to the last checkpoint too.
+  std::multiset<std::string> ranges;
+  for (const store::TraceRange& x : trace.ranges) ranges.insert(std::string(t.name(x.node)));
+  CHECK(ranges.count("A") == 2);
+  CHECK(ranges.count("B") == 1);
+  CHECK(ranges.count("C") == 1);
+  CHECK(ranges.count("D") == 1);
+  std::map<std::string, size_t> per_function;
+  for (const store::TraceSamples& s : trace.samples)
+    for (cct::NodeId n : s.node)
+      for (const char* f : {"phase_a", "phase_b", "phase_c", "phase_d", "hold_on"}) per_function[f] += UnderFunction(t, n, f);
+  for (const char* f : {"phase_a", "phase_b", "phase_c", "phase_d", "hold_on"}) {
+    CAPTURE(f);
+    CHECK(per_function[f] > 0);
+  }
+}

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -90,14 +91,71 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address) {
   return rt->frozen.insert_or_assign(lk, frames).first->second;
 }
 
-cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations) {
+namespace {
+
+// The thread node above `node` (kNoNode when there is none).
+cct::NodeId ThreadNodeOf(const cct::Tree& tree, cct::NodeId node) {
+  while (node != cct::kNoNode && node != cct::kRootNode && tree.kind(node) != cct::FrameKind::kThread)
+    node = tree.parent(node);
+  return node == cct::kRootNode ? cct::kNoNode : node;
+}
+
+// --trace: every thread's logged samples and NVTX ranges on `tree`, through
+// the builder's trie-to-tree node maps; times move from CLOCK_MONOTONIC to
+// the epoch by `to_epoch_ns`. The logs only grow, so each checkpoint
+// rebuilds the whole trace from them (the tree's node ids change between
+// checkpoints; the trie's do not).
+void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::NodeId>>& value_nodes,
+                  const std::vector<std::vector<cct::NodeId>>& range_nodes, int64_t to_epoch_ns,
+                  store::RunTrace& trace) {
+  const size_t n = value_nodes.size();
+  for (size_t i = 0; i < n; ++i) {
+    const ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
+    if (!t) continue;
+    store::TraceSamples samples;
+    samples.thread = cct::kNoNode;
+    const size_t count = t->sample_trace.size();
+    samples.time_ns.reserve(count);
+    samples.node.reserve(count);
+    for (size_t k = 0; k < count; ++k) {
+      const TraceSampleRecord& r = t->sample_trace[k];
+      // A leaf the tree has no node for (the trie grew after AddThread read
+      // it): a later checkpoint has it.
+      if (r.node >= value_nodes[i].size() || value_nodes[i][r.node] == cct::kNoNode) continue;
+      const cct::NodeId node = value_nodes[i][r.node];
+      if (samples.thread == cct::kNoNode) samples.thread = ThreadNodeOf(tree, node);
+      samples.time_ns.push_back(r.time_ns + to_epoch_ns);
+      samples.node.push_back(node);
+    }
+    if (!samples.node.empty() && samples.thread != cct::kNoNode) trace.samples.push_back(std::move(samples));
+    const size_t ranges = t->range_trace.size();
+    for (size_t k = 0; k < ranges; ++k) {
+      const TraceRangeRecord& r = t->range_trace[k];
+      if (r.node >= range_nodes[i].size() || range_nodes[i][r.node] == cct::kNoNode) continue;
+      const cct::NodeId node = range_nodes[i][r.node];
+      const cct::NodeId thread = ThreadNodeOf(tree, node);
+      if (thread == cct::kNoNode) continue;
+      trace.ranges.push_back({thread, node, r.start_ns + to_epoch_ns, r.end_ns + to_epoch_ns});
+    }
+  }
+  // Ranges are logged at their pop: inner ones first. Readers want start
+  // order (stable, so equal starts keep the outer one first once reversed).
+  std::stable_sort(trace.ranges.begin(), trace.ranges.end(),
+                   [](const store::TraceRange& a, const store::TraceRange& b) { return a.start_ns < b.start_ns; });
+  trace.limit_bytes = rt->config.trace_limit_bytes;
+  trace.dropped = rt->trace_budget.dropped.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations, const store::RunTrace* trace) {
   if (rt->run_key.empty()) return cct::Status(cct::ErrorCode::kInternal, "no run key");
   store::RunFile run;
   run.meta = rt->meta;
   run.key = rt->run_key;
   run.parent_key = rt->config.parent_key;
   run.root_key = rt->config.root_key;
-  auto sections = store::EncodeRun(run.meta, tree, iterations);
+  auto sections = store::EncodeRun(run.meta, tree, iterations, trace);
   if (!sections.ok()) return sections.status();
   run.sections = std::move(sections).value();
   rt->meta.node_count = run.meta.node_count;
@@ -138,7 +196,7 @@ void WriteRun(store::RunState state) noexcept {
     int64_t handler_ns = 0;
     const size_t n = rt->thread_count.load(std::memory_order_acquire);
     size_t sampled_threads = 0;
-    std::vector<std::vector<cct::NodeId>> value_nodes(n);
+    std::vector<std::vector<cct::NodeId>> value_nodes(n), range_nodes(rt->config.trace ? n : 0);
     std::vector<std::string> names(n);
     for (size_t i = 0; i < n; ++i)
       if (ThreadState* t = rt->threads[i].load(std::memory_order_acquire)) names[i] = ThreadName(*t);
@@ -148,7 +206,7 @@ void WriteRun(store::RunState state) noexcept {
       if (!t) continue;
       if (t->trie.size() > 1) ++sampled_threads;
       builder.AddThread(names[i], t->trie, lookup, &value_nodes[i]);
-      builder.AddRanges(names[i], t->range_trie, lookup);
+      builder.AddRanges(names[i], t->range_trie, lookup, rt->config.trace ? &range_nodes[i] : nullptr);
       lost += t->lost.load(std::memory_order_relaxed);
       throttled += t->throttled.load(std::memory_order_relaxed);
       handler_ns += t->handler_ns.load(std::memory_order_relaxed);
@@ -186,12 +244,27 @@ void WriteRun(store::RunState state) noexcept {
     }
     // NVTX adds its start/end ranges, problems and iterations; the GPU its
     // launch tries, metrics and facts (onto those iterations).
-    RunContext run{tree, builder, lookup, n, names, value_nodes, m, iterations};
+    std::optional<store::RunTrace> trace;
+    if (rt->config.trace) {
+      trace.emplace();
+      CollectTrace(tree, value_nodes, range_nodes, m.start_time_ns - rt->start_mono_ns, *trace);
+    }
+    RunContext run{tree, builder, lookup, n, names, value_nodes, m, iterations, trace ? &*trace : nullptr};
     SourcesAddToRun(run);
     m.node_count = tree.size();
+    if (trace) {
+      m.diagnostics["trace_events"] = static_cast<int64_t>(store::TraceEventCount(*trace));
+      if (trace->dropped > 0) {
+        // Said where a user looks first (cct-query show), besides the trace's own count.
+        m.diagnostics["trace_dropped_events"] = static_cast<int64_t>(trace->dropped);
+        m.sampling["trace_limit_reached"] = "the trace holds the events up to --trace-limit " +
+                                            std::to_string(trace->limit_bytes) + " bytes; " +
+                                            std::to_string(trace->dropped) + " later events were counted, not kept";
+      }
+    }
 
     const store::RunIterations* iters = iterations.iterations.empty() ? nullptr : &iterations;
-    const cct::Status st = WriteRunFile(&tree, iters);
+    const cct::Status st = WriteRunFile(&tree, iters, trace ? &*trace : nullptr);
     if (st.ok()) {
       if (!rt->run_created) {
         rt->run_created = true;

@@ -1,5 +1,7 @@
 #include "collector/core/config.h"
 
+#include "cct/text.h"
+
 #include "collector/cpu/symbol_cache.h"
 
 #include <nlohmann/json.hpp>
@@ -87,6 +89,12 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
       return cct::BadInput(std::string("CCT_RECORD_SIGNAL must be an offset from SIGRTMIN (0..28): ") + v);
   }
   if (const char* v = env("CCT_RECORD_ITERATION")) c.iteration_regex = v;
+  if (const char* v = env("CCT_RECORD_TRACE")) c.trace = std::string(v) == "1";
+  if (const char* v = env("CCT_RECORD_TRACE_LIMIT"); v && *v) {
+    const std::optional<uint64_t> limit = cct::ParseByteSize(v);
+    if (!limit || *limit == 0) return cct::BadInput(std::string("CCT_RECORD_TRACE_LIMIT must be a size such as 64M, not '") + v + "'");
+    c.trace_limit_bytes = *limit;
+  }
   if (const char* v = env("CCT_RECORD_MAX_DEPTH"); v && *v) {
     if (!ParseInt(v, &c.max_depth) || c.max_depth < kMinMaxDepth || c.max_depth > kMaxMaxDepth)
       return cct::BadInput("CCT_RECORD_MAX_DEPTH must be a frame count between " + std::to_string(kMinMaxDepth) +
@@ -165,6 +173,10 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   e["CCT_RECORD_SIGNAL"] = std::to_string(c.signal_offset);
   if (!c.iteration_regex.empty()) e["CCT_RECORD_ITERATION"] = c.iteration_regex;
   e["CCT_RECORD_MAX_DEPTH"] = std::to_string(c.max_depth);
+  if (c.trace) {
+    e["CCT_RECORD_TRACE"] = "1";
+    e["CCT_RECORD_TRACE_LIMIT"] = std::to_string(c.trace_limit_bytes);
+  }
   e["CCT_RECORD_NVTX_MODE"] = c.nvtx_placement == NvtxPlacement::kPrefix ? "prefix" : "interleaved";
   if (c.nvtx_inherit_main) e["CCT_RECORD_NVTX_INHERIT"] = "main";
   e["CCT_RECORD_PYTHON"] = c.python == PythonMode::kOff ? "off" : "auto";

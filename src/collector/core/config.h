@@ -35,6 +35,10 @@ inline constexpr int kDefaultMaxDepth = 4096;
 inline constexpr int kMinMaxDepth = 8;
 inline constexpr int kMaxMaxDepth = 65536;
 
+// --trace-limit's default: 256 MiB of events per process, about 16 million
+// samples (hours of one thread at 1 kHz), stored in far fewer bytes.
+inline constexpr uint64_t kDefaultTraceLimitBytes = uint64_t{256} << 20;
+
 struct CollectorConfig {
   std::string db_path;                 // CCT_RECORD_DB (its presence turns the collector on)
   // CCT_RECORD_SPOOL: the directory this process's run file goes to
@@ -88,6 +92,11 @@ struct CollectorConfig {
   // across processes (cpu/symbol_cache.h); "off" (stored as "") disables
   // it. Default: DefaultSymbolCacheDir().
   std::string symbol_cache_dir;
+  // CCT_RECORD_TRACE=1 (--trace): keep a time-ordered trace of samples,
+  // NVTX ranges and GPU activities beside the tree (store/trace.h), within
+  // CCT_RECORD_TRACE_LIMIT bytes of memory per process (--trace-limit).
+  bool trace = false;
+  uint64_t trace_limit_bytes = kDefaultTraceLimitBytes;
   // CCT_RECORD_MACHINE: the machine facts an ancestor measured
   // (run_info.h MachineFacts), passed on as they are.
   std::string machine;

@@ -104,6 +104,7 @@ void ForkChild() {
   rt->child_start_ns = Now(CLOCK_REALTIME);
   rt->start_mono_ns = Now(CLOCK_MONOTONIC);
   rt->child_cwd = CurrentDirectory();
+  rt->trace_budget.Reset(rt->config.trace_limit_bytes);
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;
   rt->active.store(true);
   // NVTX totals and the GPU's state restart for the child's run.
@@ -112,6 +113,8 @@ void ForkChild() {
     self->trie.Reset();
     self->range_trie.Reset();
     self->launch_trie.Reset();
+    self->sample_trace.Reset();
+    self->range_trace.Reset();
     self->gpu_runtime_frame.clear();
     self->alive.store(true);
     self->has_timer = false;

@@ -218,6 +218,7 @@ void Start() {
   StartUnwinder();
   rt->signo = SIGRTMIN + rt->config.signal_offset;
   rt->clock = rt->config.clock == SampleClock::kWall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
+  rt->trace_budget.Reset(rt->config.trace_limit_bytes);
   rt->period_ns = static_cast<int64_t>(1e9 / rt->config.freq_hz);
   if (pthread_key_create(&exit_key, OnThreadExit) != 0) return;
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;

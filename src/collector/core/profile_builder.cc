@@ -88,8 +88,9 @@ void ProfileBuilder::AddThread(std::string_view thread_name, const SampleTrie& t
   Add(thread_name, trie, lookup, Role::kSamples, value_nodes);
 }
 
-void ProfileBuilder::AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup) {
-  Add(thread_name, ranges, lookup, Role::kRanges, nullptr);
+void ProfileBuilder::AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup,
+                               std::vector<cct::NodeId>* nodes) {
+  Add(thread_name, ranges, lookup, Role::kRanges, nodes);
 }
 
 void ProfileBuilder::AddLaunches(std::string_view thread_name, const SampleTrie& launches, const SymbolLookup& lookup,

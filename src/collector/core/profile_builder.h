@@ -84,7 +84,10 @@ class ProfileBuilder {
   // pop time: each path ends in the range's key; its time is the summed wall
   // duration, its samples the count) as nvtx:time / nvtx:count, and marks as
   // nvtx:marks. Paths align with AddThread's, so a range's node is the same.
-  void AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup);
+  // `nodes` (optional) receives the tree node of every trie node (--trace
+  // places range instances by it).
+  void AddRanges(std::string_view thread_name, const SampleTrie& ranges, const SymbolLookup& lookup,
+                 std::vector<cct::NodeId>* nodes = nullptr);
   // Adds one thread's GPU launch sites (a trie written at each CUDA call
   // that launches work: the caller's stack with its NVTX ranges, then a GPU
   // placeholder key and, for kernels, a kernel key; see gpu_runtime.h).

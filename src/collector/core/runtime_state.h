@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "collector/core/config.h"
+#include "collector/core/trace_log.h"
 #include "collector/cpu/sample_trie.h"
 #include "collector/cpu/modules.h"
 #include "collector/cpu/symbolizer.h"
@@ -193,6 +194,10 @@ struct ThreadState {
   uint64_t range_py[kRangePyFrames];
   int32_t range_py_groups[kRangePyFrames];
   SampleTrie range_trie;   // pop-time durations and counts, marks (owner thread only)
+  // --trace: this thread's samples (written by its sampling handler) and
+  // NVTX range instances (written at pop), trie leaves with their times.
+  SampleTraceLog sample_trace;
+  RangeTraceLog range_trace;
   // Names given to the thread (ThreadName prefers them in this order):
   // nvtxNameOsThread's, then its Python threading.Thread's
   // (python/python_threads.cc), then the kernel's (comm: what
@@ -248,6 +253,10 @@ struct ExecOverlay {
 
 struct Runtime {
   CollectorConfig config;
+  // --trace: the bytes of events the process may still keep (config's
+  // trace_limit_bytes at the start and in a forked child) and those it
+  // could not; every thread's trace logs draw from it.
+  TraceBudget trace_budget;
   int signo = 0;
   clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
   int64_t period_ns = 1000000;
@@ -471,9 +480,10 @@ SymbolFrame OutermostFrame(uintptr_t address);  // takes trim_mutex
 uint64_t LookupKey(uint64_t key, bool return_address);
 const SymbolFrames& LookupSymbols(uint64_t key, bool return_address);  // caller holds flush_mutex
 void WriteRun(store::RunState state) noexcept;                          // caller holds flush_mutex
-// Writes the run file (meta, and the tree and iterations when given).
+// Writes the run file (meta, and the tree, iterations and trace when given).
 // Caller holds flush_mutex.
-cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations);
+cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations,
+                         const store::RunTrace* trace = nullptr);
 void StartFlusher();
 
 // --- lifecycle.cc

@@ -55,6 +55,7 @@
 #include "collector/core/config.h"
 #include "collector/core/profile_builder.h"
 #include "store/iterations.h"
+#include "store/trace.h"
 #include "store/run_meta.h"
 
 namespace collector::internal {
@@ -71,6 +72,9 @@ struct RunContext {
   const std::vector<std::vector<cct::NodeId>>& value_nodes;  // by thread index: CPU trie node → tree node
   store::RunMeta& meta;
   store::RunIterations& iterations;  // the run's ended iterations
+  // --trace: the trace being built (CPU samples and NVTX ranges are in;
+  // sources add their events on `tree`'s nodes); null without --trace.
+  store::RunTrace* trace;
 };
 
 // A source's hooks; a source names only those it needs (designated

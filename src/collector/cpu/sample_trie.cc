@@ -6,15 +6,9 @@
 
 #include <cstring>
 
+#include "collector/core/pages.h"
+
 namespace collector {
-namespace {
-
-void* MapZeroed(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-}  // namespace
 
 uint64_t SampleTrie::Hash(NodeIndex parent, uint64_t key) {
   uint64_t h = key * 0x9E3779B97F4A7C15ull ^ (uint64_t{parent} + 0x632BE59BD9B4E019ull);
@@ -25,7 +19,7 @@ uint64_t SampleTrie::Hash(NodeIndex parent, uint64_t key) {
 
 bool SampleTrie::GrowIndex() {
   const size_t capacity = index_capacity_ ? index_capacity_ * 2 : 4096;
-  auto* index = static_cast<uint32_t*>(MapZeroed(capacity * sizeof(uint32_t)));
+  auto* index = static_cast<uint32_t*>(MapZeroedPages(capacity * sizeof(uint32_t)));
   if (!index) return false;
   const size_t n = count_.load(std::memory_order_relaxed);
   for (NodeIndex i = 1; i < n; ++i) {
@@ -52,7 +46,7 @@ SampleTrie::NodeIndex SampleTrie::FindOrAdd(NodeIndex parent_node, uint64_t k) {
   std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_relaxed);
   NodeChunk* chunk = table[n / kChunkNodes].load(std::memory_order_relaxed);
   if (!chunk) {
-    chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
+    chunk = static_cast<NodeChunk*>(MapZeroedPages(sizeof(NodeChunk)));
     if (!chunk) return kNoIndex;
     table[n / kChunkNodes].store(chunk, std::memory_order_release);
   }
@@ -74,11 +68,11 @@ SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, i
     // the first sample (a Reset keeps the table).
     std::atomic<NodeChunk*>* table = chunks_.load(std::memory_order_relaxed);
     if (!table) {
-      table = static_cast<std::atomic<NodeChunk*>*>(MapZeroed(kMaxChunks * sizeof(std::atomic<NodeChunk*>)));
+      table = static_cast<std::atomic<NodeChunk*>*>(MapZeroedPages(kMaxChunks * sizeof(std::atomic<NodeChunk*>)));
       if (!table) return kNoIndex;
       chunks_.store(table, std::memory_order_release);
     }
-    auto* chunk = static_cast<NodeChunk*>(MapZeroed(sizeof(NodeChunk)));
+    auto* chunk = static_cast<NodeChunk*>(MapZeroedPages(sizeof(NodeChunk)));
     if (!chunk) return kNoIndex;
     table[0].store(chunk, std::memory_order_release);
     count_.store(1, std::memory_order_release);

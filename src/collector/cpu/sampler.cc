@@ -166,7 +166,9 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
       python::CountSplice(mismatched);
     }
   }
-  if (!t->trie.AddSample(path, k, delta)) t->lost.fetch_add(1, std::memory_order_relaxed);
+  const SampleTrie::NodeIndex leaf = t->trie.AddSampleAt(path, k, delta);
+  if (leaf == SampleTrie::kNoIndex) t->lost.fetch_add(1, std::memory_order_relaxed);
+  else if (rt->config.trace) t->sample_trace.Append({began, leaf}, rt->trace_budget);
   // A sample that cost c (an unwind that steps, on a thread off the fast
   // path; a deep stack) holds off the next ones for kThrottleFactor * c
   // after it. The handler's share of the thread's time stays near

@@ -364,7 +364,9 @@ void NvtxPop(uint32_t domain) {
   // pushed inside it).
   const int64_t wall = now - e.start_ns;
   if (idx > 0) t->ranges[idx - 1].nested_ns += wall;
-  if (!t->range_trie.AddSample(path, k, std::max<int64_t>(wall - e.nested_ns, 0))) Problem("nvtx_lost_ranges");
+  const SampleTrie::NodeIndex leaf = t->range_trie.AddSampleAt(path, k, std::max<int64_t>(wall - e.nested_ns, 0));
+  if (leaf == SampleTrie::kNoIndex) Problem("nvtx_lost_ranges");
+  else if (rt->config.trace) t->range_trace.Append({e.start_ns, now, leaf}, rt->trace_budget);
   // Hide the entries from idx up while they move (the handler may run).
   t->range_count.store(idx, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);

@@ -1,0 +1,74 @@
+// --trace test program: known phases on two threads, each inside an NVTX
+// range named after it. Main thread: 0.3 s of phase_a, 0.2 s of phase_b,
+// 0.1 s asleep, 0.3 s of phase_a again. Worker thread (named "worker"):
+// 0.2 s of phase_c, 0.1 s asleep, 0.2 s of phase_d. Phases burn their
+// thread's CPU time; each is printed with its wall span on CLOCK_REALTIME
+// (ns since the epoch, the trace's clock) as "PHASE thread name start end".
+//   trace-phases [hold]   hold: after the phases, burn until killed
+#include <nvtx3/nvtx3.hpp>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "burn.h"
+
+volatile double burn_sink;
+
+extern "C" __attribute__((noinline)) void phase_a(long long ns) { BURN_NS(ns); }
+extern "C" __attribute__((noinline)) void phase_b(long long ns) { BURN_NS(ns); }
+extern "C" __attribute__((noinline)) void phase_c(long long ns) { BURN_NS(ns); }
+extern "C" __attribute__((noinline)) void phase_d(long long ns) { BURN_NS(ns); }
+extern "C" __attribute__((noinline)) void hold_on() {
+  for (;;) BURN_NS(10000000);
+}
+
+static long long RealNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void SleepNs(long long ns) {
+  timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+// Runs `fn` for `ns` of CPU time inside an NVTX range named `name`; the
+// line is printed after the range ends (printing is not in the phase).
+static void Phase(const char* thread, const char* name, void (*fn)(long long), long long ns) {
+  nvtxRangePushA(name);
+  const long long start = RealNs();
+  fn(ns);
+  const long long end = RealNs();
+  nvtxRangePop();
+  printf("PHASE %s %s %lld %lld\n", thread, name, start, end);
+  fflush(stdout);
+}
+
+static void* worker(void*) {
+  nvtxNameOsThreadA(static_cast<uint32_t>(syscall(SYS_gettid)), "worker");
+  pthread_setname_np(pthread_self(), "worker");
+  Phase("worker", "C", phase_c, 200000000);
+  SleepNs(100000000);
+  Phase("worker", "D", phase_d, 200000000);
+  return nullptr;
+}
+
+int main(int argc, char** argv) {
+  pthread_t w;
+  pthread_create(&w, nullptr, worker, nullptr);
+  Phase("main", "A", phase_a, 300000000);
+  Phase("main", "B", phase_b, 200000000);
+  SleepNs(100000000);
+  Phase("main", "A", phase_a, 300000000);
+  pthread_join(w, nullptr);
+  if (argc > 1 && strcmp(argv[1], "hold") == 0) {
+    printf("HOLDING\n");
+    fflush(stdout);
+    hold_on();
+  }
+  return 0;
+}
