@@ -463,12 +463,16 @@ cct::Result<ImportReport> AttachNcuRun(const ImportRequest& request) {
                            {"metrics", attached.metrics.size()}};
   meta.extra["ncu"] = record;
   meta.diagnostics["ncu_unmatched_launches"] = static_cast<int64_t>(attached.launches - attached.matched);
-  // The new tree has the same nodes, so the run's iterations (whose node ids
-  // refer to them) are written back with it rather than dropped.
+  // The new tree has the same nodes, so the run's iterations and trace
+  // (whose node ids refer to them) are written back with it rather than
+  // dropped.
   auto iterations = db->ReadIterations(meta.id);
   if (!iterations.ok())
     return iterations.status().WithContext("keeping run " + std::to_string(meta.id) + "'s iterations");
-  CCT_RETURN_IF_ERROR(db->UpdateRun(meta, &tree, *iterations ? &**iterations : nullptr));
+  auto trace = db->ReadTrace(meta.id);
+  if (!trace.ok()) return trace.status().WithContext("keeping run " + std::to_string(meta.id) + "'s trace");
+  CCT_RETURN_IF_ERROR(
+      db->UpdateRun(meta, &tree, *iterations ? &**iterations : nullptr, *trace ? &**trace : nullptr));
   ImportReport report;
   report.summary = "attached " + std::to_string(attached.metrics.size()) + " ncu metrics from " + file + " to run " +
                    std::to_string(meta.id) + (meta.name.empty() ? "" : " '" + meta.name + "'") + ": " +

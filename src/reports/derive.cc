@@ -204,6 +204,8 @@ Status DeriveCommand(const ReportRequest& request, std::ostream& out) {
       return cct::InvalidArgument("--replace: " + query::RunLabel(old) + " was not derived (source " + old.source +
                                   "); it replaces derived runs only");
     meta.id = old.id;
+    // No iterations and no trace: the derived tree has other nodes than the
+    // source's (dropped, folded, merged), which their node ids would miss.
     CCT_RETURN_IF_ERROR(db->UpdateRun(meta, &derived.tree));
     replaced = true;
   } else {

@@ -24,6 +24,7 @@ std::string_view SectionName(store::SectionKind k) {
     case store::SectionKind::kMetrics: return "metrics";
     case store::SectionKind::kValues: return "values";
     case store::SectionKind::kIterations: return "iterations";
+    case store::SectionKind::kTrace: return "trace";
   }
   return "other";
 }

@@ -137,6 +137,10 @@ std::unique_ptr<Database> OpenInChild(const std::string& path, int fd) {
           auto its = db->ReadIterations(id);
           if (!its.ok()) problem = its.status().message();
         }
+        if (problem.empty()) {
+          auto trace = db->ReadTrace(id);
+          if (!trace.ok()) problem = trace.status().message();
+        }
       }
     }
     problem = Unframed(problem, path, id);

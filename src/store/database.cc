@@ -3,6 +3,7 @@
 #include "store/fault_guard.h"
 #include "store/iteration_codec.h"
 #include "store/run_file.h"
+#include "store/trace_codec.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -168,21 +169,23 @@ Status Database::PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>&
 }
 
 // Both write through PutRuns: one place stores run records and sections.
-Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
+Status Database::CreateRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations,
+                           const RunTrace* trace) {
   std::vector<RunFile> runs(1);
   runs[0].meta = meta;
   runs[0].meta.id = 0;  // always a new run, whatever id the caller's copy had
-  CCT_ASSIGN_OR_RETURN(runs[0].sections, EncodeRun(runs[0].meta, tree, iterations));
+  CCT_ASSIGN_OR_RETURN(runs[0].sections, EncodeRun(runs[0].meta, tree, iterations, trace));
   CCT_RETURN_IF_ERROR(PutRuns(runs));
   meta = std::move(runs[0].meta);
   return Status::Ok();
 }
 
-Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
+Status Database::UpdateRun(const RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations,
+                           const RunTrace* trace) {
   if (meta.id == 0) return cct::NotFound("no run 0 in " + path());  // PutRuns would create one
   std::vector<RunFile> runs(1);
   runs[0].meta = meta;
-  CCT_ASSIGN_OR_RETURN(runs[0].sections, EncodeRun(runs[0].meta, tree, iterations));
+  CCT_ASSIGN_OR_RETURN(runs[0].sections, EncodeRun(runs[0].meta, tree, iterations, trace));
   return PutRuns(runs);
 }
 
@@ -222,7 +225,7 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
         if (!existing) return cct::NotFound("no run " + std::to_string(run.meta.id) + " in " + path());
         if (!run.sections.empty()) {
           for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,
-                                SectionKind::kValues, SectionKind::kIterations}) {
+                                SectionKind::kValues, SectionKind::kIterations, SectionKind::kTrace}) {
             std::string prefix = U32BE(run.meta.id);
             prefix.push_back(static_cast<char>(k));
             CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
@@ -268,7 +271,7 @@ Status Database::WriteSection(RunId id, const Section& section) {
 
 // Collects the run's chunks (keys sort by kind, arg, chunk) and joins each
 // section's payload, copying every byte once out of the memory map.
-Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id, bool with_iterations) {
+Result<std::vector<Section>> Database::GetTreeSections(LmdbTxn& txn, RunId id) {
   const std::string prefix = U32BE(id);
   std::vector<Section> out;
   std::vector<uint32_t> crcs;
@@ -284,7 +287,11 @@ Result<std::vector<Section>> Database::GetSections(LmdbTxn& txn, RunId id, bool 
     if (key.substr(0, 4) != prefix) return false;
     if (key.size() != kBlobKeySize) return damaged("malformed blob key");
     const auto kind = static_cast<SectionKind>(key[4]);
-    if (kind == SectionKind::kIterations && !with_iterations) return true;
+    // Not the tree's: iterations, the trace, and kinds of later formats
+    // (which this reader cannot decode and must not fail on).
+    if (static_cast<uint8_t>(kind) < static_cast<uint8_t>(SectionKind::kStrings) ||
+        static_cast<uint8_t>(kind) > static_cast<uint8_t>(SectionKind::kValues))
+      return true;
     const uint16_t arg = static_cast<uint16_t>((static_cast<unsigned char>(key[5]) << 8) |
                                                static_cast<unsigned char>(key[6]));
     const uint32_t chunk = ReadU32BE(key.substr(7));
@@ -330,7 +337,7 @@ Result<cct::Tree> Database::ReadTree(RunId id, RunMeta* record) {
     if (Status st = ParseRun(*meta, *record); !st.ok())
       return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + st.message());
   }
-  CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetSections(*txn, id, /*with_iterations=*/false));
+  CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetTreeSections(*txn, id));
   txn->Abort();
   if (sections.empty()) return cct::NotFound("run " + std::to_string(id) + " has no profile data yet");
   auto tree = DecodeTree(sections);
@@ -377,21 +384,41 @@ Result<std::optional<RunIterations>> Database::ReadIterations(RunId id) {
   auto damaged = [&](const std::string& why) {
     return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + why);
   };
-  // The stored tree's node count (from the nodes section's first chunk; its
-  // checksum is ReadTree's to verify) and metric table, to check ids against.
-  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> nodes,
-                       txn->Get(blobs_, BlobKey(id, SectionKind::kNodes, 0, 0)));
+  CCT_ASSIGN_OR_RETURN(uint32_t node_count, StoredNodeCount(*txn, id, "iterations"));
   CCT_ASSIGN_OR_RETURN(std::optional<Section> metrics, GetSection(*txn, id, SectionKind::kMetrics, 0));
-  if (!nodes || !metrics) return damaged("iterations are stored without a tree");
-  uint32_t node_count = 0;
-  if (nodes->size() < kSectionHeaderSize + 4) return damaged("node table is truncated");
-  std::memcpy(&node_count, nodes->data() + kSectionHeaderSize, 4);
+  if (!metrics) return damaged("iterations are stored without a tree");
   cct::MetricRegistry registry;
   if (Status st = DecodeMetricTable(metrics->payload, registry); !st.ok()) return damaged(st.message());
   txn->Abort();
   auto decoded = DecodeIterations(its->payload, node_count, registry);
   if (!decoded.ok()) return damaged(decoded.status().message());
   return std::optional<RunIterations>(std::move(decoded).value());
+}
+
+Result<uint32_t> Database::StoredNodeCount(LmdbTxn& txn, RunId id, const char* what) {
+  auto damaged = [&](const std::string& why) {
+    return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + why);
+  };
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> nodes, txn.Get(blobs_, BlobKey(id, SectionKind::kNodes, 0, 0)));
+  if (!nodes) return damaged(std::string(what) + " are stored without a tree");
+  if (nodes->size() < kSectionHeaderSize + 4) return damaged("node table is truncated");
+  uint32_t node_count = 0;
+  std::memcpy(&node_count, nodes->data() + kSectionHeaderSize, 4);
+  return node_count;
+}
+
+Result<std::optional<RunTrace>> Database::ReadTrace(RunId id) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> meta, txn->Get(runs_, U32BE(id)));
+  if (!meta) return cct::NotFound("no run " + std::to_string(id) + " in " + path());
+  CCT_ASSIGN_OR_RETURN(std::optional<Section> trace, GetSection(*txn, id, SectionKind::kTrace, 0));
+  if (!trace) return std::optional<RunTrace>();
+  CCT_ASSIGN_OR_RETURN(uint32_t node_count, StoredNodeCount(*txn, id, "traces"));
+  txn->Abort();
+  auto decoded = DecodeTrace(trace->payload, node_count);
+  if (!decoded.ok())
+    return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + decoded.status().message());
+  return std::optional<RunTrace>(std::move(decoded).value());
 }
 
 Result<std::vector<std::pair<SectionKind, uint64_t>>> Database::SectionSizes(RunId id) {

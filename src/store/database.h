@@ -20,6 +20,7 @@
 #include "store/lmdb_env.h"
 #include "store/run_file.h"
 #include "store/run_meta.h"
+#include "store/trace.h"
 #include "store/tree_codec.h"
 
 namespace store {
@@ -49,17 +50,19 @@ class Database {
   cct::Result<RunId> NextRunId();
 
   // Assigns meta.id and stores the metadata (and the tree, when given, and
-  // its iterations, when given) in one transaction. Iterations need the tree:
-  // their node ids are `tree`'s, mapped to stored ids as the tree is
-  // renumbered. With iterations, an empty meta.iteration_regex is set to
-  // iterations->range. Bad iterations (see EncodeIterations) are
-  // kInvalidArgument and nothing is written.
-  cct::Status CreateRun(RunMeta& meta, const cct::Tree* tree = nullptr, const RunIterations* iterations = nullptr);
+  // its iterations and trace, when given) in one transaction. Iterations and
+  // traces need the tree: their node ids are `tree`'s, mapped to stored ids
+  // as the tree is renumbered. With iterations, an empty meta.iteration_regex
+  // is set to iterations->range. Bad iterations (see EncodeIterations) or a
+  // bad trace (EncodeTrace) are kInvalidArgument and nothing is written.
+  cct::Status CreateRun(RunMeta& meta, const cct::Tree* tree = nullptr, const RunIterations* iterations = nullptr,
+                        const RunTrace* trace = nullptr);
   // Replaces the run's metadata, and its tree when given, in one transaction.
-  // A tree replaces the iterations too: with `iterations` they are written
-  // beside it, without them any stored iterations are removed.
+  // A tree replaces the iterations and the trace too: each given is written
+  // beside it, each not given is removed (its node ids would name the old
+  // tree's nodes).
   cct::Status UpdateRun(const RunMeta& meta, const cct::Tree* tree = nullptr,
-                        const RunIterations* iterations = nullptr);
+                        const RunIterations* iterations = nullptr, const RunTrace* trace = nullptr);
   // Replaces only the run's metadata (e.g. to mark it crashed).
   cct::Status UpdateMeta(const RunMeta& meta) { return UpdateRun(meta, nullptr); }
   // Stores many runs (read from run files) in one transaction: one commit,
@@ -67,12 +70,15 @@ class Database {
   // 0 gets the next id; one with an id replaces that run's metadata, and its
   // tree and iterations when it has sections. `link` sees each run once its
   // id is known, before its record is written (cct-record turns the run
-  // files' keys into parent and root run ids there). A failure stores none.
+  // files' keys into parent and root run ids there). A run with sections
+  // replaces all of the stored ones (tree, iterations, trace). A failure
+  // stores none.
   cct::Status PutRuns(std::vector<RunFile>& runs, const std::function<void(RunFile&)>& link = nullptr);
   cct::Status DeleteRun(RunId id);
 
-  // The run's tree (without iterations: a damaged iteration section does not
-  // make the tree unreadable, only ReadIterations fails on it).
+  // The run's tree (without iterations or trace: a damaged iteration or
+  // trace section does not make the tree unreadable, only ReadIterations or
+  // ReadTrace fails on it).
   // `record`, when given, receives the run record read in the same
   // transaction: another process may replace the run between two reads,
   // and a tree compared with a record read apart from it may not match.
@@ -81,6 +87,10 @@ class Database {
   // of the tree ReadTree returns. kCorrupt when the section is damaged or
   // does not fit the stored tree.
   cct::Result<std::optional<RunIterations>> ReadIterations(RunId id);
+  // The run's trace, nullopt when it has none stored (recorded without
+  // --trace). Node ids are those of the tree ReadTree returns. kCorrupt when
+  // the section is damaged or does not fit the stored tree.
+  cct::Result<std::optional<RunTrace>> ReadTrace(RunId id);
   // Extra sections beside the tree (e.g. per-iteration values).
   cct::Status WriteSection(RunId id, const Section& section);
   cct::Result<std::optional<Section>> ReadSection(RunId id, SectionKind kind, uint16_t arg = 0);
@@ -93,8 +103,12 @@ class Database {
   cct::Status Init(Mode mode);
   cct::Result<RunId> ReadRunCounter(LmdbTxn& txn);  // meta "next_run_id"
   cct::Status PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections);
-  // Every section of the run (iterations only when asked).
-  cct::Result<std::vector<Section>> GetSections(LmdbTxn& txn, RunId id, bool with_iterations);
+  // The tree's sections of the run (kinds 1-5; no iterations, no trace).
+  cct::Result<std::vector<Section>> GetTreeSections(LmdbTxn& txn, RunId id);
+  // The stored tree's node count, from its nodes section's first chunk (its
+  // checksum is ReadTree's to verify): what iteration and trace node ids
+  // are checked against.
+  cct::Result<uint32_t> StoredNodeCount(LmdbTxn& txn, RunId id, const char* what);
   // One section, its chunks joined and checked; nullopt when absent.
   cct::Result<std::optional<Section>> GetSection(LmdbTxn& txn, RunId id, SectionKind kind, uint16_t arg);
 

@@ -11,6 +11,7 @@
 
 #include "store/iteration_codec.h"
 #include "store/lmdb_env.h"  // kDatabaseFileMode
+#include "store/trace_codec.h"
 
 namespace store {
 
@@ -23,27 +24,35 @@ namespace {
 // The run record (metadata and keys) travels as one more section, so the
 // whole file is checked the same way.
 constexpr auto kRecordSection = static_cast<SectionKind>(7);
+static_assert(static_cast<uint8_t>(kRecordSection) + 1 == static_cast<uint8_t>(SectionKind::kTrace));
 // More sections than any run has (five tree kinds, one values section per
-// metric, iterations): a guard against absurd counts, not a format limit.
+// metric, iterations, trace): a guard against absurd counts, not a format limit.
 constexpr uint32_t kMaxSections = 1u << 16;
 
 Status ErrnoError(const std::string& what) { return cct::IoError(what + ": " + std::strerror(errno)); }
 
 }  // namespace
 
-Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations) {
+Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations,
+                                       const RunTrace* trace) {
   std::vector<Section> sections;
   if (iterations && !tree)
     return cct::InvalidArgument("cannot store iterations without the run's tree (their node ids refer to it)");
+  if (trace && !tree) return cct::InvalidArgument("cannot store a trace without the run's tree (its node ids refer to it)");
   if (!tree) return sections;
   std::vector<cct::NodeId> stored_ids;
-  sections = EncodeTree(*tree, iterations ? &stored_ids : nullptr);
+  sections = EncodeTree(*tree, iterations || trace ? &stored_ids : nullptr);
   meta.node_count = tree->size();
   if (iterations) {
     auto its = EncodeIterations(*iterations, *tree, stored_ids);
     if (!its.ok()) return its.status().WithContext("cannot store iterations");
     sections.push_back(std::move(its).value());
     if (meta.iteration_regex.empty()) meta.iteration_regex = iterations->range;
+  }
+  if (trace) {
+    auto encoded = EncodeTrace(*trace, *tree, stored_ids);
+    if (!encoded.ok()) return encoded.status().WithContext("cannot store the trace");
+    sections.push_back(std::move(encoded).value());
   }
   return sections;
 }
@@ -53,10 +62,15 @@ std::string EncodeRunFile(const RunFile& run) {
                            {"key", run.key},
                            {"parent_key", run.parent_key},
                            {"root_key", run.root_key}};
+  // Version 1 unless the file holds a trace: readers from before traces
+  // refuse section kind 8, and would call the file damaged; with version 2
+  // they say it is newer than they read.
+  const bool traced = std::any_of(run.sections.begin(), run.sections.end(),
+                                  [](const Section& s) { return s.kind == SectionKind::kTrace; });
   ByteWriter w;
   w.Bytes(kRunFileMagic);
   w.U8(0);
-  w.U32(kRunFileVersion);
+  w.U32(traced ? kRunFileVersion : 1);
   w.U32(static_cast<uint32_t>(run.sections.size() + 1));
   w.Bytes(FrameSection(
       {kRecordSection, 0, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}));
@@ -78,6 +92,7 @@ Result<RunFile> DecodeRunFile(std::string_view bytes) {
   if (count == 0 || count > kMaxSections) return Corrupt("run file has an implausible section count");
   RunFile out;
   bool have_record = false;
+  const uint8_t last_kind = static_cast<uint8_t>(version >= 2 ? SectionKind::kTrace : kRecordSection);
   for (uint32_t i = 0; i < count; ++i) {
     std::string_view rest;
     const size_t left = r.remaining();
@@ -91,7 +106,7 @@ Result<RunFile> DecodeRunFile(std::string_view bytes) {
     // argument (its metric): the CRC covers the payload, this the rest.
     if (FrameSection({s.kind, s.arg, {}}).substr(0, kSectionHeaderSize - 12) != rest.substr(0, kSectionHeaderSize - 12) ||
         (s.arg != 0 && s.kind != SectionKind::kValues) || static_cast<uint8_t>(s.kind) < 1 ||
-        static_cast<uint8_t>(s.kind) > static_cast<uint8_t>(kRecordSection))
+        static_cast<uint8_t>(s.kind) > last_kind)
       return Corrupt("run file section " + std::to_string(i) + " has a damaged header");
     r = ByteReader(rest.substr(size));
     if (s.kind == kRecordSection) {
@@ -113,15 +128,22 @@ Result<RunFile> DecodeRunFile(std::string_view bytes) {
   if (!have_record) return Corrupt("run file has no run record");
   if (out.key.empty()) return Corrupt("run file's run has no key");
   out.meta.id = 0;
-  // The tree and iterations must decode, so that what the database takes in
-  // is readable.
+  // The tree, iterations and trace must decode, so that what the database
+  // takes in is readable.
   if (!out.sections.empty()) {
     auto tree = DecodeTree(out.sections);
     if (!tree.ok()) return tree.status();
+    bool traced = false;
     for (const Section& s : out.sections) {
-      if (s.kind != SectionKind::kIterations) continue;
-      auto its = DecodeIterations(s.payload, tree->size(), tree->metrics());
-      if (!its.ok()) return its.status();
+      if (s.kind == SectionKind::kIterations) {
+        auto its = DecodeIterations(s.payload, tree->size(), tree->metrics());
+        if (!its.ok()) return its.status();
+      } else if (s.kind == SectionKind::kTrace) {
+        if (traced) return Corrupt("run file has two traces");
+        traced = true;
+        auto trace = DecodeTrace(s.payload, tree->size());
+        if (!trace.ok()) return trace.status();
+      }
     }
   }
   return out;

@@ -8,8 +8,8 @@
 // record/spool.h) into the database in one transaction per pass.
 //
 // A file holds the run's metadata, the keys that link it to the process
-// that started it, and its tree and iterations in the store's own section
-// encoding (tree_codec.h), each section with its CRC-32. Layout: docs/format.md
+// that started it, and its tree, iterations and trace in the store's own
+// section encoding (tree_codec.h), each section with its CRC-32. Layout: docs/format.md
 // ("Run files"). Reading validates every length and checksum and decodes the
 // tree: a damaged or foreign file is kCorrupt, never a crash.
 //
@@ -27,12 +27,15 @@
 #include "cct/tree.h"
 #include "store/iterations.h"
 #include "store/run_meta.h"
+#include "store/trace.h"
 #include "store/tree_codec.h"
 
 namespace store {
 
 inline constexpr std::string_view kRunFileMagic = "cctdb-run-file\n";  // 15 bytes + NUL
-inline constexpr uint32_t kRunFileVersion = 1;
+// Version 2: a run file may hold a trace (kind 8). A file without one is
+// written as version 1, which readers from before traces take as well.
+inline constexpr uint32_t kRunFileVersion = 2;
 inline constexpr std::string_view kRunFileSuffix = ".run";
 
 // A run as a file holds it, encoded: what the database stores, plus the
@@ -44,17 +47,19 @@ struct RunFile {
   std::string key;         // this run's key
   std::string parent_key;  // the run of the process that started this one ("": none recorded)
   std::string root_key;    // the invocation's root run ("": this run is the root)
-  std::vector<Section> sections;  // the tree's and iterations' (EncodeRun), CRCs checked
+  std::vector<Section> sections;  // the tree's, iterations' and trace's (EncodeRun), CRCs checked
 };
 
-// The sections a run stores: its tree, and its iterations mapped to the
-// stored node ids. Sets meta.node_count (and an empty iteration_regex).
-// Iterations without a tree are kInvalidArgument.
-cct::Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations);
+// The sections a run stores: its tree, and its iterations and trace mapped
+// to the stored node ids. Sets meta.node_count (and an empty
+// iteration_regex). Iterations or a trace without a tree are
+// kInvalidArgument.
+cct::Result<std::vector<Section>> EncodeRun(RunMeta& meta, const cct::Tree* tree, const RunIterations* iterations,
+                                            const RunTrace* trace = nullptr);
 
 // Encodes a run file's bytes.
 std::string EncodeRunFile(const RunFile& run);
-// Decodes and validates (lengths, checksums, the tree and iterations
+// Decodes and validates (lengths, checksums, the tree, iterations and trace
 // decode) a run file's bytes.
 cct::Result<RunFile> DecodeRunFile(std::string_view bytes);
 

@@ -26,6 +26,8 @@ enum class SectionKind : uint8_t {
   kMetrics = 4,
   kValues = 5,      // one per additive metric; arg = metric id
   kIterations = 6,  // per-iteration values (iteration_codec.h)
+  // 7 is run files' run record (run_file.cc), never stored in a database.
+  kTrace = 8,       // the run's events in time order (trace_codec.h)
 };
 
 struct Section {
@@ -83,6 +85,16 @@ class ByteWriter {
   void Array(const std::vector<T>& v) {
     Raw(v.data(), v.size() * sizeof(T));
   }
+  // LEB128: 7 bits a byte, low bits first (1 byte below 128, at most 10).
+  void Varint(uint64_t v) {
+    char buf[10];
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7) buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    buf[n++] = static_cast<char>(v);
+    out_.append(buf, n);
+  }
+  // Signed values near 0 as small varints (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...).
+  void Zigzag(int64_t v) { Varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
   void Reserve(size_t n) { out_.reserve(n); }
   size_t size() const { return out_.size(); }
   const std::string& bytes() const { return out_; }
@@ -124,6 +136,32 @@ class ByteReader {
   bool String(std::string_view& v) {
     uint32_t n = 0;
     return U32(n) && View(v, n);
+  }
+  // A varint written by ByteWriter::Varint. Refuses truncated ones, those
+  // above 64 bits and overlong ones (a needless final 0 byte): every value
+  // has one encoding, so a damaged byte cannot hide in padding.
+  bool Varint(uint64_t& v) {
+    if (pos_ < in_.size() && static_cast<unsigned char>(in_[pos_]) < 0x80) {  // the common 1-byte case
+      v = static_cast<unsigned char>(in_[pos_++]);
+      return true;
+    }
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 64 && pos_ < in_.size(); shift += 7) {
+      const auto b = static_cast<unsigned char>(in_[pos_++]);
+      if (shift == 63 && b > 1) return false;
+      r |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) {
+        v = r;
+        return b != 0 || shift == 0;
+      }
+    }
+    return false;
+  }
+  bool Zigzag(int64_t& v) {
+    uint64_t u = 0;
+    if (!Varint(u)) return false;
+    v = static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
+    return true;
   }
   // A count of entries of at least `min_size` bytes each: refuses counts the
   // rest of the input cannot hold (so no huge allocation on damaged input).

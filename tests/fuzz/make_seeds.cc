@@ -16,6 +16,7 @@
 #include "store/database.h"
 #include "store/iteration_codec.h"
 #include "store/run_file.h"
+#include "store/trace_codec.h"
 #include "tests/fuzz/section_input.h"
 #include "tests/importers/hpctoolkit_sparse_writer.h"
 #include "tests/fuzz/seed_trees.h"
@@ -111,6 +112,24 @@ int main(int argc, char** argv) {
   for (cct::NodeId n = 0; n < identity.size(); ++n) identity[n] = n;
   Write("iteration_codec", "three", store::EncodeIterations(Iterations(small), small, identity)->payload);
   Write("iteration_codec", "none", store::EncodeIterations({}, small, identity)->payload);
+  {
+    // Two threads' samples, an open and a closed range, a copy and a kernel
+    // on two streams; and a trace whose every event was dropped.
+    store::RunTrace trace;
+    const int64_t t0 = 1700000000000000000;
+    trace.samples.push_back({1, {t0, t0 + 1000000, t0 + 1000000, t0 + 2001000}, {2, 2, 3, 7}});
+    trace.samples.push_back({4, {t0 + 500}, {5}});
+    trace.ranges.push_back({1, 3, t0, t0 + 1500000});
+    trace.ranges.push_back({1, 4, t0 + 10, store::kTraceOpenEnd});
+    trace.gpu.push_back({0, 7, cct::GpuOpKind::kCopyIn, t0 + 20, t0 + 900, 1 << 20, 6});
+    trace.gpu.push_back({0, 13, cct::GpuOpKind::kKernel, t0 + 30, t0 + 40000, 0, 7});
+    trace.limit_bytes = 1 << 20;
+    Write("trace_codec", "small", store::EncodeTrace(trace, small, identity)->payload);
+    store::RunTrace dropped;
+    dropped.limit_bytes = 4096;
+    dropped.dropped = 12;
+    Write("trace_codec", "dropped", store::EncodeTrace(dropped, small, identity)->payload);
+  }
 
   store::RunMeta meta = Meta();
   Write("run_meta", "full.json", meta.ToJson().dump(1));
