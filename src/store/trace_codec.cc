@@ -114,7 +114,10 @@ Result<Section> EncodeTrace(const RunTrace& trace, const cct::Tree& tree, const 
   }
 
   ByteWriter body;
-  for (const auto& [thread, s] : streams) {
+  for (const auto& stream : streams) {
+    // Named, not a structured binding: the lambda below captures it (clang 14).
+    const NodeId thread = stream.first;
+    const TraceSamples* s = stream.second;
     const size_t n = s->time_ns.size();
     const std::vector<size_t> order = SortOrder(n, [s](size_t i) { return s->time_ns[i]; });
     body.Reserve(5 * n);
