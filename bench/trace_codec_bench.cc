@@ -7,7 +7,8 @@
 //
 // Prints JSON: bytes per sample (median over threads and runs, and the mean)
 // against the raw in-memory size (int64 time + u32 node), bytes per GPU
-// activity against sizeof(TraceGpuActivity), and encode/decode ns per event
+// activity against sizeof(TraceGpuActivity), bytes per NVTX range (random
+// range nodes, starts up to 2 ms apart, up to 10 ms long), and encode/decode ns per event
 // for the whole trace (best of 3) against copying the raw arrays once.
 //   trace-codec-bench [EVENTS=10000000] [THREADS=16] [NODES=100000] [RUNS=3]
 // EVENTS: 90% samples, 5% ranges, 5% GPU activities.
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   std::vector<double> per_sample;
   double sample_bytes = 0, sample_count = 0;
   double best_encode = 1e300, best_decode = 1e300, best_copy = 1e300;
-  double gpu_bytes = 0, total_bytes = 0;
+  double gpu_bytes = 0, range_bytes = 0, total_bytes = 0;
   size_t total_events = 0;
   for (int run = 0; run < runs; ++run) {
     const store::RunTrace tr = MakeTrace(s, samples, ranges, gpu, rng);
@@ -151,6 +152,9 @@ int main(int argc, char** argv) {
     only_gpu.gpu = tr.gpu;
     const auto genc = store::EncodeTrace(only_gpu, s.tree, s.stored);
     gpu_bytes = static_cast<double>(genc->payload.size()) - kHeaderBytes;
+    store::RunTrace only_ranges;
+    only_ranges.ranges = tr.ranges;
+    range_bytes = static_cast<double>(store::EncodeTrace(only_ranges, s.tree, s.stored)->payload.size()) - kHeaderBytes;
 
     // The whole trace: encode, decode, and the baseline copy of its raw arrays.
     double t = NowNs();
@@ -176,12 +180,12 @@ int main(int argc, char** argv) {
       " \"bytes_per_sample_median\": %.2f, \"bytes_per_sample_mean\": %.2f, \"raw_bytes_per_sample\": %.0f, "
       "\"sample_ratio\": %.3f,\n"
       " \"bytes_per_gpu_activity\": %.2f, \"raw_bytes_per_gpu_activity\": %.0f, \"gpu_ratio\": %.3f,\n"
-      " \"section_bytes\": %.0f, \"bytes_per_event\": %.2f,\n"
+      " \"bytes_per_range\": %.2f, \"section_bytes\": %.0f, \"bytes_per_event\": %.2f,\n"
       " \"encode_ns_per_event\": %.2f, \"decode_ns_per_event\": %.2f, \"decode_s\": %.3f, "
       "\"raw_copy_ns_per_event\": %.2f, \"encode_vs_copy\": %.2f, \"decode_vs_copy\": %.2f}\n",
       total_events, threads, s.tree.size(), runs, Median(per_sample), sample_bytes / sample_count, raw_sample,
       Median(per_sample) / raw_sample, gpu_bytes / static_cast<double>(gpu), raw_gpu,
-      gpu_bytes / static_cast<double>(gpu) / raw_gpu, total_bytes, total_bytes / ev, best_encode / ev,
+      gpu_bytes / static_cast<double>(gpu) / raw_gpu, range_bytes / static_cast<double>(ranges), total_bytes, total_bytes / ev, best_encode / ev,
       best_decode / ev, best_decode / 1e9, best_copy / ev, best_encode / best_copy, best_decode / best_copy);
   return 0;
 }

@@ -189,17 +189,18 @@ Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::o
     {
       std::string st;
       uint64_t without_strings = 0;
-      bool iterations = false;
+      // Per node: the tree's own sections (iterations and a trace grow with
+      // the run's length, not its tree).
+      std::string besides;
       for (const auto& [name, bytes] : storage[ri].bytes) {
         st += (st.empty() ? "" : ", ") + name + " " + output::FormatValue(static_cast<double>(bytes), cct::Unit::kBytes, opt.ascii);
-        if (name == "iterations") iterations = true;
+        if (name == "iterations" || name == "trace") besides += " and " + name;
         else if (name != "strings") without_strings += bytes;
       }
       if (r.node_count > 0) {
-        char buf[96];
+        char buf[128];
         std::snprintf(buf, sizeof buf, " (%.1f B/node without strings%s)",
-                      static_cast<double>(without_strings) / static_cast<double>(r.node_count),
-                      iterations ? " and iterations" : "");
+                      static_cast<double>(without_strings) / static_cast<double>(r.node_count), besides.c_str());
         st += buf;
       }
       row("storage", st);

@@ -1,6 +1,6 @@
 // CheckDatabase: what `cct-query check DB` reports — every run of a
-// database read back whole, its sections' checksums and its tree's
-// invariants verified, and the damaged runs named.
+// database read back whole (tree, iterations, trace), its sections'
+// checksums and its tree's invariants verified, and the damaged runs named.
 //
 // LMDB trusts its pages: a damaged branch page can make it assert (abort)
 // or follow a wild pointer. So the reading is done in child processes: one

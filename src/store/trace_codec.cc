@@ -27,7 +27,7 @@ int64_t NodeDelta(NodeId node, NodeId base) { return static_cast<int64_t>(node) 
 
 // A start: the first absolute (zigzag), the others as the (non-negative)
 // step from the one before, so an out-of-order start cannot be written.
-void PutStart(ByteWriter& w, int64_t start, int64_t& prev, bool first) {
+[[gnu::always_inline]] inline void PutStart(ByteWriter& w, int64_t start, int64_t& prev, bool first) {
   if (first) w.Zigzag(start);
   else w.Varint(static_cast<uint64_t>(start) - static_cast<uint64_t>(prev));
   prev = start;
@@ -50,13 +50,23 @@ std::vector<size_t> SortOrder(size_t n, Key key) {
 Result<Section> EncodeTrace(const RunTrace& trace, const cct::Tree& tree, const std::vector<NodeId>& stored_ids) {
   if (stored_ids.size() != tree.size())
     return cct::Status(cct::ErrorCode::kInternal, "trace: the stored id map does not match the tree");
-  std::string bad;
+  // The first node beyond the tree, reported once encoding is done (the
+  // per-event path stays a compare and a load).
+  const char* bad_what = nullptr;
+  NodeId bad_node = 0;
+  const size_t tree_size = tree.size();
   auto stored = [&](NodeId n, const char* what) -> NodeId {
-    if (n < tree.size()) return stored_ids[n];
-    if (bad.empty())
-      bad = std::string("trace: ") + what + " node " + std::to_string(n) + " is beyond the tree (" +
-            std::to_string(tree.size()) + " nodes)";
+    if (n < tree_size) [[likely]]
+      return stored_ids[n];
+    if (!bad_what) {
+      bad_what = what;
+      bad_node = n;
+    }
     return 0;
+  };
+  auto beyond = [&] {
+    return InvalidArgument(std::string("trace: ") + bad_what + " node " + std::to_string(bad_node) +
+                           " is beyond the tree (" + std::to_string(tree_size) + " nodes)");
   };
 
   // Streams by stored thread id, each thread once.
@@ -67,6 +77,7 @@ Result<Section> EncodeTrace(const RunTrace& trace, const cct::Tree& tree, const 
                              std::to_string(s.node.size()) + " nodes");
     if (!s.time_ns.empty()) streams.emplace_back(stored(s.thread, "thread"), &s);
   }
+  if (bad_what) return beyond();
   std::sort(streams.begin(), streams.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < streams.size(); ++i)
     if (streams[i].first == streams[i - 1].first)
@@ -103,7 +114,10 @@ Result<Section> EncodeTrace(const RunTrace& trace, const cct::Tree& tree, const 
   }
 
   ByteWriter body;
-  for (const auto& [thread, s] : streams) {
+  for (const auto& stream : streams) {
+    // Named, not a structured binding: the lambda below captures it (clang 14).
+    const NodeId thread = stream.first;
+    const TraceSamples* s = stream.second;
     const size_t n = s->time_ns.size();
     const std::vector<size_t> order = SortOrder(n, [s](size_t i) { return s->time_ns[i]; });
     body.Reserve(5 * n);
@@ -156,14 +170,14 @@ Result<Section> EncodeTrace(const RunTrace& trace, const cct::Tree& tree, const 
       prev_node = node;
     }
   }
-  if (!bad.empty()) return InvalidArgument(bad);
+  if (bad_what) return beyond();
   return Section{SectionKind::kTrace, 0, w.Take()};
 }
 
 namespace {
 
 // Reads starts written by PutStart; false when one would pass INT64_MAX.
-bool GetStart(ByteReader& r, int64_t& start, bool first) {
+[[gnu::always_inline]] inline bool GetStart(ByteReader& r, int64_t& start, bool first) {
   if (first) return r.Zigzag(start);
   uint64_t step = 0;
   if (!r.Varint(step) || step > static_cast<uint64_t>(INT64_MAX)) return false;
@@ -171,7 +185,7 @@ bool GetStart(ByteReader& r, int64_t& start, bool first) {
 }
 
 // base + a zigzag delta, checked to be a node id below node_count.
-bool GetNode(ByteReader& r, NodeId base, size_t node_count, NodeId& node) {
+[[gnu::always_inline]] inline bool GetNode(ByteReader& r, NodeId base, size_t node_count, NodeId& node) {
   int64_t delta = 0, id = 0;
   if (!r.Zigzag(delta) || __builtin_add_overflow(static_cast<int64_t>(base), delta, &id) || id < 0 ||
       static_cast<uint64_t>(id) >= node_count)

@@ -112,6 +112,7 @@ void ReadEverything(const std::string& path) {
       auto tree = (*db)->ReadTree(run.id);
       if (tree.ok()) fuzz::CheckStoreRoundTrip(*tree);
       (void)(*db)->ReadIterations(run.id);
+      (void)(*db)->ReadTrace(run.id);
     }
     auto sel = store::ParseSelector("latest", path);
     FUZZ_CHECK(sel.ok());

@@ -129,6 +129,12 @@ int main(int argc, char** argv) {
     dropped.limit_bytes = 4096;
     dropped.dropped = 12;
     Write("trace_codec", "dropped", store::EncodeTrace(dropped, small, identity)->payload);
+    // A run file with a trace (version 2).
+    store::RunFile traced;
+    traced.meta = Meta();
+    traced.key = "k2";
+    traced.sections = *store::EncodeRun(traced.meta, &small, nullptr, &trace);
+    Write("run_file", "traced.run", store::EncodeRunFile(traced));
   }
 
   store::RunMeta meta = Meta();

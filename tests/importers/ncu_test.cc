@@ -219,7 +219,7 @@ TEST_CASE("kernels: across a group of runs, popularity by normalized kernel name
   CHECK(text.out.find("2/2") != std::string::npos);
 }
 
-TEST_CASE("ncu-csv: attaching keeps the run's iterations (same nodes, same ids)") {
+TEST_CASE("ncu-csv: attaching keeps the run's iterations and trace (same nodes, same ids)") {
   testutil::TempDir dir;
   const std::string db_path = dir / "it.db";
   // The GPU fixture as a tree, with two iterations holding gker values of the
@@ -245,7 +245,11 @@ TEST_CASE("ncu-csv: attaching keeps the run's iterations (same nodes, same ids)"
     store::RunMeta meta;
     meta.name = "iterated";
     meta.state = store::RunState::kComplete;
-    REQUIRE((*db)->CreateRun(meta, &tree, &its).ok());
+    // And a trace: a sample and a kernel on the forward sgemm node.
+    store::RunTrace trace;
+    trace.samples.push_back({tree.parent(fwd), {500}, {fwd}});
+    trace.gpu.push_back({0, 7, cct::GpuOpKind::kKernel, 600, 900, 0, fwd});
+    REQUIRE((*db)->CreateRun(meta, &tree, &its, &trace).ok());
   }
   auto r = interop::Import(db_path, {"--from", "ncu-csv", Data("raw.csv"), "--run", "1"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -260,6 +264,13 @@ TEST_CASE("ncu-csv: attaching keeps the run's iterations (same nodes, same ids)"
   const auto& col = (*back)->iterations[1].columns.at(0);
   CHECK(col.nodes == std::vector<cct::NodeId>{stored_fwd});
   CHECK(col.values == std::vector<double>{0.4e9});
+  auto trace = (*db)->ReadTrace(1);
+  REQUIRE((trace.ok() && trace->has_value()));
+  REQUIRE((*trace)->samples.size() == 1);
+  CHECK((*trace)->samples[0].node == std::vector<cct::NodeId>{stored_fwd});
+  CHECK((*trace)->samples[0].thread == stored.parent(stored_fwd));
+  REQUIRE((*trace)->gpu.size() == 1);
+  CHECK((*trace)->gpu[0].node == stored_fwd);
   cct::NodeValues v(stored);
   CHECK(v.Inclusive(stored.metrics().Find("ncu:count"))[stored_fwd] == 2);
 }

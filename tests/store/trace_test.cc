@@ -173,7 +173,7 @@ std::string TracePathOf(const Tree& t, NodeId n) {
 }
 
 // Maps the written tree's ids to the read tree's, by path.
-std::function<NodeId(NodeId)> ByPath(const Tree& written, const Tree& read) {
+std::function<NodeId(NodeId)> TraceByPath(const Tree& written, const Tree& read) {
   auto index = std::make_shared<std::map<std::string, NodeId>>();
   for (NodeId n = 0; n < read.size(); ++n) (*index)[TracePathOf(read, n)] = n;
   return [index, &written](NodeId n) {
@@ -433,7 +433,7 @@ TEST_CASE("trace in a database: CreateRun, ReadTrace, UpdateRun, damage stays in
   REQUIRE(read.ok());
   REQUIRE(read->has_value());
   // The same events on the same nodes, found by path in the read tree.
-  CheckSameTrace(ExpectedTrace(tr, ByPath(f.tree, *tree)), **read);
+  CheckSameTrace(ExpectedTrace(tr, TraceByPath(f.tree, *tree)), **read);
   auto none = (*db)->ReadTrace(2);
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());
@@ -456,7 +456,7 @@ TEST_CASE("trace in a database: CreateRun, ReadTrace, UpdateRun, damage stays in
   REQUIRE((*db)->UpdateRun(m, &f.tree, nullptr, &small).ok());
   auto replaced = (*db)->ReadTrace(1);
   REQUIRE((replaced.ok() && replaced->has_value()));
-  CheckSameTrace(ExpectedTrace(small, ByPath(f.tree, *(*db)->ReadTree(1))), **replaced);
+  CheckSameTrace(ExpectedTrace(small, TraceByPath(f.tree, *(*db)->ReadTree(1))), **replaced);
 
   // A damaged trace: ReadTrace fails, the tree still reads, check names it.
   REQUIRE((*db)->WriteSection(1, store::Section{store::SectionKind::kTrace, 0, "garbage"}).ok());
@@ -520,7 +520,7 @@ TEST_CASE("trace in run files: version 2 only with a trace, validated, gathered 
   REQUIRE((*db)->PutRuns(runs).ok());
   auto read = (*db)->ReadTrace(runs[0].meta.id);
   REQUIRE((read.ok() && read->has_value()));
-  CheckSameTrace(ExpectedTrace(tr, ByPath(f.tree, *(*db)->ReadTree(runs[0].meta.id))), **read);
+  CheckSameTrace(ExpectedTrace(tr, TraceByPath(f.tree, *(*db)->ReadTree(runs[0].meta.id))), **read);
   CHECK_FALSE((*db)->ReadTrace(runs[1].meta.id)->has_value());
   // The next checkpoint of the traced run, without a trace, drops it.
   store::RunFile next = run_of(nullptr);
