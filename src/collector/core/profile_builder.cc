@@ -226,6 +226,7 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     const uint32_t samples = trie.samples(i);
     if (samples == 0 && trie.time_ns(i) == 0) continue;  // time without samples: a thread's unsampled tail
     if (role == Role::kRanges) {
+      if (value_nodes) (*value_nodes)[i] = node;
       if (IsMarkKey(key)) {
         tree_.AddValue(node, nvtx_marks_, samples);
       } else if (IsRangeKey(key)) {

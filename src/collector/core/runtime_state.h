@@ -71,6 +71,7 @@
 #include "collector/cpu/unwinder.h"
 #include "collector/gpu/gpu_metrics.h"  // kNoIteration
 #include "collector/nvtx/pattern_module.h"
+#include "store/trace.h"
 #include "store/iterations.h"
 #include "store/run_meta.h"
 #include <link.h>
