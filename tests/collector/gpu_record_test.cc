@@ -528,4 +528,63 @@ TEST_CASE("gpu record: GPU work launched inside an --iteration range counts towa
   CHECK(live.size() > 20);
 }
 
+TEST_CASE("gpu record --trace: one trace event per GPU operation, on its node, with its bytes and duration") {
+  if (!Available()) return;
+  TempDir dir;
+  const GpuRecorded r = Record(dir / "gpu.db", {"--trace"});
+  const cct::Tree& t = r.tree;
+  auto d = store::Database::Open(dir / "gpu.db", store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto read = (*d)->ReadTrace(r.meta.id);
+  REQUIRE(read.ok());
+  REQUIRE(read->has_value());
+  const store::RunTrace& trace = **read;
+  // gpu_fake_app.cc's construction: 20 + 7 kernels in compute(), two in
+  // the graph, one in sampled(); one copy each way, a memset, an
+  // allocation and a synchronization.
+  std::map<cct::GpuOpKind, int> count;
+  for (const store::TraceGpuActivity& a : trace.gpu) {
+    ++count[a.kind];
+    CHECK(a.node < t.size());
+    CHECK(a.end_ns >= a.start_ns);
+  }
+  CHECK(count[cct::GpuOpKind::kKernel] == 30);
+  CHECK(count[cct::GpuOpKind::kCopyIn] == 1);
+  CHECK(count[cct::GpuOpKind::kCopyOut] == 1);
+  CHECK(count[cct::GpuOpKind::kMemset] == 1);
+  CHECK(count[cct::GpuOpKind::kAlloc] == 1);
+  CHECK(count[cct::GpuOpKind::kSync] == 1);
+  CHECK(std::is_sorted(trace.gpu.begin(), trace.gpu.end(),
+                       [](const store::TraceGpuActivity& a, const store::TraceGpuActivity& b) { return a.start_ns < b.start_ns; }));
+  const cct::NodeId in = One(t, {"function:upload()", "nvtx:upload", "gpu-op:<gpu copyin>"});
+  const cct::NodeId set = One(t, {"function:upload()", "nvtx:upload", "gpu-op:<gpu memset>"});
+  const cct::NodeId scale = One(t, {"function:compute()", "nvtx:compute", "gpu-op:<gpu kernel>", kScale});
+  const cct::NodeId add = One(t, {"function:compute()", "nvtx:compute", "gpu-op:<gpu kernel>", kAdd});
+  int scales = 0, adds = 0;
+  for (const store::TraceGpuActivity& a : trace.gpu) {
+    if (a.kind == cct::GpuOpKind::kCopyIn) {
+      CHECK(a.node == in);
+      CHECK(a.bytes == (uint64_t{3} << 20) + 4096);
+      CHECK(a.end_ns - a.start_ns == 2000000);
+    } else if (a.kind == cct::GpuOpKind::kCopyOut) {
+      CHECK(a.bytes == uint64_t{1} << 20);
+      CHECK(a.end_ns - a.start_ns == 1500000);
+    } else if (a.kind == cct::GpuOpKind::kMemset) {
+      CHECK(a.node == set);
+      CHECK(a.bytes == 65536);
+    } else if (a.kind == cct::GpuOpKind::kSync) {
+      CHECK(a.end_ns - a.start_ns == 4000000);
+    } else if (a.node == scale) {
+      ++scales;
+      CHECK(a.end_ns - a.start_ns == 1000000);
+    } else if (a.node == add) {
+      ++adds;
+      CHECK(a.end_ns - a.start_ns == 500000);
+    }
+  }
+  CHECK(scales == 20);
+  CHECK(adds == 7);
+  CHECK(trace.dropped == 0);
+}
+
 TEST_SUITE_END();

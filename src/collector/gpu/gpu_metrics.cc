@@ -1,6 +1,7 @@
 #include "collector/gpu/gpu_metrics.h"
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <climits>
 #include <cstring>
@@ -394,6 +395,26 @@ inline void Accumulate(GpuNodeMetrics& m, const GpuActivity& a, double occ) {
 
 }  // namespace
 
+namespace {
+
+// The trace's kind of an activity that happened on a device; nullopt for
+// the time spent in allocation calls on the CPU (kMemoryApi).
+std::optional<cct::GpuOpKind> TraceOpOf(const GpuActivity& a) {
+  switch (a.kind) {
+    case GpuActivityKind::kKernel: return cct::GpuOpKind::kKernel;
+    case GpuActivityKind::kMemcpy:
+      return a.copy == CopyDirection::kH2D ? cct::GpuOpKind::kCopyIn
+             : a.copy == CopyDirection::kD2H ? cct::GpuOpKind::kCopyOut
+                                             : cct::GpuOpKind::kCopy;
+    case GpuActivityKind::kMemset: return cct::GpuOpKind::kMemset;
+    case GpuActivityKind::kMemory: return a.memory_op == MemoryOp::kFree ? cct::GpuOpKind::kFree : cct::GpuOpKind::kAlloc;
+    case GpuActivityKind::kSync: return cct::GpuOpKind::kSync;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node, uint32_t iteration) {
   if (a.kind == GpuActivityKind::kDevice || a.kind == GpuActivityKind::kExternalCorrelation) return;
   ++stats_.activities;
@@ -406,6 +427,12 @@ void GpuAttributor::Attribute(const GpuActivity& a, uint32_t site_node, uint32_t
   }
   Accumulate(At(node), a, occ);
   if (iteration != kNoIteration) Accumulate(IterationAt(iteration, node), a, occ);
+  if (trace_budget_) {
+    std::optional<cct::GpuOpKind> op = TraceOpOf(a);
+    if (op && trace_budget_->Take(sizeof(GpuTraceRecord)))
+      trace_.push_back({a.start_ns, std::max(a.end_ns, a.start_ns), a.bytes, a.device_id, a.stream_id, node,
+                        static_cast<uint8_t>(*op)});
+  }
 }
 
 GpuNodeMetrics& GpuAttributor::IterationAt(uint32_t iteration, uint32_t node) {

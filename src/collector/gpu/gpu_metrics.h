@@ -44,6 +44,7 @@
 #include "cct/frame.h"
 #include "cct/metric.h"
 #include "cct/tree.h"
+#include "collector/core/trace_log.h"
 #include "collector/gpu/gpu_activity.h"
 #include "store/iterations.h"
 
@@ -280,6 +281,15 @@ using KernelNodeFn = std::function<uint32_t(uint32_t site_node, std::string_view
 // Called once per (kernel node, file, line); the answer is cached.
 using LineNodeFn = std::function<uint32_t(uint32_t kernel_node, std::string_view file, uint32_t line)>;
 
+// --trace: one attributed activity, on the handle (node) its values went
+// to (a kernel's node, a copy's or memset's placeholder). `op` is a
+// cct::GpuOpKind. Times are CUPTI's, ns.
+struct GpuTraceRecord {
+  uint64_t start_ns = 0, end_ns = 0, bytes = 0;
+  uint32_t device = 0, stream = 0, node = 0;
+  uint8_t op = 0;
+};
+
 class GpuAttributor {
  public:
   // `unknown_node`: the handle for activity whose launch is never known.
@@ -327,6 +337,10 @@ class GpuAttributor {
   const std::unordered_map<uint32_t, ExternalCorrelation>& external() const { return external_; }
   const GpuAttributionStats& stats() const { return stats_; }
   size_t pending() const { return pending_.size(); }
+  // --trace: from now on each attributed activity is also kept as a
+  // GpuTraceRecord, while `budget` (the process's --trace-limit) allows.
+  void EnableTrace(TraceBudget* budget) { trace_budget_ = budget; }
+  const std::vector<GpuTraceRecord>& trace() const { return trace_; }
 
  private:
   struct Pending {
@@ -340,6 +354,8 @@ class GpuAttributor {
   double OccupancyOf(const GpuActivity& a);
 
   uint32_t unknown_node_;
+  TraceBudget* trace_budget_ = nullptr;
+  std::vector<GpuTraceRecord> trace_;
   KernelNodeFn kernel_node_;
   LineNodeFn line_node_;
   int patience_;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +43,7 @@ struct Handle {
 
 struct GpuState {
   CollectorConfig config;
+  TraceBudget* trace_budget = nullptr;  // --trace: the process's (GpuAtStart)
   pid_t pid = 0;
   std::mutex start_mu;
   bool attempted = false;
@@ -317,6 +319,7 @@ std::string Attach() {
   g->table = std::make_unique<CorrelationTable>(/*iterations=*/!g->config.iteration_regex.empty());
   g->attributor = std::make_unique<GpuAttributor>(/*unknown=*/0, KernelHandle);
   g->attributor->SetLineNode(LineHandle);
+  if (g->trace_budget) g->attributor->EnableTrace(g->trace_budget);
   if (!g->config.gpu_raw_dir.empty()) {
     const std::string error = OpenRawDump();
     if (!error.empty()) RuntimeWarn("cannot write the raw GPU dump: " + error);
@@ -427,11 +430,12 @@ void SetDiagnostic(store::RunMeta& meta, const char* name, uint64_t value) {
 
 }  // namespace
 
-void GpuAtStart(const CollectorConfig& config, pid_t pid) {
+void GpuAtStart(const CollectorConfig& config, pid_t pid, TraceBudget* trace_budget) {
   if (g == nullptr) g = new (std::nothrow) GpuState;
   if (g == nullptr) return;
   g->config = config;
   g->pid = pid;
+  g->trace_budget = config.trace ? trace_budget : nullptr;
   if (config.gpu == GpuTracing::kOff) {
     g->status = "off (--gpu off)";
     return;
@@ -492,16 +496,19 @@ void GpuForkChild() {
 }
 
 void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& lookup,
-                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta, store::RunIterations* iterations) {
+                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta, store::RunIterations* iterations,
+                 store::RunTrace* trace) {
   if (!g) return;
   try {
     std::vector<GpuNodeEntry> entries;
     GpuAttributionStats astats;
     GpuIterationValues iteration_values;
+    std::vector<GpuTraceRecord> traced;
     if (g->attributor) {
       std::lock_guard<std::mutex> lock(g->attr_mu);
       entries = g->attributor->metrics();
       astats = g->attributor->stats();
+      if (trace) traced = g->attributor->trace();
       if (iterations && !iterations->iterations.empty()) {
         g->attributor->SealIterations();
         iteration_values = g->attributor->iteration_values();
@@ -585,6 +592,18 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
     }
     GpuMetricWriter writer(tree);
     for (const GpuNodeEntry& e : entries) writer.Add(nodes.Node(e.node), e.metrics);
+    if (trace && !traced.empty()) {
+      // CUPTI's timestamps on Linux count ns since the epoch (the system
+      // clock), the trace's own time base: taken as they are.
+      for (const GpuTraceRecord& r : traced)
+        trace->gpu.push_back({r.device, r.stream, static_cast<cct::GpuOpKind>(r.op), static_cast<int64_t>(r.start_ns),
+                              static_cast<int64_t>(r.end_ns), r.bytes, nodes.Node(r.node)});
+      // Activity arrives per buffer, in completion order: the trace wants start order.
+      std::stable_sort(trace->gpu.begin(), trace->gpu.end(),
+                       [](const store::TraceGpuActivity& a, const store::TraceGpuActivity& b) {
+                         return a.start_ns < b.start_ns;
+                       });
+    }
     if (!iteration_values.empty())
       iteration_values.AppendTo(*iterations, writer, [&](uint32_t h) { return nodes.Node(h); });
   } catch (...) {

@@ -34,8 +34,10 @@
 #include "cct/tree.h"
 #include "collector/core/config.h"
 #include "collector/core/profile_builder.h"
+#include "collector/core/trace_log.h"
 #include "collector/cpu/sample_trie.h"
 #include "store/iterations.h"
+#include "store/trace.h"
 #include "store/run_meta.h"
 
 namespace collector {
@@ -67,7 +69,9 @@ uint32_t CurrentIteration();
 // starts now only when the library was preloaded without the driver's
 // injection (CUDA_INJECTION64_PATH) and a GPU is present; otherwise tracing
 // starts from InitializeInjection, inside the program's first cuInit.
-void GpuAtStart(const CollectorConfig& config, pid_t pid);
+// `trace_budget`: the process's --trace-limit budget, which GPU activities
+// draw from under --trace.
+void GpuAtStart(const CollectorConfig& config, pid_t pid, TraceBudget* trace_budget);
 // Delivers outstanding activity (`final`: everything, then stops tracing).
 // Call WITHOUT the runtime's flush_mutex.
 void GpuFlush(bool final);
@@ -81,9 +85,11 @@ struct LaunchTrieRef {
 // the GPU metrics onto their nodes, GPU facts and diagnostics to `meta`,
 // and to each of `iterations` (the run's ended iterations, with their CPU
 // values on `tree`) the GPU metrics of what was launched inside it; in raw
-// mode writes the snapshot (tree and CPU iterations) first. Never throws.
+// mode writes the snapshot (tree and CPU iterations) first; under --trace
+// appends every activity kept so far to `trace` (on its node). Never throws.
 void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& lookup,
-                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta, store::RunIterations* iterations);
+                 const std::vector<LaunchTrieRef>& threads, store::RunMeta& meta, store::RunIterations* iterations,
+                 store::RunTrace* trace);
 // A forked child: when the parent had attached, CUDA is not usable there and
 // the child traces nothing; otherwise it may attach at its own cuInit.
 void GpuForkChild();

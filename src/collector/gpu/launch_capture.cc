@@ -40,7 +40,7 @@ bool TrimmedAtLaunch(ThreadState* t, uintptr_t address) {
 
 // Start: --gpu on attaches now (or exits 125); auto may.
 bool AttachGpu() {
-  GpuAtStart(rt->config, getpid());
+  GpuAtStart(rt->config, getpid(), &rt->trace_budget);
   return true;
 }
 
@@ -53,7 +53,7 @@ void AddGpuToRun(RunContext& run) {
     if (t && t->launch_trie.size() > 1)
       launch_tries.push_back({static_cast<uint32_t>(i), run.thread_names[i], &t->launch_trie});
   }
-  GpuAddToRun(run.tree, run.builder, run.lookup, launch_tries, run.meta, &run.iterations);
+  GpuAddToRun(run.tree, run.builder, run.lookup, launch_tries, run.meta, &run.iterations, run.trace);
 }
 
 }  // namespace
