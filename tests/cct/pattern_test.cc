@@ -120,6 +120,20 @@ TEST_CASE("pattern: OutermostMatches keeps the outermost match of each path") {
   CHECK(cct::OutermostMatches(t, MustCompile("nothing")).empty());
 }
 
+TEST_CASE("text: ParseByteSize reads sizes with binary suffixes and refuses the rest") {
+  CHECK(cct::ParseByteSize("0") == uint64_t{0});
+  CHECK(cct::ParseByteSize("4096") == uint64_t{4096});
+  CHECK(cct::ParseByteSize("4K") == uint64_t{4096});
+  CHECK(cct::ParseByteSize("4kib") == uint64_t{4096});
+  CHECK(cct::ParseByteSize("64M") == uint64_t{64} << 20);
+  CHECK(cct::ParseByteSize("1G") == uint64_t{1} << 30);
+  CHECK(cct::ParseByteSize("2TiB") == uint64_t{2} << 40);
+  CHECK(cct::ParseByteSize("12b") == uint64_t{12});
+  CHECK(cct::ParseByteSize("18446744073709551615") == UINT64_MAX);
+  for (const char* bad : {"", "K", "-1", "1.5M", "4X", "4 K", "18446744073709551616", "16777216T", "1KB"})
+    CHECK_MESSAGE(!cct::ParseByteSize(bad), bad);
+}
+
 TEST_CASE("text: ElideMiddle keeps both ends and whole code points") {
   CHECK(cct::ElideMiddle("short", 10) == "short");
   CHECK(cct::ElideMiddle("abcdefghij", 5) == "ab…ij");

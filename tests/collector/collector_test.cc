@@ -360,12 +360,33 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
                                                                      {"CCT_RECORD_GPU_PC_PERIOD", "015"},
                                                                      {"CCT_RECORD_GPU_PC_PERIOD", ""},
                                                                      {"CCT_RECORD_GPU_PC_PERIOD", "x"},
-                                                                     {"CCT_RECORD_NVTX_INHERIT", "all"}}) {
+                                                                     {"CCT_RECORD_NVTX_INHERIT", "all"},
+                                                                     {"CCT_RECORD_TRACE_LIMIT", "0"},
+                                                                     {"CCT_RECORD_TRACE_LIMIT", "12Q"}}) {
     env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {k, v}};
     auto bad = ParseConfig(lookup);
     CHECK_FALSE(bad.ok());
     if (!bad.ok()) CHECK(bad.status().message().find(k) != std::string::npos);
   }
+
+  // --trace and its limit: off and 256 MiB unless given; carried to
+  // children only when tracing.
+  env = {{"CCT_RECORD_DB", "/tmp/x.db"}};
+  auto untraced = ParseConfig(lookup);
+  REQUIRE(untraced.ok());
+  CHECK_FALSE((*untraced)->trace);
+  CHECK((*untraced)->trace_limit_bytes == uint64_t{256} << 20);
+  CHECK(ConfigEnvironment(**untraced).count("CCT_RECORD_TRACE") == 0);
+  env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_TRACE", "1"}, {"CCT_RECORD_TRACE_LIMIT", "3M"}};
+  auto traced = ParseConfig(lookup);
+  REQUIRE(traced.ok());
+  CHECK((*traced)->trace);
+  CHECK((*traced)->trace_limit_bytes == 3u << 20);
+  env = ConfigEnvironment(**traced);
+  CHECK(env.at("CCT_RECORD_TRACE_LIMIT") == std::to_string(3u << 20));
+  auto traced_again = ParseConfig(lookup);
+  REQUIRE(traced_again.ok());
+  CHECK((*traced_again)->trace_limit_bytes == 3u << 20);
 
   // The PC-sampling period: 2^15 unless given, carried to children only
   // with PC sampling on.
