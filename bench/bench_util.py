@@ -70,5 +70,5 @@ def built_programs(build, *paths):
     out = [os.path.join(build, p) for p in paths]
     for p in out:
         if not os.access(p, os.X_OK):
-            sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build)")
+            sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build && ninja -C build benches)")
     return out

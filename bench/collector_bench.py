@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import run_rss  # noqa: E402
+from bench_util import built_programs, run_rss  # noqa: E402
 
 
 def main():
@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--depth", type=int, default=48)
     a = ap.parse_args()
     b = os.path.abspath(a.build)
+    built_programs(b, "bench/deep-workload", "bench/handler-bench", "bench/thread-churn", "tools/cct-record")
     prog = [f"{b}/bench/deep-workload", str(a.depth), a.work]
     rec = f"{b}/tools/cct-record"
     tmp = tempfile.mkdtemp(prefix="cct-bench-")

@@ -7,7 +7,7 @@
 # (carried as .bundle) and bench/handler-bench built here (carried too):
 #
 #   run  command: bash bench/device_overhead.sh
-#        carry:   [".bundle", "build/bench/handler-bench"]
+#        carry:   [".bundle", "build/bench/handler-bench"] (ninja -C build bench/handler-bench first)
 #
 # Prints, and writes to $OUT/overhead.log: the machine; handler-bench at
 # depth 64 with the handler's own walker, libunwind's trace cache and
