@@ -1,12 +1,21 @@
 // Helpers of the collector's test programs: spin for an exact amount of this
-// thread's CPU time, and read that clock.
+// thread's CPU time, read clocks, sleep.
 #pragma once
 #include <time.h>
 
-inline long long ThreadCpuNs() {
+// A clock's reading in ns.
+inline long long ClockNs(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+inline long long ThreadCpuNs() { return ClockNs(CLOCK_THREAD_CPUTIME_ID); }
+
+// Sleeps `ns` of wall time, whatever signals interrupt it.
+inline void SleepNs(long long ns) {
+  timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 extern volatile double burn_sink;

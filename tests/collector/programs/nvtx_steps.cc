@@ -35,17 +35,8 @@ extern "C" __attribute__((noinline)) void load_work() { BURN_NS(15000000); }
 static long long measured_forward, measured_backward, measured_optimizer, measured_load, measured_step;
 static long long wall_step, wall_nested;  // nested: forward + backward + optimizer
 
-static long long WallNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static long long WallNs() { return ClockNs(CLOCK_MONOTONIC); }
 
-static void SleepNs(long long ns) {
-  timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
 static nvtxRangeId_t epoch;
 
 static void* loader(void*) {

@@ -24,17 +24,7 @@ extern "C" __attribute__((noinline)) void hold_on() {
   for (;;) BURN_NS(10000000);
 }
 
-static long long RealNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void SleepNs(long long ns) {
-  timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
+static long long RealNs() { return ClockNs(CLOCK_REALTIME); }
 
 // Runs `fn` for `ns` of CPU time inside an NVTX range named `name`; the
 // line is printed after the range ends (printing is not in the phase).
