@@ -6,8 +6,10 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
+#include "tests/interop_util.h"
 
 namespace {
 
@@ -184,4 +186,78 @@ TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2
     CHECK(testutil::LineCount(r.err) == 1);
     CHECK(r.err == "cct-import: out of memory (the input needs more than this process may allocate)\n");
   }
+}
+
+TEST_CASE("importers: a Caliper json-split file imports in memory below what a DOM of it takes") {
+  // Rows first, as Caliper writes them, each [node, rank, time in usec]
+  // over five path nodes and two ranks: 1 M rows in 10 MB. The cap leaves
+  // 64 MiB above what importing a tiny file needs: a DOM of the file needed
+  // 131 MiB more than the tiny file (the importer before it read as it
+  // parsed), the streamed reader keeps 12 bytes a row (three 4-byte
+  // columns) and fits in what the tiny import reserved anyway.
+  testutil::TempDir dir;
+  const std::string file = dir / "big.json";
+  constexpr size_t kNodes = 5;  // main, main/a, main/b, main/a/c, main/b/d
+  const int64_t parents[kNodes] = {-1, 0, 0, 1, 2};
+  const char* labels[kNodes] = {"main", "a", "b", "c", "d"};
+  double expected[2][kNodes] = {};  // [rank][node]: usec
+  double total = 0;
+  std::string text = "{\"data\":[";
+  constexpr size_t kRows = 1000000;
+  text.reserve(kRows * 12);
+  for (size_t i = 0; i < kRows; ++i) {
+    const size_t node = i % kNodes, rank = (i / kNodes) % 2, usec = i % 997;
+    if (i) text += ',';
+    text += '[' + std::to_string(node) + ',' + std::to_string(rank) + ',' + std::to_string(usec) + ']';
+    expected[rank][node] += static_cast<double>(usec);
+    total += static_cast<double>(usec);
+  }
+  text += "],\"columns\":[\"path\",\"mpi.rank\",\"sum#time.duration\"],\"column_metadata\":[{\"is_value\":false},"
+          "{\"is_value\":true},{\"is_value\":true}],\"nodes\":[";
+  for (size_t n = 0; n < kNodes; ++n)
+    text += std::string(n ? "," : "") + "{\"label\":\"" + labels[n] + "\",\"column\":\"path\"" +
+            (parents[n] < 0 ? "" : ",\"parent\":" + std::to_string(parents[n])) + "}";
+  text += "],\"cluster\":\"big\"}";
+  testutil::WriteFileOrDie(file, text);
+  text = {};
+  testutil::WriteFileOrDie(dir / "tiny.json", "[{\"path\":\"main\",\"time.duration\":1}]");
+
+  // The least address space importing the tiny file takes (the database's
+  // map among it), to 16 MiB: bisected between 2 and 10 GiB.
+  long lo = long{2} << 20, hi = long{10} << 20;
+  REQUIRE(ImportCapped(dir / "tiny.db", "caliper", dir / "tiny.json", "", hi).exit_code == 0);
+  while (hi - lo > (16 << 10)) {
+    const long mid = lo + (hi - lo) / 2;
+    (ImportCapped(dir / "tiny.db", "caliper", dir / "tiny.json", "", mid).exit_code == 0 ? hi : lo) = mid;
+  }
+  const long floor_kib = hi;
+  const std::string db = dir / "big.db";
+  auto r = ImportCapped(db, "caliper", file, "", floor_kib + (64 << 10));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const cct::Tree t = interop::ReadRun(db, 1);
+  const cct::MetricId time = t.metrics().Find("time");
+  REQUIRE(time != cct::kNoMetric);
+  // Each (rank, node) holds the generated sum, in ns; nothing else holds time.
+  double seen = 0;
+  size_t checked = 0;
+  for (cct::NodeId n = 0; n < t.size(); ++n) {
+    const double v = t.Value(n, time);
+    seen += v;
+    std::vector<std::string> path;
+    for (cct::NodeId k = n; k != cct::kRootNode; k = t.parent(k)) path.insert(path.begin(), std::string(t.name(k)));
+    if (path.size() < 2) continue;
+    REQUIRE((path[0] == "rank 0" || path[0] == "rank 1"));
+    const size_t rank = path[0] == "rank 1";
+    for (size_t node = 0; node < kNodes; ++node) {
+      std::vector<std::string> want{path[0]};
+      for (int64_t k = static_cast<int64_t>(node); k >= 0; k = parents[k]) want.insert(want.begin() + 1, labels[k]);
+      if (want == path) {
+        CHECK(v == expected[rank][node] * 1e3);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 2 * kNodes);
+  CHECK(seen == total * 1e3);
 }
