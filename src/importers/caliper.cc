@@ -347,6 +347,7 @@ class CaliperSax {
   CaliTexts value_keys, texts;
   bool any_callpath = false, any_path = false;
   std::string records_member;  // where the records are: "records", or "" for the document itself
+  bool records_streamed = false;  // members["records"] stands for the records read
   Status error = Status::Ok();
 
   explicit CaliperSax(std::string path) : path_(std::move(path)) {}
@@ -441,10 +442,12 @@ class CaliperSax {
             ctx_.push_back(Ctx::kNodes);
           } else {
             StartRecords("records");
+            records_streamed = true;
             ctx_.push_back(Ctx::kRecords);
           }
           return true;
         }
+        if (key_ == "records") records_streamed = false;
         member_key_ = key_;
         StartCapture(Target::kMember, object);
         return true;
@@ -518,6 +521,7 @@ class CaliperSax {
         doc = Doc::kScalar;
         return true;
       case Ctx::kDoc:
+        if (key_ == "records") records_streamed = false;
         members[key_] = std::move(v);
         return true;
       case Ctx::kData:
@@ -884,8 +888,12 @@ class CaliperReader {
     const json& meta = m.count("column_metadata") ? m.at("column_metadata") : no_meta;
     if (!cols.is_array() || !m.at("nodes").is_array() || !m.at("data").is_array() || !meta.is_array())
       return cct::BadInput(path_ + ": \"columns\", \"column_metadata\", \"nodes\" and \"data\" must be lists");
-    for (const auto& [key, value] : m)
+    for (const auto& [key, value] : m) {
+      // A list of records read as such is not at hand as text (an empty
+      // one is: "[]").
+      if (key == "records" && sax_.records_streamed && sax_.recs.size() > 0) continue;
       if (key != "data" && key != "columns" && key != "column_metadata" && key != "nodes") Global(key, value);
+    }
     std::vector<std::string> names;
     for (size_t i = 0; i < cols.size(); ++i) {
       if (!cols[i].is_string()) return BadAt("columns", i, " is not a string");
