@@ -51,7 +51,6 @@
 #include <fstream>
 #include <istream>
 #include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -176,22 +175,27 @@ uint64_t CaliBox(uint64_t tag, uint64_t payload) { return kCaliBoxBase | (tag <<
 bool CaliIsBoxed(uint64_t cell) { return (cell & kCaliBoxBase) == kCaliBoxBase; }
 uint64_t CaliBoxTag(uint64_t cell) { return CaliIsBoxed(cell) ? (cell >> 48) & 0xF : 0; }
 
-// A list that grows by chunks of 64 Ki elements: no doubling, so no copy
-// and at most one chunk more than it holds (a vector's growth can take
-// twice its size, and three times while it moves).
+// A list that grows by chunks of 64 Ki elements: past the first chunk no
+// doubling, so at most one chunk more than it holds (a vector's growth can
+// take twice its size, and three times while it moves). The first chunk
+// grows as a vector does, so a short list stays small.
 template <typename T>
 class CaliChunked {
  public:
   void push_back(T v) {
-    if ((size_ & kMask) == 0) chunks_.push_back(std::make_unique<T[]>(kMask + 1));
-    chunks_.back()[size_++ & kMask] = v;
+    if (chunks_.empty() || chunks_.back().size() == kChunk) {
+      chunks_.emplace_back();
+      if (chunks_.size() > 1) chunks_.back().reserve(kChunk);
+    }
+    chunks_.back().push_back(v);
+    ++size_;
   }
-  T operator[](size_t i) const { return chunks_[i >> kShift][i & kMask]; }
+  T operator[](size_t i) const { return chunks_[i >> kShift][i & (kChunk - 1)]; }
   size_t size() const { return size_; }
 
  private:
-  static constexpr size_t kShift = 16, kMask = (size_t{1} << kShift) - 1;
-  std::vector<std::unique_ptr<T[]>> chunks_;
+  static constexpr size_t kShift = 16, kChunk = size_t{1} << kShift;
+  std::vector<std::vector<T>> chunks_;
   size_t size_ = 0;
 };
 
@@ -249,7 +253,7 @@ constexpr uint32_t kCaliNotObject = UINT32_MAX;   // a record that is not an obj
 
 // A record of the json layout, reduced as it arrives: its path texts (both
 // candidates: which one is the path is known only at the end), location and
-// numeric members (rec_keys_/rec_values_, in key order).
+// numeric members (rec_keys/rec_values, in key order).
 struct CaliRec {
   uint32_t path = kCaliAbsent, callpath = kCaliAbsent, location = 0, values = 0;
 };
@@ -314,6 +318,7 @@ constexpr const char* kCaliCallpath = "source.function#callpath.address";
 // json-split's data rows arrive before "columns" and "nodes" (Caliper writes
 // "data" first), so rows are kept as cells and interpreted at the end;
 // records likewise, as the column set is known only after the last one.
+// Owns what it keeps; not thread-safe, one per import.
 class CaliperSax {
  public:
   enum class Doc : uint8_t { kNone, kScalar, kArray, kObject };

@@ -4,12 +4,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "test_util.h"
-#include "tests/interop_util.h"
 
 namespace {
 
@@ -200,8 +200,8 @@ TEST_CASE("importers: a Caliper json-split file imports in memory below what a D
   constexpr size_t kNodes = 5;  // main, main/a, main/b, main/a/c, main/b/d
   const int64_t parents[kNodes] = {-1, 0, 0, 1, 2};
   const char* labels[kNodes] = {"main", "a", "b", "c", "d"};
-  double expected[2][kNodes] = {};  // [rank][node]: usec
-  double total = 0;
+  int64_t expected[2][kNodes] = {};  // [rank][node]: usec
+  int64_t total = 0;
   std::string text = "{\"data\":[";
   constexpr size_t kRows = 1000000;
   text.reserve(kRows * 12);
@@ -209,8 +209,8 @@ TEST_CASE("importers: a Caliper json-split file imports in memory below what a D
     const size_t node = i % kNodes, rank = (i / kNodes) % 2, usec = i % 997;
     if (i) text += ',';
     text += '[' + std::to_string(node) + ',' + std::to_string(rank) + ',' + std::to_string(usec) + ']';
-    expected[rank][node] += static_cast<double>(usec);
-    total += static_cast<double>(usec);
+    expected[rank][node] += static_cast<int64_t>(usec);
+    total += static_cast<int64_t>(usec);
   }
   text += "],\"columns\":[\"path\",\"mpi.rank\",\"sum#time.duration\"],\"column_metadata\":[{\"is_value\":false},"
           "{\"is_value\":true},{\"is_value\":true}],\"nodes\":[";
@@ -235,29 +235,27 @@ TEST_CASE("importers: a Caliper json-split file imports in memory below what a D
   auto r = ImportCapped(db, "caliper", file, "", floor_kib + (64 << 10));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const cct::Tree t = interop::ReadRun(db, 1);
-  const cct::MetricId time = t.metrics().Find("time");
-  REQUIRE(time != cct::kNoMetric);
-  // Each (rank, node) holds the generated sum, in ns; nothing else holds time.
-  double seen = 0;
+  // Each (rank, node) holds the generated sum; nothing else holds time.
+  // The CSV export gives seconds to the microsecond, the input's unit, so
+  // the comparison is exact in whole microseconds.
+  auto csv = testutil::Run({testutil::Tool("cct-query"), "-d", db, "export", "1", "--to", "csv"});
+  REQUIRE(csv.exit_code == 0);
+  int64_t seen = 0;
   size_t checked = 0;
-  for (cct::NodeId n = 0; n < t.size(); ++n) {
-    const double v = t.Value(n, time);
-    seen += v;
-    std::vector<std::string> path;
-    for (cct::NodeId k = n; k != cct::kRootNode; k = t.parent(k)) path.insert(path.begin(), std::string(t.name(k)));
-    if (path.size() < 2) continue;
-    REQUIRE((path[0] == "rank 0" || path[0] == "rank 1"));
-    const size_t rank = path[0] == "rank 1";
-    for (size_t node = 0; node < kNodes; ++node) {
-      std::vector<std::string> want{path[0]};
-      for (int64_t k = static_cast<int64_t>(node); k >= 0; k = parents[k]) want.insert(want.begin() + 1, labels[k]);
-      if (want == path) {
-        CHECK(v == expected[rank][node] * 1e3);
-        ++checked;
+  for (const auto& row : testutil::ReadCsvRows(csv.out)) {
+    const int64_t usec = std::llround(std::stod(row.at("time (exc)")) * 1e6);
+    seen += usec;
+    const std::string& path = row.at("path");  // "rank R;main;a;c"
+    for (size_t rank = 0; rank < 2; ++rank)
+      for (size_t node = 0; node < kNodes; ++node) {
+        std::string want;
+        for (int64_t k = static_cast<int64_t>(node); k >= 0; k = parents[k]) want = ";" + std::string(labels[k]) + want;
+        if (path == "rank " + std::to_string(rank) + want) {
+          CHECK(usec == expected[rank][node]);
+          ++checked;
+        }
       }
-    }
   }
   CHECK(checked == 2 * kNodes);
-  CHECK(seen == total * 1e3);
+  CHECK(seen == total);
 }
