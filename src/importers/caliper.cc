@@ -41,7 +41,8 @@
 // One difference: a json-split document's "records" list (never written by
 // Caliper) is not kept among its globals. A malformed row, record or node is
 // one line naming it and the byte it starts at, found by reading the file
-// again up to it, so that no position is kept per row.
+// again up to it, so that no position is kept per row. A value kept whole
+// may nest 1000 levels (nlohmann's dump() recurses per level).
 // Memory: the tree, the node map, and about the size of the rows' numbers
 // in binary (docs/performance.md, "Caliper import").
 #include <algorithm>
@@ -288,6 +289,7 @@ class CaliDom {
     return stack_.empty();
   }
   bool active() const { return !stack_.empty(); }
+  size_t depth() const { return stack_.size(); }
   json Take() { return std::move(root_); }
 
  private:
@@ -356,6 +358,7 @@ class CaliperSax {
   Status error = Status::Ok();
 
   explicit CaliperSax(std::string path) : path_(std::move(path)) {}
+  void SetInput(const InputFileBuf* buf) { buf_ = buf; }
 
   // --- SAX
   bool null() { return Scalar(json()); }
@@ -418,11 +421,21 @@ class CaliperSax {
     target_ = t;
     dom_.Open(object);
   }
+  // A value kept whole is turned into text by nlohmann's dump(), which
+  // recurses per level: deeper ones would overflow the stack.
+  static constexpr size_t kMaxDepth = 1000;
+  bool OpenKept(bool object) {
+    if (dom_.depth() >= kMaxDepth)
+      return Fail("at byte " + std::to_string(buf_ ? buf_->offset() - 1 : 0) + ": a value nested more than " +
+                  std::to_string(kMaxDepth) + " levels deep");
+    dom_.Open(object);
+    return true;
+  }
   void Skip() { skip_ = 1; }
 
   bool Open(bool object) {
     if (skip_ > 0) return ++skip_, true;
-    if (dom_.active()) return dom_.Open(object), true;
+    if (dom_.active()) return OpenKept(object);
     switch (Top()) {
       case Ctx::kTop:
         if (object) {
@@ -641,6 +654,7 @@ class CaliperSax {
   }
 
   std::string path_;
+  const InputFileBuf* buf_ = nullptr;  // for the position in messages
   std::vector<Ctx> ctx_;
   std::string key_, member_key_, record_key_;
   size_t skip_ = 0;  // > 0: inside a value nobody reads (its depth)
@@ -741,6 +755,7 @@ class CaliperReader {
     {
       CCT_ASSIGN_OR_RETURN(auto buf, InputFileBuf::Open(path_, PieceLimit{PieceKind::kJsonTokens, kMaxLineBytes}));
       std::istream in(buf.get());
+      sax_.SetInput(buf.get());
       bool parsed = false;
       try {
         parsed = nlohmann::json::sax_parse(in, &sax_);

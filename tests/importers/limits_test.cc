@@ -104,6 +104,28 @@ TEST_CASE("importers: 100,000-deep nesting is imported or refused in one line, n
     INFO(r.err);
     CHECK((r.exit_code == 0 || (r.exit_code == 2 && testutil::LineCount(r.err) == 1)));
   }
+  SUBCASE("caliper JSON: a record's path and a row's rank nested 100,000 deep") {
+    // Such values become text (a rank's label); nlohmann's dump() would
+    // recurse once per level. The 1001st level's '[' is refused.
+    const std::string deep = std::string(kDepth, '[') + std::string(kDepth, ']');
+    const std::string head = "[{\"t\": 1, \"path\": ";
+    testutil::WriteFileOrDie(dir / "rec.json", head + deep + "}]");
+    testutil::WriteFileOrDie(dir / "split.json", "{\"data\": [[0, " + deep +
+                                                     ", 1]], \"columns\": [\"path\", \"mpi.rank\", \"t\"], "
+                                                     "\"column_metadata\": [{}, {\"is_value\": true}, {\"is_value\": true}], "
+                                                     "\"nodes\": [{\"label\": \"a\", \"column\": \"path\"}]}");
+    // (No structured bindings: clang 14 cannot capture them in doctest's checks.)
+    const std::vector<std::pair<std::string, size_t>> files = {
+        {"rec.json", head.size() + 1000}, {"split.json", std::string("{\"data\": [[0, ").size() + 1000}};
+    for (const auto& f : files) {
+      auto r = testutil::Run({testutil::Tool("cct-import"), "-d", dir / "c.db", "--from", "caliper", dir / f.first});
+      INFO(r.err);
+      CHECK(r.exit_code == 2);
+      CHECK(testutil::LineCount(r.err) == 1);
+      CHECK(r.err.find("at byte " + std::to_string(f.second) + ": a value nested more than 1000 levels deep") !=
+            std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2; a file beyond the memory limit too") {
