@@ -120,6 +120,7 @@ for stage in $stages; do
       # ulimit -v: ASan reserves terabytes of shadow address space up front,
       # so a process under an address-space limit cannot even start.
       SAN_EXCLUDE+=",importers: a line of 1 GiB or more*,importers: a JSON value or XML tag over 16 MiB*"
+      SAN_EXCLUDE+=",importers: a Caliper json-split file imports in memory below*"
       # Time: Chromium's rendering of a flame graph (33 s under ASan) checks
       # nothing of ours the other flame tests do not.
       SAN_EXCLUDE+=",flame: headless Chromium renders it*,flame: hostile frame names*"

@@ -193,6 +193,9 @@ class InputFileBuf : public std::streambuf {
   // std::istream sees only the end of the stream; check this first.
   const cct::Status& status() const { return status_; }
   uint64_t size() const { return size_; }  // the file's size when opened (0: unknown)
+  // The bytes handed out so far: where a parser reading through a
+  // std::istream stands (nlohmann's takes one byte at a time).
+  uint64_t offset() const { return done_ - static_cast<uint64_t>(egptr() - gptr()); }
   output::Progress& progress() { return progress_; }
 
  protected:

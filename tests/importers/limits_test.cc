@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -102,6 +104,28 @@ TEST_CASE("importers: 100,000-deep nesting is imported or refused in one line, n
     INFO(r.err);
     CHECK((r.exit_code == 0 || (r.exit_code == 2 && testutil::LineCount(r.err) == 1)));
   }
+  SUBCASE("caliper JSON: a record's path and a row's rank nested 100,000 deep") {
+    // Such values become text (a rank's label); nlohmann's dump() would
+    // recurse once per level. The 1001st level's '[' is refused.
+    const std::string deep = std::string(kDepth, '[') + std::string(kDepth, ']');
+    const std::string head = "[{\"t\": 1, \"path\": ";
+    testutil::WriteFileOrDie(dir / "rec.json", head + deep + "}]");
+    testutil::WriteFileOrDie(dir / "split.json", "{\"data\": [[0, " + deep +
+                                                     ", 1]], \"columns\": [\"path\", \"mpi.rank\", \"t\"], "
+                                                     "\"column_metadata\": [{}, {\"is_value\": true}, {\"is_value\": true}], "
+                                                     "\"nodes\": [{\"label\": \"a\", \"column\": \"path\"}]}");
+    // (No structured bindings: clang 14 cannot capture them in doctest's checks.)
+    const std::vector<std::pair<std::string, size_t>> files = {
+        {"rec.json", head.size() + 1000}, {"split.json", std::string("{\"data\": [[0, ").size() + 1000}};
+    for (const auto& f : files) {
+      auto r = testutil::Run({testutil::Tool("cct-import"), "-d", dir / "c.db", "--from", "caliper", dir / f.first});
+      INFO(r.err);
+      CHECK(r.exit_code == 2);
+      CHECK(testutil::LineCount(r.err) == 1);
+      CHECK(r.err.find("at byte " + std::to_string(f.second) + ": a value nested more than 1000 levels deep") !=
+            std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2; a file beyond the memory limit too") {
@@ -184,4 +208,76 @@ TEST_CASE("importers: a JSON value or XML tag over 16 MiB is one line and exit 2
     CHECK(testutil::LineCount(r.err) == 1);
     CHECK(r.err == "cct-import: out of memory (the input needs more than this process may allocate)\n");
   }
+}
+
+TEST_CASE("importers: a Caliper json-split file imports in memory below what a DOM of it takes") {
+  // Rows first, as Caliper writes them, each [node, rank, time in usec]
+  // over five path nodes and two ranks: 1 M rows in 10 MB. The cap leaves
+  // 64 MiB above what importing a tiny file needs: a DOM of the file needed
+  // 131 MiB more than the tiny file (the importer before it read as it
+  // parsed), the streamed reader keeps 12 bytes a row (three 4-byte
+  // columns) and fits in what the tiny import reserved anyway.
+  testutil::TempDir dir;
+  const std::string file = dir / "big.json";
+  constexpr size_t kNodes = 5;  // main, main/a, main/b, main/a/c, main/b/d
+  const int64_t parents[kNodes] = {-1, 0, 0, 1, 2};
+  const char* labels[kNodes] = {"main", "a", "b", "c", "d"};
+  int64_t expected[2][kNodes] = {};  // [rank][node]: usec
+  int64_t total = 0;
+  std::string text = "{\"data\":[";
+  constexpr size_t kRows = 1000000;
+  text.reserve(kRows * 12);
+  for (size_t i = 0; i < kRows; ++i) {
+    const size_t node = i % kNodes, rank = (i / kNodes) % 2, usec = i % 997;
+    if (i) text += ',';
+    text += '[' + std::to_string(node) + ',' + std::to_string(rank) + ',' + std::to_string(usec) + ']';
+    expected[rank][node] += static_cast<int64_t>(usec);
+    total += static_cast<int64_t>(usec);
+  }
+  text += "],\"columns\":[\"path\",\"mpi.rank\",\"sum#time.duration\"],\"column_metadata\":[{\"is_value\":false},"
+          "{\"is_value\":true},{\"is_value\":true}],\"nodes\":[";
+  for (size_t n = 0; n < kNodes; ++n)
+    text += std::string(n ? "," : "") + "{\"label\":\"" + labels[n] + "\",\"column\":\"path\"" +
+            (parents[n] < 0 ? "" : ",\"parent\":" + std::to_string(parents[n])) + "}";
+  text += "],\"cluster\":\"big\"}";
+  testutil::WriteFileOrDie(file, text);
+  text = {};
+  testutil::WriteFileOrDie(dir / "tiny.json", "[{\"path\":\"main\",\"time.duration\":1}]");
+
+  // The least address space importing the tiny file takes (the database's
+  // map among it), to 16 MiB: bisected between 2 and 10 GiB.
+  long lo = long{2} << 20, hi = long{10} << 20;
+  REQUIRE(ImportCapped(dir / "tiny.db", "caliper", dir / "tiny.json", "", hi).exit_code == 0);
+  while (hi - lo > (16 << 10)) {
+    const long mid = lo + (hi - lo) / 2;
+    (ImportCapped(dir / "tiny.db", "caliper", dir / "tiny.json", "", mid).exit_code == 0 ? hi : lo) = mid;
+  }
+  const long floor_kib = hi;
+  const std::string db = dir / "big.db";
+  auto r = ImportCapped(db, "caliper", file, "", floor_kib + (64 << 10));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // Each (rank, node) holds the generated sum; nothing else holds time.
+  // The CSV export gives seconds to the microsecond, the input's unit, so
+  // the comparison is exact in whole microseconds.
+  auto csv = testutil::Run({testutil::Tool("cct-query"), "-d", db, "export", "1", "--to", "csv"});
+  REQUIRE(csv.exit_code == 0);
+  int64_t seen = 0;
+  size_t checked = 0;
+  for (const auto& row : testutil::ReadCsvRows(csv.out)) {
+    const int64_t usec = std::llround(std::stod(row.at("time (exc)")) * 1e6);
+    seen += usec;
+    const std::string& path = row.at("path");  // "rank R;main;a;c"
+    for (size_t rank = 0; rank < 2; ++rank)
+      for (size_t node = 0; node < kNodes; ++node) {
+        std::string want;
+        for (int64_t k = static_cast<int64_t>(node); k >= 0; k = parents[k]) want = ";" + std::string(labels[k]) + want;
+        if (path == "rank " + std::to_string(rank) + want) {
+          CHECK(usec == expected[rank][node]);
+          ++checked;
+        }
+      }
+  }
+  CHECK(checked == 2 * kNodes);
+  CHECK(seen == total);
 }
