@@ -537,9 +537,12 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
 
     nlohmann::json gpu = {{"tracing", g->status}};
     if (!g->adapter_path.empty()) gpu["adapter"] = g->adapter_path;
+    int64_t gpu_clock_offset_ns = 0;  // CUPTI's clock to the trace's (the adapter measured it)
     if (!describe.empty()) {
       const auto facts = nlohmann::json::parse(describe, nullptr, false);
       if (facts.is_object()) {
+        if (auto o = facts.find("timestamp_offset_ns"); o != facts.end() && o->is_number_integer())
+          gpu_clock_offset_ns = o->get<int64_t>();
         meta.gpu_model = facts.value("gpu_model", "");
         meta.driver_version = facts.value("driver_version", "");
         meta.cuda_version = facts.value("cuda_version", "");
@@ -593,11 +596,13 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
     GpuMetricWriter writer(tree);
     for (const GpuNodeEntry& e : entries) writer.Add(nodes.Node(e.node), e.metrics);
     if (trace && !traced.empty()) {
-      // CUPTI's timestamps on Linux count ns since the epoch (the system
-      // clock), the trace's own time base: taken as they are.
+      // CUPTI's timestamps, moved onto the trace's clock (the epoch) by the
+      // offset the adapter measured (microseconds on Linux, where CUPTI
+      // counts from the epoch already; 0 without one, as the fake's).
       for (const GpuTraceRecord& r : traced)
-        trace->gpu.push_back({r.device, r.stream, static_cast<cct::GpuOpKind>(r.op), static_cast<int64_t>(r.start_ns),
-                              static_cast<int64_t>(r.end_ns), r.bytes, nodes.Node(r.node)});
+        trace->gpu.push_back({r.device, r.stream, static_cast<cct::GpuOpKind>(r.op),
+                              static_cast<int64_t>(r.start_ns) + gpu_clock_offset_ns,
+                              static_cast<int64_t>(r.end_ns) + gpu_clock_offset_ns, r.bytes, nodes.Node(r.node)});
       // Activity arrives per buffer, in completion order: the trace wants start order.
       std::stable_sort(trace->gpu.begin(), trace->gpu.end(),
                        [](const store::TraceGpuActivity& a, const store::TraceGpuActivity& b) {

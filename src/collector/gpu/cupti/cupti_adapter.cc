@@ -5,6 +5,7 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdio>
@@ -467,6 +468,19 @@ std::string DescribeGpus() {
   uint32_t cupti = 0;
   (void)cuptiGetVersion(&cupti);
   facts["cupti_api"] = cupti;
+  // CUPTI's clock against the system's (CLOCK_REALTIME, the trace's time
+  // base): --trace moves GPU times by this. CUPTI counts from the epoch on
+  // Linux, so it is the few microseconds of the reading itself there; a
+  // CUPTI on another clock base is corrected rather than misplaced.
+  timespec before{}, after{};
+  uint64_t gpu_now = 0;
+  clock_gettime(CLOCK_REALTIME, &before);
+  const bool read = cuptiGetTimestamp(&gpu_now) == CUPTI_SUCCESS;
+  clock_gettime(CLOCK_REALTIME, &after);
+  if (read && gpu_now > 0) {
+    const int64_t mid = (before.tv_sec + after.tv_sec) * int64_t{500000000} + (before.tv_nsec + after.tv_nsec) / 2;
+    facts["timestamp_offset_ns"] = mid - static_cast<int64_t>(gpu_now);
+  }
   // The layout of the raw bytes handed to on_activity (a raw dump's): these
   // headers', whatever the libcupti (OnBufferCompleted lays records out again).
   facts["cupti_layout_api"] = CUPTI_API_VERSION;
