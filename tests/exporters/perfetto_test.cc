@@ -458,3 +458,89 @@ TEST_CASE("perfetto export of a recording: the NVTX slices at the program's phas
     CHECK(d.samples.at(static_cast<uint32_t>(d.tracks.at(track).tid)).size() == ts.time_ns.size());
   }
 }
+
+TEST_CASE("perfetto export of a fake-GPU recording: stream tracks with every kernel, copy and memset, bytes in flight") {
+  const std::string app = testutil::BuildDir() + "/tests/collector/cct-test-gpu-fake-app";
+  const std::string adapter = testutil::BuildDir() + "/tests/collector/libcct-test-fakegpu.so";
+  if (!std::filesystem::exists(app) || !std::filesystem::exists(adapter)) {
+    MESSAGE("SKIPPED: no CUPTI headers or NVTX3, no fake-GPU program");
+    return;
+  }
+  testutil::TempDir dir;
+  const std::string db = dir / "g.db";
+  auto r = testutil::Run({testutil::Tool("cct-record"), "-o", db, "--trace", "--", app},
+                         {{"CCT_GPU_ADAPTER", adapter}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  int rc = -1;
+  std::string err;
+  testutil::Query(db, {"export", "latest", "--to", "perfetto", "-o", dir / "g.perfetto-trace"}, &rc, &err);
+  INFO(err);
+  REQUIRE(rc == 0);
+  const PfDecoded d = PfDecode(testutil::ReadFileOrDie(dir / "g.perfetto-trace"));
+  for (const std::string& e : d.errors) FAIL_CHECK(e);
+
+  // gpu_fake_app.cc's construction (tests/collector/gpu_record_test.cc
+  // checks the trace against it): 20 scale_kernel and 7 add_kernel launches
+  // in compute(), kernel_a and kernel_b in a graph, one more scale_kernel in
+  // sampled(); a 3 MiB + 4 KiB copy in, a 1 MiB copy out, a 64 KiB memset,
+  // an allocation and a synchronization.
+  std::map<std::string, int> count;
+  std::map<std::string, std::string> bytes;
+  for (const auto& track : d.slices) {
+    if (d.tracks.at(track.first).name.rfind("GPU ", 0) != 0) continue;
+    for (const PfSlice& s : track.second) {
+      ++count[s.name];
+      if (s.args.count("bytes")) bytes[s.name] = s.args.at("bytes");
+    }
+  }
+  CHECK(count["scale_kernel(float*, int, float)"] == 21);
+  CHECK(count["add_kernel(float const*, float const*, float*, int)"] == 7);
+  CHECK(count["kernel_a()"] == 1);
+  CHECK(count["kernel_b()"] == 1);
+  CHECK(count.size() == 9);  // those four kernels and the five other ops, nothing else
+  CHECK(count["copyin"] == 1);
+  CHECK(count["copyout"] == 1);
+  CHECK(count["memset"] == 1);
+  CHECK(count["alloc"] == 1);
+  CHECK(count["sync"] == 1);
+  CHECK(bytes["copyin"] == std::to_string((uint64_t{3} << 20) + 4096));
+  CHECK(bytes["copyout"] == std::to_string(uint64_t{1} << 20));
+  CHECK(bytes["memset"] == "65536");
+
+  // Per (device, stream), the trace's own activities; bytes in flight per
+  // device recomputed by brute force at every copy's start and end.
+  auto s = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(s.ok());
+  const auto runs = (*s)->ListRuns();
+  REQUIRE(runs.ok());
+  const auto trace = (*s)->ReadTrace(runs->back().id);
+  REQUIRE(trace.ok());
+  REQUIRE(trace->has_value());
+  std::map<std::string, size_t> per_stream;
+  std::map<uint32_t, std::vector<const store::TraceGpuActivity*>> copies;
+  for (const store::TraceGpuActivity& a : (**trace).gpu) {
+    ++per_stream["GPU " + std::to_string(a.device) + " stream " + std::to_string(a.stream)];
+    if (a.kind == cct::GpuOpKind::kCopyIn || a.kind == cct::GpuOpKind::kCopyOut || a.kind == cct::GpuOpKind::kCopy)
+      copies[a.device].push_back(&a);
+  }
+  for (const auto& st : per_stream) {
+    const uint64_t track = d.Track(st.first);
+    REQUIRE_MESSAGE(track != 0, st.first);
+    CHECK(d.slices.at(track).size() == st.second);
+  }
+  for (const auto& dev : copies) {
+    const uint64_t track = d.Track("GPU " + std::to_string(dev.first) + " bytes in flight");
+    REQUIRE(track != 0);
+    std::set<int64_t> times;
+    for (const store::TraceGpuActivity* a : dev.second) times.insert(a->start_ns), times.insert(a->end_ns);
+    std::vector<std::pair<int64_t, int64_t>> expected;
+    for (int64_t t : times) {
+      int64_t sum = 0;
+      for (const store::TraceGpuActivity* a : dev.second)
+        if (a->start_ns <= t && t < a->end_ns) sum += static_cast<int64_t>(a->bytes);
+      expected.emplace_back(t, sum);
+    }
+    CHECK(d.counters.at(track) == expected);
+  }
+}
