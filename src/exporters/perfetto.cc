@@ -17,7 +17,7 @@
 //     copies whose interval [start, end) holds the time.
 // Ranges that do not nest in the ranges open around them (NVTX start/end
 // ranges may overlap) go to child tracks ("NAME (overlapping 1)", ...), so
-// every slice keeps its exact times.
+// every slice keeps its exact times (up to 15 such tracks: AssignLanes).
 //
 // Packets are written as they are built (no message holds the whole trace).
 // Each slice or counter track is its own packet sequence whose timestamps
@@ -104,18 +104,27 @@ struct PerfettoSlice {
 
 // Lanes for slices in start order: each slice goes to the first lane where
 // it nests in (or follows) the slices still open there. Lane 0 is the track
-// itself; a well-nested track has only that one.
-std::vector<uint32_t> AssignLanes(const std::vector<PerfettoSlice>& slices) {
+// itself; a well-nested track has only that one. A lane is opened only when
+// every other one holds a slice open across the new one's start, so lanes
+// are bounded by the most slices open at once; past kMaxPerfettoLanes (a
+// pathological trace) a slice goes to the last lane, its end cut to the end
+// of the slice it then nests in, so that the cost stays linear.
+constexpr uint32_t kMaxPerfettoLanes = 16;
+std::vector<uint32_t> AssignLanes(std::vector<PerfettoSlice>& slices) {
   std::vector<uint32_t> lane(slices.size());
   std::vector<std::vector<int64_t>> open;  // per lane: the ends of the open slices, innermost last
   for (size_t i = 0; i < slices.size(); ++i) {
-    const PerfettoSlice& s = slices[i];
+    PerfettoSlice& s = slices[i];
     uint32_t l = 0;
     for (;; ++l) {
       if (l == open.size()) open.emplace_back();
       std::vector<int64_t>& ends = open[l];
       while (!ends.empty() && ends.back() <= s.start_ns) ends.pop_back();
       if (ends.empty() || s.end_ns <= ends.back()) break;
+      if (l + 1 == kMaxPerfettoLanes) {
+        s.end_ns = ends.back();
+        break;
+      }
     }
     open[l].push_back(s.end_ns);
     lane[i] = l;
@@ -210,11 +219,15 @@ class PerfettoTraceWriter {
   // sequence of begins and ends in time order. `fill` names the slice at
   // begin and adds its arguments.
   template <typename Fill>
-  void WriteSlices(uint64_t track, const std::string& name, const std::vector<PerfettoSlice>& slices, Fill fill) {
+  void WriteSlices(uint64_t track, const std::string& name, std::vector<PerfettoSlice>& slices, Fill fill) {
     const std::vector<uint32_t> lane = AssignLanes(slices);
-    const uint32_t lanes = slices.empty() ? 0 : *std::max_element(lane.begin(), lane.end()) + 1;
+    std::vector<std::vector<size_t>> by_lane;  // slice indices, in start order
+    for (size_t i = 0; i < slices.size(); ++i) {
+      if (lane[i] >= by_lane.size()) by_lane.resize(lane[i] + 1);
+      by_lane[lane[i]].push_back(i);
+    }
     std::vector<int64_t> ends;  // the open slices' ends, innermost last
-    for (uint32_t l = 0; l < lanes; ++l) {
+    for (uint32_t l = 0; l < by_lane.size(); ++l) {
       const uint64_t uuid = l == 0 ? track : WriteChildTrack(track, name + " (overlapping " + std::to_string(l) + ")");
       const uint32_t sequence = NextSequence();
       auto end_until = [&](int64_t t) {
@@ -226,8 +239,7 @@ class PerfettoTraceWriter {
           ends.pop_back();
         }
       };
-      for (size_t i = 0; i < slices.size(); ++i) {
-        if (lane[i] != l) continue;
+      for (size_t i : by_lane[l]) {
         end_until(slices[i].start_ns);
         pp::TrackEvent* e = Packet(sequence, slices[i].start_ns).mutable_track_event();
         e->set_type(pp::TrackEvent::TYPE_SLICE_BEGIN);
@@ -249,7 +261,7 @@ class PerfettoTraceWriter {
       const store::TraceRange& r = trace_.ranges[i];
       by_thread[r.thread].push_back({r.start_ns, r.open() ? std::max(r.start_ns, last_ns_) : r.end_ns, i});
     }
-    for (const auto& [thread, slices] : by_thread) {
+    for (auto& [thread, slices] : by_thread) {
       WriteSlices(thread_uuid_.at(thread), std::string(tree_.name(thread)), slices,
                   [this](size_t i, pp::TrackEvent& e) { e.set_name(std::string(tree_.name(trace_.ranges[i].node))); });
     }
@@ -290,7 +302,7 @@ class PerfettoTraceWriter {
         c.emplace_back(g.end_ns, -static_cast<int64_t>(g.bytes));
       }
     }
-    for (const auto& [key, slices] : by_stream) {
+    for (auto& [key, slices] : by_stream) {
       const std::string name = "GPU " + std::to_string(key.first) + " stream " + std::to_string(key.second);
       const uint64_t track = WriteChildTrack(kProcessUuid, name);
       WriteSlices(track, name, slices, [this](size_t i, pp::TrackEvent& e) {

@@ -362,6 +362,36 @@ TEST_CASE("perfetto export: tracks, nested slices, samples and their stacks, GPU
   CHECK(d.counters.at(f1) == Points{{e + 200 * kPfMs, 4096}, {e + 210 * kPfMs, 0}});
 }
 
+TEST_CASE("perfetto export: ranges open all at once go to at most 15 overlap tracks, the rest cut to nest") {
+  // 20 ranges on one thread, range i over [i, 100 + i] ms: none nests in an
+  // earlier one, so ranges 0..15 take the thread's track and 15 overlap
+  // tracks; 16..19 go to the last one, their ends cut to range 15's (115 ms).
+  PfFixture f = MakePfFixture();
+  const NodeId thread = f.trace.samples[0].thread;
+  const NodeId range = f.trace.ranges[1].node;
+  f.trace.ranges.clear();
+  f.trace.gpu.clear();
+  for (int64_t i = 0; i < 20; ++i)
+    f.trace.ranges.push_back({thread, range, kPfEpoch + i * kPfMs, kPfEpoch + (100 + i) * kPfMs});
+  const PfDecoded d = PfDecode(PfExport(f));
+  for (const std::string& e : d.errors) FAIL_CHECK(e);
+  size_t slices = 0, lanes = 0;
+  for (const auto& track : d.tracks) {
+    if (track.second.name.find("(overlapping ") != std::string::npos) ++lanes;
+    if (d.slices.count(track.first)) slices += d.slices.at(track.first).size();
+  }
+  CHECK(lanes == 15);
+  CHECK(slices == 20);
+  const std::vector<PfSlice>& last = d.slices.at(d.Track("main thread (overlapping 15)"));
+  REQUIRE(last.size() == 5);
+  CHECK(last[0].start == kPfEpoch + 15 * kPfMs);
+  CHECK(last[0].end == kPfEpoch + 115 * kPfMs);
+  for (size_t i = 1; i < last.size(); ++i) {
+    CHECK(last[i].start == kPfEpoch + static_cast<int64_t>(15 + i) * kPfMs);
+    CHECK(last[i].end == kPfEpoch + 115 * kPfMs);
+  }
+}
+
 TEST_CASE("perfetto export through cct-query: a stored trace; runs without one are refused") {
   testutil::TempDir dir;
   const std::string db = dir / "p.db";
