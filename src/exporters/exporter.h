@@ -1,5 +1,6 @@
 // Exporters: a profile in formats other tools read. One file per format
-// (json.cc, folded.cc, hatchet.cc, hatchet_json.cc, pprof.cc, csv.cc);
+// (json.cc, folded.cc, hatchet.cc, hatchet_json.cc, pprof.cc, csv.cc,
+// speedscope.cc, perfetto.cc);
 // exporters/registry.h lists them for cct-query export and other front ends.
 //
 // Exports stream to an std::ostream as they walk the tree and return a
@@ -17,6 +18,7 @@
 #include "cct/status.h"
 #include "cct/tree.h"
 #include "query/profile.h"
+#include "store/trace.h"
 
 namespace output {
 class Progress;
@@ -57,6 +59,9 @@ cct::Status ExportJsonRows(const query::Profile& profile, const ExportOptions& o
 cct::Status ExportCsvRuns(const std::vector<TableRun>& runs, const ExportOptions& options, std::ostream& out);
 cct::Status ExportJsonRowsRuns(const std::vector<TableRun>& runs, const ExportOptions& options, std::ostream& out);
 cct::Status ExportSpeedscope(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
+// One run's trace (kInvalidArgument naming the run when it has none, or for
+// a group, an invocation or an iteration).
+cct::Status ExportPerfetto(const query::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 // The writers behind some of them (pprof.cc, hatchet_json.cc, csv.cc).
 // `progress` may be null.
@@ -67,6 +72,12 @@ cct::Status WritePprof(const query::Profile& profile, const std::vector<std::str
 // rank/thread index levels with a row for every (node, thread) pair.
 cct::Status WriteHatchetGraphFrame(const cct::Tree& tree, const std::vector<std::string>& metrics, bool per_thread,
                                    std::ostream& out, output::Progress* progress);
+
+// A run's trace as a Perfetto protobuf trace (perfetto.cc says what goes
+// where). `tree` is the run's tree as Database::ReadTree returns it, whose
+// node ids the trace uses; `run` names the process.
+cct::Status WritePerfetto(const cct::Tree& tree, const store::RunTrace& trace, const store::RunMeta& run,
+                          std::ostream& out);
 
 // The metrics to export: the named ones, or all (additive ones only with
 // `additive_only`); kNotFound when the run has none.

@@ -15,6 +15,8 @@ const std::vector<ExporterInfo>& Exporters() {
       {"json-rows", ".json", "the csv table as a JSON array of row objects", &ExportJsonRows, &ExportJsonRowsRuns},
       {"speedscope", ".speedscope.json", "speedscope's JSON, one sampled profile per thread, of one additive metric",
        &ExportSpeedscope},
+      {"perfetto", ".perfetto-trace", "the run's trace (cct-record --trace) for ui.perfetto.dev: threads' NVTX slices "
+       "and sampled stacks, GPU streams, bytes in flight", &ExportPerfetto},
   };
   return kExporters;
 }

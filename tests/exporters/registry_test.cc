@@ -8,9 +8,10 @@
 #include "exporters/registry.h"
 
 TEST_CASE("the exporter registry lists cct-query export's formats") {
-  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv, json-rows or speedscope".
+  // docs/cli.md: "--to FORMAT | export: json, folded, hatchet, hatchet-json, pprof, csv, json-rows, speedscope or
+  // perfetto".
   const std::vector<std::string> expected = {"json", "folded", "hatchet",   "hatchet-json",
-                                             "pprof", "csv",   "json-rows", "speedscope"};
+                                             "pprof", "csv",   "json-rows", "speedscope", "perfetto"};
   const std::vector<exporters::ExporterInfo>& all = exporters::Exporters();
   REQUIRE(all.size() == expected.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -26,9 +27,9 @@ TEST_CASE("the exporter registry lists cct-query export's formats") {
     // The table formats, and only they, write several runs into one file.
     CHECK(static_cast<bool>(all[i].write_runs) == (expected[i] == "csv" || expected[i] == "json-rows"));
   }
-  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|json-rows|speedscope");
+  CHECK(exporters::ExporterNames("|", "|") == "json|folded|hatchet|hatchet-json|pprof|csv|json-rows|speedscope|perfetto");
   CHECK(exporters::ExporterNames(", ", " or ") ==
-        "json, folded, hatchet, hatchet-json, pprof, csv, json-rows or speedscope");
+        "json, folded, hatchet, hatchet-json, pprof, csv, json-rows, speedscope or perfetto");
 }
 
 TEST_CASE("an unknown exporter is an error naming the known ones") {
@@ -37,7 +38,7 @@ TEST_CASE("an unknown exporter is an error naming the known ones") {
     const cct::Status status = exporters::FindExporter(name).status();
     CHECK(status.code() == cct::ErrorCode::kInvalidArgument);
     CHECK(status.message() == "unknown export format '" + std::string(name) +
-                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv, json-rows or "
-                                  "speedscope)");
+                                  "' (expected json, folded, hatchet, hatchet-json, pprof, csv, json-rows, "
+                                  "speedscope or perfetto)");
   }
 }
