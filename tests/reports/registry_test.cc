@@ -19,6 +19,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
       {"callers", {"metric", "depth", "min", "lines", "merge-threads"}},
       {"match", {"metric", "n", "inclusive", "exclusive", "lines", "merge-threads"}},
       {"iterations", {"metric"}},
+      {"timeline", {"thread", "from", "to", "bucket", "by"}},
       {"flame", {"output", "metric", "title", "min-width", "image-width", "orientation", "lines",
                  "merge-threads"}},
       {"kernels", {"metric", "n"}},
