@@ -158,6 +158,7 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
                                                 "when more than 50 levels are drawn)")
       ("percentiles", po::value<std::string>(), "stats: the percentiles to show, P,P,... (default 10,25,75,90)")
       ("thread", po::value<std::string>(), "timeline: only the threads and streams matching REGEX")
+      ("range", po::value<std::string>(), "iterations: the instances of NVTX range NAME in the trace (--trace)")
       ("from", po::value<std::string>(), "timeline: start at S seconds from the trace's start (or Nms, Nus)")
       ("bucket", po::value<double>(), "timeline: bucket length in ms (default: about 1/40 of the time shown)")
       ("inclusive", "top: order by inclusive value (default)")
@@ -291,6 +292,7 @@ int main(int argc, char** argv) {
   if (vm.count("image-width")) request.image_width = vm["image-width"].as<size_t>();
   if (vm.count("orientation")) request.orientation = vm["orientation"].as<std::string>();
   if (vm.count("percentiles")) request.percentiles = vm["percentiles"].as<std::string>();
+  if (vm.count("range")) opt.iteration_range = vm["range"].as<std::string>();
   if (vm.count("thread")) request.thread = vm["thread"].as<std::string>();
   if (vm.count("from")) request.from = vm["from"].as<std::string>();
   if (vm.count("to") && report) request.until = vm["to"].as<std::string>();

@@ -206,4 +206,33 @@ cct::Result<WindowResult> ApplyTimeWindow(cct::Tree& tree, const store::RunTrace
   return result;
 }
 
+cct::Result<store::RunIterations> IterationsFromRange(const cct::Tree& tree, const store::RunTrace& trace,
+                                                      std::string_view name) {
+  store::RunIterations out;
+  out.range = std::string(name);
+  const store::TraceSpan span = SpanOf(trace);
+  for (const store::TraceRange& r : RangeInstances(tree, trace, name)) {
+    cct::Tree window = tree;
+    CCT_ASSIGN_OR_RETURN(WindowResult applied, ApplyTimeWindow(window, trace, {r.start_ns, RangeEnd(r, span)}));
+    (void)applied;
+    store::Iteration it;
+    it.index = static_cast<uint32_t>(out.iterations.size());
+    it.start_ns = r.start_ns;
+    it.duration_ns = RangeEnd(r, span) - r.start_ns;
+    const cct::MetricRegistry& reg = window.metrics();
+    for (cct::MetricId m = 0; m < reg.size(); ++m) {
+      if (reg.Get(m).kind != cct::MetricKind::kAdditive) continue;
+      store::IterationColumn c;
+      c.metric = m;
+      window.column(m).ForEach([&](cct::NodeId n, double v) {
+        c.nodes.push_back(n);
+        c.values.push_back(v);
+      });
+      if (!c.nodes.empty()) it.columns.push_back(std::move(c));
+    }
+    out.iterations.push_back(std::move(it));
+  }
+  return out;
+}
+
 }  // namespace query

@@ -24,6 +24,7 @@
 
 #include "cct/status.h"
 #include "cct/tree.h"
+#include "store/iterations.h"
 #include "store/selector.h"
 #include "store/trace.h"
 
@@ -58,6 +59,13 @@ struct WindowResult {
 // one `trace` refers to) with those of the window. kCorrupt when the trace
 // names nodes the tree lacks.
 cct::Result<WindowResult> ApplyTimeWindow(cct::Tree& tree, const store::RunTrace& trace, const TimeWindow& window);
+
+// The instances of NVTX range `name` in `trace` as iterations (start order,
+// as @range=NAME#K counts them), each with the window's exclusive values of
+// every additive metric that can be windowed, so `iterations --range` lists
+// them as it lists --iteration's. kCorrupt as ApplyTimeWindow.
+cct::Result<store::RunIterations> IterationsFromRange(const cct::Tree& tree, const store::RunTrace& trace,
+                                                      std::string_view name);
 
 // "t=0.300s..0.500s" for labels (relative to the trace's start).
 std::string DescribeWindow(const TimeWindow& window, const store::RunTrace& trace);

@@ -48,7 +48,7 @@ const std::vector<ReportInfo>& Reports() {
       {"match", "RUN QUERY", "where the call paths matching QUERY end (docs/query.md)",
        {"metric", "n", "inclusive", "exclusive", "lines", "merge-threads"}, 2, 2,
        "match expects RUN and QUERY (see cct-query --help)", false, &MatchCommand},
-      {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric"}, 1, 1,
+      {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric", "range"}, 1, 1,
        "iterations expects one RUN (see cct-query --help)", false, &OnSelector<WriteIterationsReport>},
       {"timeline", "RUN", "the trace (--trace) in time buckets: per thread and GPU stream the hottest item in each",
        {"thread", "from", "to", "bucket", "by"}, 1, 1, "timeline expects one RUN (see cct-query --help)", false,

@@ -380,3 +380,31 @@ TEST_CASE("timeline: the hottest item per bucket and track, text golden, csv, js
     CHECK(testutil::LineCount(err) == 1);
   }
 }
+
+TEST_CASE("iterations --range: the trace's instances of a range, with their windowed totals") {
+  WindowRun run;
+  StoreWindowRun(run.db);
+  int rc = 0;
+  const std::string csv = testutil::Query(run.db, {"iterations", "1", "--range", "step", "--format", "csv"}, &rc);
+  REQUIRE(rc == 0);
+  const auto rows = testutil::ReadCsvRows(csv);
+  REQUIRE(rows.size() == 3);
+  // main [0, 500): 50 main + 50 worker samples; main [600, 900): 30 + 30;
+  // worker [600, 700): 10 + 10. 10 ms each; the run has 180.
+  const double starts[] = {0, 0.6, 0.6}, durations[] = {0.5, 0.3, 0.1}, samples[] = {100, 60, 20};
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(std::stod(rows[i].at("start")) == doctest::Approx(starts[i]));
+    CHECK(std::stod(rows[i].at("duration")) == doctest::Approx(durations[i]));
+    CHECK(std::stod(rows[i].at("cputime")) == doctest::Approx(samples[i] * 0.01));
+    CHECK(std::stod(rows[i].at("share")) == doctest::Approx(samples[i] / 180));
+  }
+  const std::string text = testutil::Query(run.db, {"iterations", "1", "--range", "step"}, &rc);
+  CHECK(rc == 0);
+  CHECK(text.find("3 iterations of NVTX range 'step' in the trace") != std::string::npos);
+  CHECK(text.find("(@range=step#2)") != std::string::npos);  // median of 1.0, 0.6, 0.2 s
+  std::string err;
+  testutil::Query(run.db, {"iterations", "2", "--range", "step"}, &rc, &err);
+  CHECK(rc == 2);
+  CHECK(err.find("run 2 has no trace") != std::string::npos);
+}

@@ -18,7 +18,7 @@ TEST_CASE("the report registry lists cct-query's reports and their options") {
       {"top", {"metric", "n", "by", "inclusive", "exclusive", "query", "merge-threads"}},
       {"callers", {"metric", "depth", "min", "lines", "merge-threads"}},
       {"match", {"metric", "n", "inclusive", "exclusive", "lines", "merge-threads"}},
-      {"iterations", {"metric"}},
+      {"iterations", {"metric", "range"}},
       {"timeline", {"thread", "from", "to", "bucket", "by"}},
       {"flame", {"output", "metric", "title", "min-width", "image-width", "orientation", "lines",
                  "merge-threads"}},
