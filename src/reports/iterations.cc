@@ -45,7 +45,9 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
                              const ReportOptions& opt, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(selector, default_db));
   if (sel.iteration || sel.window)
-    return cct::InvalidArgument("iterations lists every iteration of a run; drop the @ from '" + selector + "'");
+    return cct::InvalidArgument("iterations lists every iteration of a run; drop the " +
+                                std::string(sel.iteration ? "@iter=" : "time window (@t=, @range=)") + " from '" +
+                                selector + "'");
   if (opt.metrics.size() > 1) return cct::InvalidArgument("iterations takes one metric (-m)");
   CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(sel.db_path, store::Database::Mode::kRead));
   CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, store::SelectRuns(*db, sel));

@@ -50,7 +50,7 @@ const std::vector<ReportInfo>& Reports() {
        "match expects RUN and QUERY (see cct-query --help)", false, &MatchCommand},
       {"iterations", "RUN", "the run's iterations (--iteration): start, duration, metric", {"metric", "range"}, 1, 1,
        "iterations expects one RUN (see cct-query --help)", false, &OnSelector<WriteIterationsReport>},
-      {"timeline", "RUN", "the trace (--trace) in time buckets: per thread and GPU stream the hottest item in each",
+      {"timeline", "RUN", "the trace (--trace) in time buckets; per thread and GPU stream the hottest item in each",
        {"thread", "from", "to", "bucket", "by"}, 1, 1, "timeline expects one RUN (see cct-query --help)", false,
        &TimelineCommand},
       {"flame", "RUN -o FILE.svg", "an interactive flame graph (SVG)",

@@ -19,7 +19,8 @@ namespace reports {
 
 namespace {
 
-enum class TimelineBy { kFunction, kRange, kNode };
+// kOwn: the node's own name (a stream's kernels and operations).
+enum class TimelineBy { kFunction, kRange, kNode, kOwn };
 
 // Buckets beyond this make a report nobody reads and a table nobody can hold.
 constexpr int64_t kMaxTimelineBuckets = 100000;
@@ -72,6 +73,8 @@ class ItemNamer {
         for (cct::NodeId n = node; n != cct::kRootNode; n = tree_.parent(n))
           if (tree_.kind(n) == cct::FrameKind::kNvtx) return std::string(tree_.name(n));
         return "(no range)";
+      case TimelineBy::kOwn:
+        return std::string(tree_.name(node));
       case TimelineBy::kFunction:
         break;
     }
@@ -121,7 +124,10 @@ std::string ShareText(double share) {
 }  // namespace
 
 cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out) {
-  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(request));
+  // --by means other things here than top's groupings: parsed below.
+  ReportRequest common = request;
+  common.by.reset();
+  CCT_ASSIGN_OR_RETURN(ReportOptions opt, ParseReportOptions(common));
   TimelineBy by = TimelineBy::kFunction;
   if (request.by) {
     if (*request.by == "range" || *request.by == "nvtx") by = TimelineBy::kRange;
@@ -207,6 +213,7 @@ cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out) {
     tracks.push_back(std::move(track));
   }
   // GPU streams: per bucket, each item's busy time clipped to the bucket.
+  ItemNamer op_namer(tree, TimelineBy::kOwn);
   std::map<std::pair<uint32_t, uint32_t>, std::vector<const store::TraceGpuActivity*>> streams;
   for (const store::TraceGpuActivity& g : trace->gpu) streams[{g.device, g.stream}].push_back(&g);
   for (const auto& [id, acts] : streams) {
@@ -218,7 +225,7 @@ cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out) {
     for (const store::TraceGpuActivity* g : acts) {
       const int64_t a = std::max(g->start_ns, from), e = std::min(std::max(g->end_ns, g->start_ns), to);
       if (a >= to || (e <= a && !(g->start_ns >= from && g->start_ns < to))) continue;
-      const int64_t key = namer.Key(g->node);
+      const int64_t key = op_namer.Key(g->node);
       for (size_t b = static_cast<size_t>((a - from) / step); b < nb; ++b) {
         const int64_t b0 = from + static_cast<int64_t>(b) * step, b1 = b0 + step;
         if (b0 >= std::max(e, a + 1)) break;
@@ -231,9 +238,9 @@ cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out) {
       if (busy[b].empty()) continue;
       std::map<int64_t, int64_t> ns;
       for (const auto& [key, v] : busy[b]) ns[key] = v.first;
-      const int64_t best = Hottest(ns, namer);
+      const int64_t best = Hottest(ns, op_namer);
       const int64_t b0 = from + static_cast<int64_t>(b) * step, b1 = std::min(b0 + step, to);
-      track.cells[b] = {namer.name(best), busy[b][best].second,
+      track.cells[b] = {op_namer.name(best), busy[b][best].second,
                         static_cast<double>(ns[best]) / static_cast<double>(std::max<int64_t>(b1 - b0, 1))};
     }
     tracks.push_back(std::move(track));

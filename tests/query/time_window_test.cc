@@ -94,7 +94,7 @@ void StoreWindowRun(const std::string& db) {
     t.AddValue(kern, gkc, 1);
   }
   for (int k = 1; k <= 4; ++k) {
-    const int64_t at = (k <= 2 ? 100 * k : 400 + 100 * k) * kWinMs;
+    const int64_t at = (k <= 2 ? 100 * k : 300 + 100 * k) * kWinMs;  // 100, 200, 600, 700
     tr.gpu.push_back({0, 8, cct::GpuOpKind::kCopyIn, kWinT0 + at, kWinT0 + at + 5 * kWinMs,
                       static_cast<uint64_t>(1000 * k), copyin});
     t.AddValue(copyin, gx, 5.0 * kWinMs);
@@ -390,14 +390,14 @@ TEST_CASE("iterations --range: the trace's instances of a range, with their wind
   const auto rows = testutil::ReadCsvRows(csv);
   REQUIRE(rows.size() == 3);
   // main [0, 500): 50 main + 50 worker samples; main [600, 900): 30 + 30;
-  // worker [600, 700): 10 + 10. 10 ms each; the run has 180.
+  // worker [600, 700): 10 + 10. 10 ms each; the run has 80 + 90.
   const double starts[] = {0, 0.6, 0.6}, durations[] = {0.5, 0.3, 0.1}, samples[] = {100, 60, 20};
   for (size_t i = 0; i < 3; ++i) {
     CAPTURE(i);
     CHECK(std::stod(rows[i].at("start")) == doctest::Approx(starts[i]));
     CHECK(std::stod(rows[i].at("duration")) == doctest::Approx(durations[i]));
     CHECK(std::stod(rows[i].at("cputime")) == doctest::Approx(samples[i] * 0.01));
-    CHECK(std::stod(rows[i].at("share")) == doctest::Approx(samples[i] / 180));
+    CHECK(std::stod(rows[i].at("share")) == doctest::Approx(samples[i] / 170));
   }
   const std::string text = testutil::Query(run.db, {"iterations", "1", "--range", "step"}, &rc);
   CHECK(rc == 0);
