@@ -47,43 +47,82 @@ int64_t NiceBucket(int64_t ns) {
   }
 }
 
-// What a sample on `node` counts for: the nearest function (or kernel),
-// range or the node itself, as an interned key with its display name.
+// What a sample on `node` counts for. By function (range): every function
+// or kernel (NVTX range) on its path, each once, with its depth — a bucket's
+// hottest is then the one on most samples' stacks, the deepest of those
+// (a phase's function rather than the libc or vDSO leaf it keeps calling,
+// and the common caller where two phases share a bucket). By node, and for
+// a stream's operations: the node alone. Keys are interned names.
 class ItemNamer {
  public:
-  ItemNamer(const cct::Tree& tree, TimelineBy by) : tree_(tree), by_(by), key_(tree.size(), -1) {}
+  struct Held {
+    int64_t key;
+    int depth;
+  };
+  ItemNamer(const cct::Tree& tree, TimelineBy by)
+      : tree_(tree), by_(by), held_(tree.size()), depth_(tree.size(), 0), done_(tree.size(), 0) {}
 
-  int64_t Key(cct::NodeId node) {
-    if (node >= key_.size()) return Intern("<unknown node>");
-    if (key_[node] < 0) key_[node] = Intern(Name(node));
-    return key_[node];
+  // Never empty.
+  const std::vector<Held>& Items(cct::NodeId node) {
+    if (node >= held_.size()) {
+      single_ = {{Intern("<unknown node>"), 0}};
+      return single_;
+    }
+    if (by_ == TimelineBy::kNode || by_ == TimelineBy::kOwn) {
+      // One item per node (Fill is not used in these modes).
+      if (!done_[node]) {
+        held_[node] = {{Intern(by_ == TimelineBy::kOwn ? std::string(tree_.name(node)) : PathName(node)), 0}};
+        done_[node] = 1;
+      }
+      return held_[node];
+    }
+    if (!done_[node]) Fill(node);
+    if (!held_[node].empty()) return held_[node];
+    // Outside every function (a partial call path, the thread) or range.
+    single_ = {{Intern(by_ == TimelineBy::kRange ? "(no range)" : std::string(tree_.name(node))), 0}};
+    return single_;
   }
   const std::string& name(int64_t key) const { return names_[static_cast<size_t>(key)]; }
 
  private:
-  std::string Name(cct::NodeId node) const {
-    switch (by_) {
-      case TimelineBy::kNode: {
-        std::string path;
-        for (cct::NodeId n = node; n != cct::kRootNode && tree_.kind(n) != cct::FrameKind::kThread; n = tree_.parent(n))
-          path = std::string(tree_.name(n)) + (path.empty() ? "" : " > " + path);
-        return path.empty() ? std::string(tree_.name(node)) : path;
-      }
-      case TimelineBy::kRange:
-        for (cct::NodeId n = node; n != cct::kRootNode; n = tree_.parent(n))
-          if (tree_.kind(n) == cct::FrameKind::kNvtx) return std::string(tree_.name(n));
-        return "(no range)";
-      case TimelineBy::kOwn:
-        return std::string(tree_.name(node));
-      case TimelineBy::kFunction:
-        break;
+  bool Counts(cct::NodeId n) const {
+    const cct::FrameKind k = tree_.kind(n);
+    if (by_ == TimelineBy::kRange) return k == cct::FrameKind::kNvtx;
+    return k == cct::FrameKind::kFunction || k == cct::FrameKind::kKernel;
+  }
+  // The functions (ranges) on the paths of `node` and its unfilled
+  // ancestors, top-down (no recursion: paths can be thousands deep).
+  void Fill(cct::NodeId node) {
+    std::vector<cct::NodeId> chain;
+    for (cct::NodeId n = node; !done_[n]; n = tree_.parent(n)) {
+      chain.push_back(n);
+      if (n == cct::kRootNode) break;
     }
-    for (cct::NodeId n = node; n != cct::kRootNode; n = tree_.parent(n)) {
-      const cct::FrameKind k = tree_.kind(n);
-      if (k == cct::FrameKind::kFunction || k == cct::FrameKind::kKernel) return std::string(tree_.name(n));
-      if (k == cct::FrameKind::kThread) break;
+    for (size_t i = chain.size(); i-- > 0;) {
+      const cct::NodeId n = chain[i];
+      done_[n] = 1;
+      std::vector<Held>& h = held_[n];
+      if (n == cct::kRootNode) continue;
+      depth_[n] = depth_[tree_.parent(n)] + 1;
+      if (tree_.kind(n) == cct::FrameKind::kThread) continue;
+      h = held_[tree_.parent(n)];
+      if (!Counts(n)) continue;
+      const int64_t key = Intern(std::string(tree_.name(n)));
+      const int depth = depth_[n];
+      bool seen = false;  // recursion: once per sample, at its deepest
+      for (Held& x : h)
+        if (x.key == key) {
+          x.depth = depth;
+          seen = true;
+        }
+      if (!seen) h.push_back({key, depth});
     }
-    return std::string(tree_.name(node));
+  }
+  std::string PathName(cct::NodeId node) const {
+    std::string path;
+    for (cct::NodeId n = node; n != cct::kRootNode && tree_.kind(n) != cct::FrameKind::kThread; n = tree_.parent(n))
+      path = std::string(tree_.name(n)) + (path.empty() ? "" : " > " + path);
+    return path.empty() ? std::string(tree_.name(node)) : path;
   }
   int64_t Intern(const std::string& s) {
     auto [it, added] = index_.emplace(s, static_cast<int64_t>(names_.size()));
@@ -93,17 +132,38 @@ class ItemNamer {
 
   const cct::Tree& tree_;
   TimelineBy by_;
-  std::vector<int64_t> key_;
+  std::vector<std::vector<Held>> held_;
+  std::vector<int> depth_;  // in the tree, of filled nodes
+  std::vector<char> done_;
+  std::vector<Held> single_;  // Items' answer when it is one item
   std::unordered_map<std::string, int64_t> index_;
   std::vector<std::string> names_;
 };
 
-// The hottest of a bucket's tallies (ties: the name first in byte order).
-template <class Tally>
-int64_t Hottest(const Tally& tally, const ItemNamer& namer) {
+// A bucket's tally of one item: samples (or busy ns) and summed depth.
+struct TimelineTally {
+  int64_t value = 0;
+  int64_t depth_sum = 0;
+  uint64_t ops = 0;
+};
+
+// The hottest of a bucket's tallies: the largest value, then the deepest on
+// average, then the name first in byte order.
+int64_t Hottest(const std::map<int64_t, TimelineTally>& tally, const ItemNamer& namer) {
   int64_t best = -1;
-  for (const auto& [key, v] : tally)
-    if (best < 0 || v > tally.at(best) || (v == tally.at(best) && namer.name(key) < namer.name(best))) best = key;
+  const TimelineTally* b = nullptr;
+  for (const auto& [key, t] : tally) {
+    bool better = b == nullptr || t.value > b->value;
+    if (!better && t.value == b->value) {
+      // depth_sum / value compared without division (values equal).
+      if (t.depth_sum != b->depth_sum) better = t.depth_sum > b->depth_sum;
+      else better = namer.name(key) < namer.name(best);
+    }
+    if (better) {
+      best = key;
+      b = &t;
+    }
+  }
   return best;
 }
 
@@ -197,18 +257,23 @@ cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out) {
     // Samples are in time order: one bucket's tally at a time.
     auto first = std::lower_bound(s.time_ns.begin(), s.time_ns.end(), from);
     size_t i = static_cast<size_t>(first - s.time_ns.begin());
-    std::map<int64_t, uint64_t> tally;
+    std::map<int64_t, TimelineTally> tally;
     while (i < s.time_ns.size() && s.time_ns[i] < to) {
       const size_t b = static_cast<size_t>((s.time_ns[i] - from) / step);
       const int64_t bucket_end = from + static_cast<int64_t>(b + 1) * step;
       tally.clear();
       uint64_t total = 0;
       for (; i < s.time_ns.size() && s.time_ns[i] < std::min(bucket_end, to); ++i) {
-        ++tally[namer.Key(s.node[i])];
+        for (const ItemNamer::Held& h : namer.Items(s.node[i])) {
+          TimelineTally& t = tally[h.key];
+          t.value += 1;
+          t.depth_sum += h.depth;
+        }
         ++total;
       }
       const int64_t best = Hottest(tally, namer);
-      track.cells[b] = {namer.name(best), tally[best], static_cast<double>(tally[best]) / static_cast<double>(total)};
+      const uint64_t n = static_cast<uint64_t>(tally[best].value);
+      track.cells[b] = {namer.name(best), n, static_cast<double>(n) / static_cast<double>(total)};
     }
     tracks.push_back(std::move(track));
   }
@@ -221,27 +286,25 @@ cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out) {
     track.name = "gpu " + std::to_string(id.first) + " stream " + std::to_string(id.second);
     if (thread_filter && !thread_filter->Search(track.name)) continue;
     track.cells.resize(nb);
-    std::vector<std::map<int64_t, std::pair<int64_t, uint64_t>>> busy(nb);  // per bucket: key -> (ns, ops)
+    std::vector<std::map<int64_t, TimelineTally>> busy(nb);  // per bucket: key -> busy ns, operations
     for (const store::TraceGpuActivity* g : acts) {
       const int64_t a = std::max(g->start_ns, from), e = std::min(std::max(g->end_ns, g->start_ns), to);
       if (a >= to || (e <= a && !(g->start_ns >= from && g->start_ns < to))) continue;
-      const int64_t key = op_namer.Key(g->node);
+      const int64_t key = op_namer.Items(g->node).front().key;
       for (size_t b = static_cast<size_t>((a - from) / step); b < nb; ++b) {
         const int64_t b0 = from + static_cast<int64_t>(b) * step, b1 = b0 + step;
         if (b0 >= std::max(e, a + 1)) break;
-        auto& slot = busy[b][key];
-        slot.first += std::max<int64_t>(0, std::min(e, b1) - std::max(a, b0));
-        slot.second += 1;
+        TimelineTally& slot = busy[b][key];
+        slot.value += std::max<int64_t>(0, std::min(e, b1) - std::max(a, b0));
+        slot.ops += 1;
       }
     }
     for (size_t b = 0; b < nb; ++b) {
       if (busy[b].empty()) continue;
-      std::map<int64_t, int64_t> ns;
-      for (const auto& [key, v] : busy[b]) ns[key] = v.first;
-      const int64_t best = Hottest(ns, op_namer);
+      const int64_t best = Hottest(busy[b], op_namer);
       const int64_t b0 = from + static_cast<int64_t>(b) * step, b1 = std::min(b0 + step, to);
-      track.cells[b] = {op_namer.name(best), busy[b][best].second,
-                        static_cast<double>(ns[best]) / static_cast<double>(std::max<int64_t>(b1 - b0, 1))};
+      track.cells[b] = {op_namer.name(best), busy[b][best].ops,
+                        static_cast<double>(busy[b][best].value) / static_cast<double>(std::max<int64_t>(b1 - b0, 1))};
     }
     tracks.push_back(std::move(track));
   }

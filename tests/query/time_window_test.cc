@@ -331,15 +331,18 @@ TEST_CASE("timeline: the hottest item per bucket and track, text golden, csv, js
     CHECK(std::stod(cell(b, "main thread").at("bucket_start_s")) == doctest::Approx(b * 0.1));
     CHECK(cell(b, "main thread").at("item") == main_items[b]);
     CHECK(cell(b, "main thread").at("samples") == (b == 5 || b == 9 ? "0" : "10"));
-    // The worker: phase_c to 445, work from 455; bucket 4 holds 5 of each
-    // (a tie: the name first in byte order, at half the samples).
-    CHECK(cell(b, "worker").at("item") == (b <= 4 ? "phase_c" : b < 9 ? "work" : ""));
+    // The worker: phase_c (called by work) to 445, work itself from 455.
+    // Every sample has work on its stack: phase_c, deeper, is the hottest
+    // while all samples have it too; bucket 4 holds 5 of each, so work (on
+    // all 10 stacks) is.
+    CHECK(cell(b, "worker").at("item") == (b <= 3 ? "phase_c" : b < 9 ? "work" : ""));
     // Stream 7: two 20 ms kernels in each of the first 5 buckets.
     CHECK(cell(b, "gpu 0 stream 7").at("item") == (b < 5 ? "kern_x" : ""));
     if (b < 5) CHECK(std::stod(cell(b, "gpu 0 stream 7").at("share")) == doctest::Approx(0.4));
     CHECK(cell(b, "gpu 0 stream 8").at("item") == (b == 1 || b == 2 || b == 6 || b == 7 ? "<gpu copyin>" : ""));
   }
-  CHECK(std::stod(cell(4, "worker").at("share")) == doctest::Approx(0.5));
+  CHECK(std::stod(cell(4, "worker").at("share")) == doctest::Approx(1.0));
+  CHECK(cell(4, "worker").at("samples") == "10");
   CHECK(std::stod(cell(1, "gpu 0 stream 8").at("share")) == doctest::Approx(0.05));
 
   // --thread, --from/--to and --by range.
@@ -353,6 +356,15 @@ TEST_CASE("timeline: the hottest item per bucket and track, text golden, csv, js
   CHECK(r2[0].at("item") == "step");
   CHECK(r2[1].at("item") == "(no range)");
   CHECK(std::stod(r2[2].at("bucket_start_s")) == doctest::Approx(0.4));
+
+  // --by node: the sample's node, named by its path below the thread.
+  const auto nodes = testutil::ReadCsvRows(testutil::Query(
+      run.db, {"timeline", "1", "--bucket", "450", "--thread", "worker", "--by", "node", "--format", "csv"}, &rc));
+  REQUIRE(rc == 0);
+  REQUIRE(nodes.size() == 3);  // [0, 450), [450, 900), [900, 901 ns)
+  CHECK(nodes[0].at("item") == "work > phase_c");
+  CHECK(nodes[0].at("samples") == "45");
+  CHECK(nodes[1].at("item") == "work");
 
   const std::string json = testutil::Query(run.db, {"timeline", "1", "--bucket", "100", "--format", "json"}, &rc);
   REQUIRE(rc == 0);
