@@ -242,7 +242,7 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     }
     p.label = total ? InvocationLabel(p.selector.text, p.runs.size())
                     : "group " + p.selector.text + " (mean of " + std::to_string(p.runs.size()) + " runs)";
-    if (p.selector.window) p.label += " in its window " + iteration_desc;
+    if (p.selector.window) p.label += ", each run " + iteration_desc + " of its own trace";
   }
   fold(p.tree);
   CCT_RETURN_IF_ERROR(DefineMetrics(p.tree, options.metrics));
