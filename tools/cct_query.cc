@@ -49,7 +49,10 @@ RUN selects a run: an id, latest, latest~N, a run name (latest and a name mean
 the process cct-record started, not its children), RUN/all (every process of
 that recording: reports show their total), tag:KEY=VALUE (a group: reports
 show the mean per run), PATH:RUN for another database; RUN@iter=K (one
-iteration, from 1), RUN@iter=K..J (their sum), RUN@iter=median (by -m).
+iteration, from 1), RUN@iter=K..J (their sum), RUN@iter=median (by -m);
+RUN@t=A..B a time window of the trace (--trace; seconds from its start, or
+ms/us/ns; A.. and ..B open), RUN@range=NAME#K the K-th instance of NVTX
+range NAME.
 
 Options)";
   return usage;
@@ -141,7 +144,8 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
                                                        "(docs/query.md); derive: keep only the nodes on them")
       ("n,n", po::value<size_t>(), "top, stats --by: show N rows (default 20; 0 for all)")
       ("by", po::value<std::string>(), "top, stats: function|kernel|nvtx|line|module (default function); "
-                                       "table: tag:KEY, the tag whose values make the groups")
+                                       "table: tag:KEY, the tag whose values make the groups; timeline: "
+                                       "function|range|node")
       ("nodes", po::value<std::string>(), "table: values of the frames matching REGEX instead of run totals")
       ("confidence", po::value<double>(), "table: confidence level of the intervals (default 0.95)")
       ("baseline", po::value<std::string>(), "table: add a speedup column per metric, the mean of group VALUE "
@@ -153,6 +157,10 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
       ("orientation", po::value<std::string>(), "flame: auto|flame|icicle (default auto: an icicle, root on top, "
                                                 "when more than 50 levels are drawn)")
       ("percentiles", po::value<std::string>(), "stats: the percentiles to show, P,P,... (default 10,25,75,90)")
+      ("thread", po::value<std::string>(), "timeline: only the threads and streams matching REGEX")
+      ("range", po::value<std::string>(), "iterations: the instances of NVTX range NAME in the trace (--trace)")
+      ("from", po::value<std::string>(), "timeline: start at S seconds from the trace's start (or Nms, Nus)")
+      ("bucket", po::value<double>(), "timeline: bucket length in ms (default: about 1/40 of the time shown)")
       ("inclusive", "top: order by inclusive value (default)")
       ("exclusive", "top: order by exclusive value; stats: exclusive values")
       ("lines", "keep source-line nodes (folded into their functions otherwise; export: folded only, the other "
@@ -164,7 +172,8 @@ void AddVisibleOptions(po::options_description& visible, bool derive) {
                                            "the threads' values");
   }
   visible.add_options()
-      ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|")).c_str())
+      ("to", po::value<std::string>(), ("export: " + exporters::ExporterNames("|", "|") +
+                                         "; timeline: end at S seconds from the trace's start").c_str())
       ("per-thread", "export --to hatchet-json: a row per node and rank/thread (index levels) instead of the "
                      "threads' sum")
       ("per-run", "export --to csv|json-rows: a group's or invocation's runs each with their rows (a run column) "
@@ -283,6 +292,11 @@ int main(int argc, char** argv) {
   if (vm.count("image-width")) request.image_width = vm["image-width"].as<size_t>();
   if (vm.count("orientation")) request.orientation = vm["orientation"].as<std::string>();
   if (vm.count("percentiles")) request.percentiles = vm["percentiles"].as<std::string>();
+  if (vm.count("range")) opt.iteration_range = vm["range"].as<std::string>();
+  if (vm.count("thread")) request.thread = vm["thread"].as<std::string>();
+  if (vm.count("from")) request.from = vm["from"].as<std::string>();
+  if (vm.count("to") && report) request.until = vm["to"].as<std::string>();
+  if (vm.count("bucket")) request.bucket_ms = vm["bucket"].as<double>();
   request.lines = vm.count("lines") > 0;
   if (report && report->writes_database) {
     request.operations = std::move(operations);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "cct/tree_ops.h"
+#include "query/time_window.h"
 
 namespace query {
 
@@ -163,6 +164,31 @@ Result<std::string> SelectIterations(store::Database& db, const store::RunMeta& 
   return desc;
 }
 
+// Replaces the run's values in `tree` with those of the selector's time
+// window; returns how the label names it ("t=0.300s..0.500s").
+Result<std::string> SelectWindow(store::Database& db, const store::RunMeta& run, const store::TimeWindowSpec& spec,
+                                 cct::Tree& tree) {
+  CCT_ASSIGN_OR_RETURN(std::optional<store::RunTrace> trace, db.ReadTrace(run.id));
+  if (!trace) return cct::InvalidArgument("run " + std::to_string(run.id) + " has no trace (record with cct-record --trace)");
+  auto window = ResolveWindow(tree, *trace, spec);
+  if (!window.ok()) return cct::InvalidArgument(RunLabel(run) + ": " + window.status().message());
+  auto applied = ApplyTimeWindow(tree, *trace, *window);
+  if (!applied.ok())
+    return cct::Corrupt(db.path() + " is damaged: run " + std::to_string(run.id) + ": " + applied.status().message());
+  std::string desc = (spec.is_range() ? "range " + spec.range + "#" + std::to_string(spec.instance) + " (" : "") +
+                     DescribeWindow(*window, *trace) + (spec.is_range() ? ")" : "");
+  std::string notes;
+  if (!applied->dropped.empty()) {
+    notes = "not windowed, left out: ";
+    for (size_t i = 0; i < applied->dropped.size(); ++i) notes += (i ? ", " : "") + applied->dropped[i];
+  }
+  if (trace->dropped > 0)
+    notes += std::string(notes.empty() ? "" : "; ") + "the trace stops at --trace-limit (" +
+             std::to_string(trace->dropped) + " events not kept)";
+  if (!notes.empty()) desc += " [" + notes + "]";
+  return desc;
+}
+
 }  // namespace
 
 Result<Profile> LoadProfile(const std::string& selector_text, const std::string& default_db,
@@ -180,6 +206,9 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     if (p.selector.iteration) {
       CCT_ASSIGN_OR_RETURN(iteration_desc,
                            SelectIterations(*db, run, *p.selector.iteration, selector_text, options, t));
+    }
+    if (p.selector.window) {
+      CCT_ASSIGN_OR_RETURN(iteration_desc, SelectWindow(*db, run, *p.selector.window, t));
     }
     return t;
   };
@@ -213,6 +242,7 @@ Result<Profile> LoadProfile(const std::string& selector_text, const std::string&
     }
     p.label = total ? InvocationLabel(p.selector.text, p.runs.size())
                     : "group " + p.selector.text + " (mean of " + std::to_string(p.runs.size()) + " runs)";
+    if (p.selector.window) p.label += ", each run " + iteration_desc + " of its own trace";
   }
   fold(p.tree);
   CCT_RETURN_IF_ERROR(DefineMetrics(p.tree, options.metrics));

@@ -7,7 +7,9 @@
 // for (top --by line, tree --lines). An @iter= selector replaces every
 // additive metric's values with those of the chosen iteration(s) on the
 // run's whole tree (nodes without values in them carry zeros); for a group,
-// each run's iteration(s), then the mean. Owns its tree; not thread-safe.
+// each run's iteration(s), then the mean. An @t= or @range= selector does the
+// same with the values of a time window of each run's trace
+// (query/time_window.h). Owns its tree; not thread-safe.
 #pragma once
 
 #include <string>

@@ -42,6 +42,10 @@ Status CheckRunName(const std::string& name, const std::string& db_path) {
 // (RUN@iter=K..J), else the runs' stored count, which must agree (a group's
 // mean is per run). 0 with `why` when there are none.
 Result<size_t> SourceIterations(const query::Profile& profile, std::string& why) {
+  if (profile.selector.window) {
+    why = "a time window (@t=, @range=) holds no whole iterations";
+    return size_t{0};
+  }
   if (profile.selector.iteration) {
     const store::IterationSpec& it = *profile.selector.iteration;
     return it.median ? size_t{1} : size_t{it.last - it.first + 1};
@@ -155,7 +159,7 @@ Status DeriveCommand(const ReportRequest& request, std::ostream& out) {
   // An iteration's profile is the run's whole tree, zero where the
   // iteration did not go (reports hide those nodes); the run keeps only
   // where it went. Those nodes hold nothing, so folding them moves nothing.
-  if (profile.selector.iteration) {
+  if (profile.selector.selects_part()) {
     std::vector<char> fold = query::NodesWithValues(profile.tree);
     for (char& f : fold) f = !f;
     profile.tree = cct::FoldNodes(profile.tree, fold);

@@ -1,13 +1,15 @@
 // `cct-query iterations RUN`: the iterations an NVTX range (--iteration
 // REGEX) cut a run into: each one's start (relative to the run's start),
 // duration, total of the chosen metric and its share of the run's total,
-// then the duration statistics and the iteration @iter=median picks.
+// then the duration statistics and the iteration @iter=median picks; with
+// --range NAME, the instances of that NVTX range in the run's trace.
 #include <algorithm>
 #include <cmath>
 
 #include "cct/node_values.h"
 #include "output/format.h"
 #include "reports/reports.h"
+#include "query/time_window.h"
 #include "store/selector.h"
 
 namespace reports {
@@ -42,8 +44,10 @@ DurationStats Stats(const store::RunIterations& its) {
 Status WriteIterationsReport(const std::string& selector, const std::string& default_db,
                              const ReportOptions& opt, std::ostream& out) {
   CCT_ASSIGN_OR_RETURN(store::RunSelector sel, store::ParseSelector(selector, default_db));
-  if (sel.iteration)
-    return cct::InvalidArgument("iterations lists every iteration of a run; drop the @iter= from '" + selector + "'");
+  if (sel.iteration || sel.window)
+    return cct::InvalidArgument("iterations lists every iteration of a run; drop the " +
+                                std::string(sel.iteration ? "@iter=" : "time window (@t=, @range=)") + " from '" +
+                                selector + "'");
   if (opt.metrics.size() > 1) return cct::InvalidArgument("iterations takes one metric (-m)");
   CCT_ASSIGN_OR_RETURN(auto db, store::Database::Open(sel.db_path, store::Database::Mode::kRead));
   CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, store::SelectRuns(*db, sel));
@@ -53,7 +57,17 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
   const store::RunMeta& run = runs.front();
   CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
   CCT_RETURN_IF_ERROR(query::DefineMetrics(tree, opt.metrics));
-  CCT_ASSIGN_OR_RETURN(std::optional<store::RunIterations> its, db->ReadIterations(run.id));
+  std::optional<store::RunIterations> its;
+  int64_t trace_start = 0;
+  const bool from_trace = !opt.iteration_range.empty();
+  if (from_trace) {
+    CCT_ASSIGN_OR_RETURN(std::optional<store::RunTrace> trace, db->ReadTrace(run.id));
+    if (!trace) return cct::InvalidArgument("run " + std::to_string(run.id) + " has no trace (record with cct-record --trace)");
+    CCT_ASSIGN_OR_RETURN(its, query::IterationsFromRange(tree, *trace, opt.iteration_range));
+    trace_start = SpanOf(*trace).first_ns;
+  } else {
+    CCT_ASSIGN_OR_RETURN(its, db->ReadIterations(run.id));
+  }
   if (!its)
     return cct::InvalidArgument("'" + selector + "': " + query::RunLabel(run) +
                                 " has no iterations (record with --iteration REGEX)");
@@ -65,12 +79,21 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
   const double run_total = values.Total(metric);
   const std::vector<double> totals = query::IterationTotals(*its, tree.metrics(), metric);
   const size_t n = its->iterations.size();
-  const int64_t base = run.start_time_ns > 0 ? run.start_time_ns : (n ? its->iterations.front().start_ns : 0);
+  // Starts count from the run's start; instances in a trace from the trace's, as @t= does.
+  const int64_t base = from_trace                ? trace_start
+                       : run.start_time_ns > 0 ? run.start_time_ns
+                                               : (n ? its->iterations.front().start_ns : 0);
   const DurationStats stats = Stats(*its);
   double in_iterations = 0;
   for (double t : totals) in_iterations += t;
   auto share = [&](double v) { return additive && run_total != 0 ? v / run_total : NAN; };
-  const std::string range = its->range.empty() ? "an NVTX range" : "NVTX range /" + its->range + "/";
+  const std::string range = from_trace            ? "NVTX range '" + its->range + "' in the trace"
+                            : its->range.empty() ? "an NVTX range"
+                                                 : "NVTX range /" + its->range + "/";
+  // What selects the median one: @iter=median, or for instances in the trace their number.
+  const auto median_selector = [&](size_t k) {
+    return from_trace ? "@range=" + its->range + "#" + std::to_string(k) : std::string("@iter=median");
+  };
 
   switch (opt.format) {
     case OutputFormat::kText: {
@@ -93,7 +116,8 @@ Status WriteIterationsReport(const std::string& selector, const std::string& def
         if (run_total != 0) out << " (" << output::FormatPercent(in_iterations, run_total) << " of the run)";
         out << '\n';
       }
-      out << "median iteration by " << desc.name << ": " << query::MedianIteration(totals) + 1 << " (@iter=median)\n";
+      out << "median iteration by " << desc.name << ": " << query::MedianIteration(totals) + 1 << " ("
+          << median_selector(query::MedianIteration(totals) + 1) << ")\n";
       break;
     }
     case OutputFormat::kJson: {

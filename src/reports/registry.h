@@ -40,6 +40,9 @@ struct ReportRequest {
   std::optional<size_t> image_width;  // flame --image-width
   std::optional<std::string> orientation;  // flame --orientation
   std::optional<std::string> percentiles;  // stats --percentiles
+  std::optional<std::string> thread;       // timeline --thread
+  std::optional<std::string> from, until;  // timeline --from, --to
+  std::optional<double> bucket_ms;         // timeline --bucket
   bool lines = false;                 // --lines
   bool merge_threads = false;         // --merge-threads
   // derive: its operations (drop, query, keep-min, merge-threads, normalize)
@@ -87,6 +90,9 @@ cct::Status FlameCommand(const ReportRequest& request, std::ostream& out);
 cct::Status TableCommand(const ReportRequest& request, std::ostream& out);
 cct::Status CheckCommand(const ReportRequest& request, std::ostream& out);
 cct::Status StatsCommand(const ReportRequest& request, std::ostream& out);
+// timeline (timeline.cc): a run's trace in time buckets, the hottest item of
+// each thread and GPU stream in each.
+cct::Status TimelineCommand(const ReportRequest& request, std::ostream& out);
 // derive (derive.cc): prints what it stored.
 cct::Status DeriveCommand(const ReportRequest& request, std::ostream& out);
 

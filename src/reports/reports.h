@@ -39,6 +39,7 @@ struct ReportOptions {
   OutputFormat format = OutputFormat::kText;
   bool ascii = false;
   size_t width = 80;  // 0: unlimited
+  std::string iteration_range;  // iterations --range: the instances of this NVTX range in the trace
 };
 
 // A path query's matches on `tree` (the report's loaded tree: source lines
@@ -73,7 +74,9 @@ cct::Status WriteRunsReport(const std::vector<store::RunMeta>& runs, const std::
 // `iterations RUN`: per iteration its start (relative to the run's; JSON
 // also absolute), duration, total of the metric (-m, default the run's first)
 // and its share of the run's total; then duration statistics and the
-// iteration @iter=median picks (iterations.cc).
+// iteration @iter=median picks (iterations.cc). With
+// options.iteration_range, the trace's instances of that NVTX range instead
+// (query::IterationsFromRange), numbered as @range=NAME#K takes them.
 cct::Status WriteIterationsReport(const std::string& selector, const std::string& default_db,
                                   const ReportOptions& options, std::ostream& out);
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <cmath>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
 
@@ -28,13 +29,71 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// "@t=A..B" / "@range=NAME#K" at the end of a selector: the window, or an
+// error naming the selector.
+Result<TimeWindowSpec> ParseWindow(std::string_view key, std::string_view spec, const std::string& text) {
+  TimeWindowSpec w;
+  if (key == "range") {
+    const size_t hash = spec.rfind('#');
+    if (hash == std::string_view::npos || hash == 0 || !ParseU32(spec.substr(hash + 1), w.instance) ||
+        w.instance == 0)
+      return InvalidArgument("bad range instance '" + std::string(spec) + "' in '" + text +
+                             "' (expected @range=NAME#K, K from 1)");
+    w.range = std::string(spec.substr(0, hash));
+    return w;
+  }
+  const size_t dots = spec.find("..");
+  const auto bad = [&] {
+    return InvalidArgument("bad time window '" + std::string(spec) + "' in '" + text +
+                           "' (expected @t=A..B, A.. or ..B; times from the trace's start in s, ms, us or ns)");
+  };
+  if (dots == std::string_view::npos) return bad();
+  const std::string_view a = spec.substr(0, dots), b = spec.substr(dots + 2);
+  if (!a.empty() && !(w.from_ns = ParseDuration(a))) return bad();
+  if (!b.empty() && !(w.to_ns = ParseDuration(b))) return bad();
+  if (w.from_ns && w.to_ns && *w.to_ns < *w.from_ns)
+    return InvalidArgument("bad time window '" + std::string(spec) + "' in '" + text + "': it ends before it starts");
+  return w;
+}
+
 }  // namespace
+
+std::optional<int64_t> ParseDuration(std::string_view text) {
+  double scale = 1e9;
+  for (const auto& [suffix, s] : {std::pair<std::string_view, double>{"ms", 1e6}, {"us", 1e3}, {"ns", 1.0}, {"s", 1e9}})
+    if (EndsWith(text, suffix)) {
+      text.remove_suffix(suffix.size());
+      scale = s;
+      break;
+    }
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text.front())) || text.front() == '.')) return {};
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return {};
+  const double ns = std::round(v * scale);
+  // A year of ns fits easily; beyond ~292 years int64 does not.
+  if (!(ns >= 0 && ns < 9e18)) return {};
+  return static_cast<int64_t>(ns);
+}
 
 Result<RunSelector> ParseSelector(std::string_view text, const std::string& default_db) {
   RunSelector sel;
   sel.text = std::string(text);
   sel.db_path = default_db;
   if (text.empty()) return InvalidArgument("empty run selector");
+
+  for (const std::string_view key : {"t", "range"}) {
+    const std::string marker = "@" + std::string(key) + "=";
+    const size_t at = text.rfind(marker);
+    if (at == std::string_view::npos) continue;
+    if (sel.window)
+      return InvalidArgument("bad selector '" + sel.text + "': one of @t= and @range=, not both");
+    CCT_ASSIGN_OR_RETURN(sel.window, ParseWindow(key, text.substr(at + marker.size()), sel.text));
+    text = text.substr(0, at);
+    if (text.empty()) return InvalidArgument("selector '" + sel.text + "' names no run before " + marker);
+  }
+  if (sel.window && text.find("@iter=") != std::string_view::npos)
+    return InvalidArgument("bad selector '" + sel.text + "': @iter= and a time window (@t=, @range=) exclude each other");
 
   if (const size_t at = text.rfind("@iter="); at != std::string_view::npos) {
     const std::string_view spec = text.substr(at + 6);

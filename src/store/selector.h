@@ -7,6 +7,12 @@
 //   tag:K=V       every run with that tag     tag:commit=abc123 (a group)
 //   PATH:SEL      SEL in another database     old.db:latest, ../a.db:tag:k=v
 //   SEL@iter=K    one iteration of a run      latest@iter=3, 5@iter=2..4, 5@iter=median
+//   SEL@t=A..B    a time window of the trace  5@t=0.3..0.5, 5@t=1500ms.., 5@t=..250us
+//   SEL@range=N#K the K-th instance of NVTX range N in the trace   5@range=step#3
+//
+// @t= and @range= need a trace (cct-record --trace): times are from the
+// trace's first event, in s (the default), ms, us or ns; the window is
+// [A, B), either end open. At most one of @iter=, @t= and @range=.
 //
 // An invocation is one process cct-record started (its root) and every
 // process started below it, each with its own run. `latest` and NAME mean an
@@ -35,6 +41,19 @@ struct IterationSpec {
   bool median = false;  // the run's median iteration (by the chosen metric)
 };
 
+// A time window of a run's trace: [from, to) relative to its first event,
+// or the span of one NVTX range instance.
+struct TimeWindowSpec {
+  std::optional<int64_t> from_ns, to_ns;  // relative to the trace's start; nullopt: open
+  std::string range;                      // @range=: the range's name (then from/to are unset)
+  uint32_t instance = 0;                  // @range=: 1-based, in start order
+  bool is_range() const { return !range.empty(); }
+};
+
+// "2.0s", "1500ms", "250us", "10ns", "0.3" (seconds) as ns; nullopt when
+// malformed, negative or out of range.
+std::optional<int64_t> ParseDuration(std::string_view text);
+
 struct RunSelector {
   enum class Kind { kId, kLatest, kName, kTag };
   std::string text;     // as the user wrote it
@@ -44,8 +63,12 @@ struct RunSelector {
   uint32_t back = 0;  // latest~back
   std::string name, tag_key, tag_value;
   std::optional<IterationSpec> iteration;
+  std::optional<TimeWindowSpec> window;  // @t= or @range=
   bool all_processes = false;  // SEL/all: every run of the invocation
 
+  // Values of part of a run (@iter=, @t=, @range=) on its whole tree: the
+  // nodes the part did not touch hold zeros (reports hide them).
+  bool selects_part() const { return iteration.has_value() || window.has_value(); }
   // A tag group: repeated runs, averaged by reports.
   bool is_group() const { return kind == Kind::kTag; }
   // SEL/all: the processes of one invocation, totalled by reports.

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cct/node_values.h"
+#include "query/profile.h"
 #include "store/database.h"
 #include "tests/interop_util.h"
 #include "tests/test_util.h"
@@ -1765,5 +1766,58 @@ TEST_CASE("cct-record --trace: SIGKILL keeps the trace up to the last checkpoint
   for (const char* f : {"phase_a", "phase_b", "phase_c", "phase_d", "hold_on"}) {
     CAPTURE(f);
     CHECK(per_function[f] > 0);
+  }
+}
+
+TEST_CASE("cct-record --trace then timeline and @t= windows: phase boundaries within 10 ms and one phase per window") {
+  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
+    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "tl.db";
+  // 4 samples a ms of CPU time: a 10 ms bucket holds enough samples that the
+  // phase function, not the clock_gettime its burn loop calls, is on most.
+  auto r = Run(Record(db, {"--trace", "--freq", "4000"}, {Prog("cct-test-trace-phases")}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<TracePhase> phases = TracePhases(r.out);
+  REQUIRE(phases.size() == 5);  // main: A, B, A; worker: C, D
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const int64_t base = SpanOf(TraceOf(db, runs[0].id)).first_ns;
+  const std::string id = std::to_string(runs[0].id);
+
+  int rc = 0;
+  const std::string csv = testutil::Query(db, {"timeline", id, "--bucket", "10", "--format", "csv"}, &rc);
+  REQUIRE(rc == 0);
+  const auto rows = testutil::ReadCsvRows(csv);
+  const char* kFunction[] = {"phase_a", "phase_b", "phase_c", "phase_d"};
+  std::map<std::string, int64_t> previous_end;  // per thread, of its previous phase (each thread's print in order)
+  for (const TracePhase& p : phases) {
+    CAPTURE(p.thread);
+    CAPTURE(p.name);
+    const int64_t after = previous_end.count(p.thread) ? previous_end[p.thread] : INT64_MIN;
+    // The first bucket after the thread's previous phase whose hottest
+    // function is this phase's starts within 10 ms of the printed start.
+    int64_t first = INT64_MAX;
+    for (const auto& row : rows) {
+      const int64_t at = base + std::llround(std::stod(row.at("bucket_start_s")) * 1e9);
+      if (row.at("track") != TreeThreadName(p.thread) || row.at("item") != kFunction[p.name[0] - 'A']) continue;
+      if (after != INT64_MIN && at + 10000000 <= after) continue;
+      first = std::min(first, at);
+    }
+    CHECK(std::llabs(first - p.start_ns) <= 10000000);
+    // The phase's window holds the phase: its function has >= 90 % of the
+    // thread's cputime in it.
+    query::LoadOptions load;
+    auto profile = query::LoadProfile(id + "@t=" + std::to_string(p.start_ns - base) + "ns.." +
+                                          std::to_string(p.end_ns - base) + "ns",
+                                      db, load);
+    REQUIRE_MESSAGE(profile.ok(), profile.status().message());
+    const double thread = InclusiveOf(profile->tree, "cputime", TreeThreadName(p.thread));
+    REQUIRE(thread > 0);
+    CHECK(InclusiveOf(profile->tree, "cputime", kFunction[p.name[0] - 'A']) >= 0.9 * thread);
+    previous_end[p.thread] = p.end_ns;
   }
 }

@@ -1,6 +1,7 @@
 // Fuzz target: run selectors (store/selector.h), as typed on every command
 // line, parsed and then resolved against a small database of three runs
-// (two with tags, a forked child). What parses is consistent with its kind,
+// (two with tags, a forked child). What parses is consistent with its kind
+// (a time window, @t= or @range=, is well-formed and excludes @iter=),
 // and what resolves is a set of distinct runs, oldest first, that match it.
 #include <set>
 
@@ -48,6 +49,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (sel->iteration && !sel->iteration->median)
     FUZZ_CHECK(sel->iteration->first >= 1 && sel->iteration->first <= sel->iteration->last);
+  if (sel->window) {
+    const store::TimeWindowSpec& w = *sel->window;
+    FUZZ_CHECK(!sel->iteration);
+    if (w.is_range()) {
+      FUZZ_CHECK(w.instance >= 1 && !w.from_ns && !w.to_ns);
+    } else {
+      FUZZ_CHECK(!w.from_ns || *w.from_ns >= 0);
+      FUZZ_CHECK(!w.to_ns || *w.to_ns >= 0);
+      FUZZ_CHECK(!(w.from_ns && w.to_ns) || *w.from_ns <= *w.to_ns);
+    }
+  }
   if (sel->db_path != db.path()) return 0;  // PATH:SEL names another database
   auto runs = store::SelectRuns(db, *sel);
   if (!runs.ok()) return 0;
