@@ -40,6 +40,7 @@
 
 #include "exporters/exporter.h"
 #include "perfetto_trace.pb.h"
+#include "query/time_window.h"
 #include "store/database.h"
 #include "store/trace.h"
 
@@ -497,6 +498,11 @@ Status ExportPerfetto(const query::Profile& profile, const ExportOptions&, std::
   if (!trace)
     return cct::InvalidArgument(query::RunLabel(run) + " has no trace (record with cct-record --trace)");
   CCT_ASSIGN_OR_RETURN(cct::Tree tree, db->ReadTree(run.id));
+  if (profile.selector.window) {
+    // RUN@t=A..B or @range=NAME#K: the events of that window only.
+    CCT_ASSIGN_OR_RETURN(const query::TimeWindow window, query::ResolveWindow(tree, *trace, *profile.selector.window));
+    return WritePerfetto(tree, query::TraceInWindow(*trace, window), run, out);
+  }
   return WritePerfetto(tree, *trace, run, out);
 }
 

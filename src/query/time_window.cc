@@ -235,4 +235,37 @@ cct::Result<store::RunIterations> IterationsFromRange(const cct::Tree& tree, con
   return out;
 }
 
+store::RunTrace TraceInWindow(const store::RunTrace& trace, const TimeWindow& window) {
+  store::RunTrace out;
+  out.limit_bytes = trace.limit_bytes;
+  out.dropped = trace.dropped;
+  const store::TraceSpan span = store::SpanOf(trace);
+  for (const store::TraceSamples& s : trace.samples) {
+    store::TraceSamples kept;
+    kept.thread = s.thread;
+    for (size_t i = 0; i < s.time_ns.size(); ++i)
+      if (s.time_ns[i] >= window.from_ns && s.time_ns[i] < window.to_ns) {
+        kept.time_ns.push_back(s.time_ns[i]);
+        kept.node.push_back(s.node[i]);
+      }
+    if (!kept.time_ns.empty()) out.samples.push_back(std::move(kept));
+  }
+  for (const store::TraceRange& r : trace.ranges) {
+    const int64_t end = RangeEnd(r, span);
+    if (end <= window.from_ns || r.start_ns >= window.to_ns) continue;
+    out.ranges.push_back({r.thread, r.node, std::max(r.start_ns, window.from_ns), std::min(end, window.to_ns)});
+  }
+  for (const store::TraceGpuActivity& g : trace.gpu) {
+    if (g.end_ns <= window.from_ns || g.start_ns >= window.to_ns) {
+      // An instant (alloc, free) at the window's start is in it.
+      if (!(g.start_ns == g.end_ns && g.start_ns >= window.from_ns && g.start_ns < window.to_ns)) continue;
+    }
+    store::TraceGpuActivity cut = g;
+    cut.start_ns = std::max(g.start_ns, window.from_ns);
+    cut.end_ns = std::max(cut.start_ns, std::min(g.end_ns, window.to_ns));
+    out.gpu.push_back(cut);
+  }
+  return out;
+}
+
 }  // namespace query

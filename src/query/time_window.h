@@ -67,6 +67,11 @@ cct::Result<WindowResult> ApplyTimeWindow(cct::Tree& tree, const store::RunTrace
 cct::Result<store::RunIterations> IterationsFromRange(const cct::Tree& tree, const store::RunTrace& trace,
                                                       std::string_view name);
 
+// The part of `trace` in `window`: samples inside it, ranges and GPU
+// activities that overlap it, cut to it (a range still open ends at the
+// window's end). For exports of a window (--to perfetto).
+store::RunTrace TraceInWindow(const store::RunTrace& trace, const TimeWindow& window);
+
 // "t=0.300s..0.500s" for labels (relative to the trace's start).
 std::string DescribeWindow(const TimeWindow& window, const store::RunTrace& trace);
 

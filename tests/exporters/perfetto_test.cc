@@ -420,6 +420,26 @@ TEST_CASE("perfetto export through cct-query: a stored trace; runs without one a
         std::vector<std::string>{"main thread", "main (main.cc:10)", "solve (solve.cc:5)", "solve.cc:42"});
   CHECK(d.slices.at(d.Track("GPU 0 stream 7")).at(0).args.at("launch path") == "main > solve");
 
+  // A window exports its events only: the trace starts at the first sample
+  // (1 ms), so t=0.001..0.035 is [2 ms, 36 ms): main's samples at 2, 3, 4,
+  // the worker's at 6 and 7; the ranges overlapping it, cut at 36 ms; no
+  // GPU work (from 100 ms).
+  testutil::Query(db, {"export", "phases@t=0.001..0.035", "--to", "perfetto", "-o", dir / "w.perfetto-trace"}, &rc,
+                  &err);
+  INFO(err);
+  REQUIRE(rc == 0);
+  const PfDecoded w = PfDecode(testutil::ReadFileOrDie(dir / "w.perfetto-trace"));
+  for (const std::string& e : w.errors) FAIL_CHECK(e);
+  const uint64_t w_main = w.Track("main thread");
+  REQUIRE(w_main != 0);
+  CHECK(w.samples.at(static_cast<uint32_t>(w.tracks.at(w_main).tid)).size() == 3);
+  CHECK(PfNames(w.slices.at(w_main)) == std::vector<std::string>{"outer", "inner", "inner"});
+  CHECK(w.slices.at(w_main).at(0).start == kPfEpoch + 10 * kPfMs);
+  CHECK(w.slices.at(w_main).at(0).end == kPfEpoch + 36 * kPfMs);  // outer [10, 50], cut
+  CHECK(w.slices.at(w_main).at(2).end == kPfEpoch + 36 * kPfMs);  // inner [30, 40], cut
+  CHECK(w.samples.at(static_cast<uint32_t>(w.tracks.at(w.Track("worker")).tid)).size() == 2);
+  CHECK(w.Track("GPU 0 stream 7") == 0);
+
   testutil::Query(db, {"export", "untraced", "--to", "perfetto"}, &rc, &err);
   CHECK(rc == 2);
   CHECK(err.find("'untraced' has no trace (record with cct-record --trace)") != std::string::npos);
