@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -261,6 +262,38 @@ TEST_CASE("nvtx: --nvtx off records without injection; --nvtx-mode prefix puts r
     if (t.kind(t.parent(n)) == cct::FrameKind::kThread) prefix = true;
   }
   CHECK(prefix);
+}
+
+TEST_CASE("nvtx --trace: start/end range instances are in the trace, on their node, with their times") {
+  TempDir dir;
+  const std::string db = dir / "t.db";
+  const Recorded r = RecordNvtx(db, {"--trace"});
+  auto d = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(d.ok());
+  auto trace = (*d)->ReadTrace(r.meta.id);
+  REQUIRE(trace.ok());
+  REQUIRE(trace->has_value());
+  // nvtx-steps: one "epoch" (started on the main thread, ended by the
+  // loader) and two overlapping "async" instances, both started on the main
+  // thread; their union is the program's WALL async.
+  std::vector<store::TraceRange> epoch, async;
+  for (const store::TraceRange& x : (*trace)->ranges) {
+    if (r.tree.name(x.node) == "epoch") epoch.push_back(x);
+    if (r.tree.name(x.node) == "async") async.push_back(x);
+  }
+  REQUIRE(epoch.size() == 1);
+  REQUIRE(async.size() == 2);
+  for (const store::TraceRange& x : {epoch[0], async[0], async[1]}) {
+    CHECK(r.tree.name(x.thread) == "main thread");
+    CHECK(r.tree.parent(x.node) == x.thread);
+    CHECK(x.end_ns > x.start_ns);
+  }
+  CHECK(async[1].start_ns < async[0].end_ns);  // they overlap
+  const double union_ns = static_cast<double>(std::max(async[0].end_ns, async[1].end_ns) - async[0].start_ns);
+  CHECK(union_ns == doctest::Approx(r.wall.at("async")).epsilon(0.05));
+  // The 10 "step" push/pop instances are there as well.
+  CHECK(std::count_if((*trace)->ranges.begin(), (*trace)->ranges.end(),
+                      [&](const store::TraceRange& x) { return r.tree.name(x.node) == "step"; }) == 10);
 }
 
 TEST_SUITE_END();

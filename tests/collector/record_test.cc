@@ -1574,6 +1574,13 @@ struct TracePhase {
   int64_t start_ns = 0, end_ns = 0;
 };
 
+// Whether the trace-phases program was built (it needs the NVTX3 headers).
+bool TracePhasesBuilt() {
+  if (std::filesystem::exists(Prog("cct-test-trace-phases"))) return true;
+  MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
+  return false;
+}
+
 // "PHASE thread name start end" lines as the program printed them.
 std::vector<TracePhase> TracePhases(const std::string& out) {
   std::vector<TracePhase> phases;
@@ -1613,10 +1620,7 @@ const store::TraceSamples* SamplesOfThread(const store::RunTrace& trace, const c
 }  // namespace
 
 TEST_CASE("cct-record --trace: samples and NVTX ranges land at the phases' times and nodes") {
-  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
-    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
-    return;
-  }
+  if (!TracePhasesBuilt()) return;
   TempDir dir;
   const std::string db = dir / "t.db";
   auto r = Run(Record(db, {"--trace"}, {Prog("cct-test-trace-phases")}));
@@ -1647,14 +1651,15 @@ TEST_CASE("cct-record --trace: samples and NVTX ranges land at the phases' times
     CAPTURE(p.name);
     const std::string function = kFunction[p.name[0] - 'A'];
     // The range instance: the collector times push and pop just outside
-    // the program's own clock readings.
+    // the program's own clock readings (within 10 ms: the thread may be
+    // preempted in between on a loaded machine, as in CI).
     const store::TraceRange* range = nullptr;
     for (const store::TraceRange& x : trace.ranges)
-      if (t.name(x.node) == p.name && t.name(x.thread) == TreeThreadName(p.thread) && x.start_ns <= p.start_ns + 2000000 &&
-          x.end_ns >= p.end_ns - 2000000 && x.start_ns >= p.start_ns - 2000000)
+      if (t.name(x.node) == p.name && t.name(x.thread) == TreeThreadName(p.thread) && x.start_ns <= p.start_ns + 10000000 &&
+          x.end_ns >= p.end_ns - 10000000 && x.start_ns >= p.start_ns - 10000000)
         range = &x;
     REQUIRE(range != nullptr);
-    CHECK(range->end_ns <= p.end_ns + 2000000);
+    CHECK(range->end_ns <= p.end_ns + 10000000);
     // The samples of the phase's function all fall in the phase (give or
     // take a sampling period of 10 ms), and the phase's first and last
     // such samples are within 10 ms of its ends.
@@ -1697,10 +1702,7 @@ TEST_CASE("cct-record --trace: samples and NVTX ranges land at the phases' times
 }
 
 TEST_CASE("cct-record --trace-limit: past the limit events are counted, not kept, and the run says so") {
-  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
-    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
-    return;
-  }
+  if (!TracePhasesBuilt()) return;
   TempDir dir;
   const std::string db = dir / "l.db";
   auto r = Run(Record(db, {"--trace", "--trace-limit", "4K"}, {Prog("cct-test-trace-phases")}));
@@ -1732,10 +1734,7 @@ TEST_CASE("cct-record --trace-limit: past the limit events are counted, not kept
 }
 
 TEST_CASE("cct-record --trace: SIGKILL keeps the trace up to the last checkpoint") {
-  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
-    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
-    return;
-  }
+  if (!TracePhasesBuilt()) return;
   TempDir dir;
   const std::string db = dir / "k.db";
   const pid_t rec = Spawn(Record(db, {"--trace", "--checkpoint", "0.2"}, {Prog("cct-test-trace-phases"), "hold"}));
@@ -1770,10 +1769,7 @@ TEST_CASE("cct-record --trace: SIGKILL keeps the trace up to the last checkpoint
 }
 
 TEST_CASE("cct-record --trace then timeline and @t= windows: phase boundaries within 10 ms and one phase per window") {
-  if (!std::filesystem::exists(Prog("cct-test-trace-phases"))) {
-    MESSAGE("SKIPPED: no NVTX3 headers, no trace-phases program");
-    return;
-  }
+  if (!TracePhasesBuilt()) return;
   TempDir dir;
   const std::string db = dir / "tl.db";
   // 4 samples a ms of CPU time: a 10 ms bucket holds enough samples that the

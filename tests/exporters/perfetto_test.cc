@@ -488,7 +488,9 @@ TEST_CASE("perfetto export of a recording: the NVTX slices at the program's phas
     REQUIRE(track != 0);
     size_t matched = 0;
     for (const PfSlice& s : d.slices.at(track))
-      matched += s.name == ph.name && std::llabs(s.start - ph.start) <= 2 * kPfMs && std::llabs(s.end - ph.end) <= 2 * kPfMs;
+      // Within 10 ms: the thread may be preempted between the program's
+      // clock reading and the collector's, on a loaded machine.
+      matched += s.name == ph.name && std::llabs(s.start - ph.start) <= 10 * kPfMs && std::llabs(s.end - ph.end) <= 10 * kPfMs;
     CHECK_MESSAGE(matched == 1, ph.thread << " " << ph.name);
   }
   // Every sample of the trace, on its thread's track.

@@ -98,7 +98,7 @@ void ProfileBuilder::AddLaunches(std::string_view thread_name, const SampleTrie&
   Add(thread_name, launches, lookup, Role::kLaunches, nodes);
 }
 
-void ProfileBuilder::AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns,
+cct::NodeId ProfileBuilder::AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns,
                                       uint64_t count) {
   if (nvtx_time_ == cct::kNoMetric) {
     nvtx_time_ = tree_.metrics().RegisterStandard("nvtx:time").value();
@@ -107,6 +107,7 @@ void ProfileBuilder::AddStartEndRange(std::string_view thread_name, uint32_t nam
   const cct::NodeId n = tree_.InternChild(ThreadNode(thread_name), RangeFrame(MakeRangeKey(name_id)));
   tree_.AddValue(n, nvtx_time_, static_cast<double>(time_ns));
   tree_.AddValue(n, nvtx_count_, static_cast<double>(count));
+  return n;
 }
 
 void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, const SymbolLookup& lookup, Role role,

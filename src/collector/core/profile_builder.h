@@ -99,8 +99,9 @@ class ProfileBuilder {
   void SetThreadRoot(std::function<bool(uint64_t key)> is_root) { is_thread_root_ = std::move(is_root); }
   // Names of kernel keys (the runtime's kernel-name ids).
   void SetKernelNames(RangeNames kernel_names) { kernel_names_ = std::move(kernel_names); }
-  // A start/end range (not nested): its own node under the thread.
-  void AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns, uint64_t count);
+  // A start/end range (not nested): its own node under the thread, which
+  // it returns.
+  cct::NodeId AddStartEndRange(std::string_view thread_name, uint32_t name_id, int64_t time_ns, uint64_t count);
 
   const BuildStats& stats() const { return stats_; }
 

@@ -355,6 +355,13 @@ struct Runtime {
     int64_t open_since_ns = 0;
   };
   std::map<std::pair<uint32_t, uint32_t>, EndedRanges> ended;  // (thread index, name) → totals, open instances
+  // --trace: each start/end instance that ended (thread index: where it
+  // started, as `ended` counts it; CLOCK_MONOTONIC ns), within trace_budget.
+  struct EndedInstance {
+    uint32_t thread = 0, name = 0;
+    int64_t start_ns = 0, end_ns = 0;
+  };
+  std::vector<EndedInstance> ended_instances;
   std::map<std::string, int64_t> nvtx_problems;
   std::unordered_map<uintptr_t, bool> nvtx_code;  // return address → inside NVTX's code
   IterationPattern iteration_pattern;  // --iteration, loaded at start

@@ -166,9 +166,11 @@ void CompileIterationPattern(const CollectorConfig& config) {
 void AddNvtxToRun(RunContext& run) {
   const size_t n = run.thread_count;
   std::map<std::pair<uint32_t, uint32_t>, Runtime::EndedRanges> ended;
+  std::vector<Runtime::EndedInstance> instances;
   {
     std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
     ended = rt->ended;
+    if (run.trace) instances = rt->ended_instances;
     for (const auto& [what, count] : rt->nvtx_problems) rt->meta.diagnostics[what] = count;
     int64_t open_ranges = 0;
     for (size_t i = 0; i < n; ++i)
@@ -178,8 +180,23 @@ void AddNvtxToRun(RunContext& run) {
     else rt->meta.diagnostics.erase("nvtx_open_ranges");
     run.iterations = CollectIterations(run.tree, run.value_nodes);
   }
+  std::map<std::pair<uint32_t, uint32_t>, cct::NodeId> nodes;
   for (const auto& [key, totals] : ended)
-    if (key.first < n && totals.count > 0) run.builder.AddStartEndRange(run.thread_names[key.first], key.second, totals.time_ns, totals.count);
+    if (key.first < n && totals.count > 0)
+      nodes[key] = run.builder.AddStartEndRange(run.thread_names[key.first], key.second, totals.time_ns, totals.count);
+  if (run.trace && !instances.empty()) {
+    // --trace: each instance on its range's node (under the thread that
+    // started it), in the trace's time (the epoch) and start order.
+    const int64_t to_epoch_ns = run.meta.start_time_ns - rt->start_mono_ns;
+    for (const Runtime::EndedInstance& e : instances) {
+      auto it = nodes.find({e.thread, e.name});
+      if (it == nodes.end()) continue;
+      run.trace->ranges.push_back(
+          {run.tree.parent(it->second), it->second, e.start_ns + to_epoch_ns, e.end_ns + to_epoch_ns});
+    }
+    std::stable_sort(run.trace->ranges.begin(), run.trace->ranges.end(),
+                     [](const store::TraceRange& a, const store::TraceRange& b) { return a.start_ns < b.start_ns; });
+  }
 }
 
 // A forked child: its NVTX totals start empty; ranges it inherited open stay
@@ -187,6 +204,7 @@ void AddNvtxToRun(RunContext& run) {
 void ResetForChild() {
   rt->started.clear();
   rt->ended.clear();
+  rt->ended_instances.clear();
   rt->nvtx_problems.clear();
   rt->iterations.clear();
   rt->iteration_depth = 0;
@@ -411,6 +429,8 @@ void NvtxEnd(uint64_t id) {
     // the union of its instances, counted when the last open one ends.
     if (total.open > 0 && --total.open == 0) total.time_ns += now - total.open_since_ns;
     ++total.count;
+    if (rt->config.trace && rt->trace_budget.Take(sizeof(Runtime::EndedInstance)))
+      rt->ended_instances.push_back({it->second.thread, it->second.name, it->second.start_ns, now});
     iteration = it->second.name < rt->nvtx_is_iteration.size() && rt->nvtx_is_iteration[it->second.name];
     rt->started.erase(it);
   }
