@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -138,10 +137,8 @@ void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::Node
       trace.ranges.push_back({thread, node, r.start_ns + to_epoch_ns, r.end_ns + to_epoch_ns});
     }
   }
-  // Ranges are logged at their pop: inner ones first. Readers want start
-  // order (stable, so equal starts keep the outer one first once reversed).
-  std::stable_sort(trace.ranges.begin(), trace.ranges.end(),
-                   [](const store::TraceRange& a, const store::TraceRange& b) { return a.start_ns < b.start_ns; });
+  // Ranges are logged at their pop (inner ones first); EncodeTrace puts
+  // them in start order.
   trace.limit_bytes = rt->config.trace_limit_bytes;
   trace.dropped = rt->trace_budget.dropped.load(std::memory_order_relaxed);
 }

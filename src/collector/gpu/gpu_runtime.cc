@@ -603,11 +603,8 @@ void GpuAddToRun(cct::Tree& tree, ProfileBuilder& builder, const SymbolLookup& l
         trace->gpu.push_back({r.device, r.stream, static_cast<cct::GpuOpKind>(r.op),
                               static_cast<int64_t>(r.start_ns) + gpu_clock_offset_ns,
                               static_cast<int64_t>(r.end_ns) + gpu_clock_offset_ns, r.bytes, nodes.Node(r.node)});
-      // Activity arrives per buffer, in completion order: the trace wants start order.
-      std::stable_sort(trace->gpu.begin(), trace->gpu.end(),
-                       [](const store::TraceGpuActivity& a, const store::TraceGpuActivity& b) {
-                         return a.start_ns < b.start_ns;
-                       });
+      // Activity arrives per buffer, in completion order; EncodeTrace puts
+      // it in start order.
     }
     if (!iteration_values.empty())
       iteration_values.AppendTo(*iterations, writer, [&](uint32_t h) { return nodes.Node(h); });

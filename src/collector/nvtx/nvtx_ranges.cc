@@ -186,7 +186,7 @@ void AddNvtxToRun(RunContext& run) {
       nodes[key] = run.builder.AddStartEndRange(run.thread_names[key.first], key.second, totals.time_ns, totals.count);
   if (run.trace && !instances.empty()) {
     // --trace: each instance on its range's node (under the thread that
-    // started it), in the trace's time (the epoch) and start order.
+    // started it), in the trace's time (the epoch); EncodeTrace orders them.
     const int64_t to_epoch_ns = run.meta.start_time_ns - rt->start_mono_ns;
     for (const Runtime::EndedInstance& e : instances) {
       auto it = nodes.find({e.thread, e.name});
@@ -194,8 +194,6 @@ void AddNvtxToRun(RunContext& run) {
       run.trace->ranges.push_back(
           {run.tree.parent(it->second), it->second, e.start_ns + to_epoch_ns, e.end_ns + to_epoch_ns});
     }
-    std::stable_sort(run.trace->ranges.begin(), run.trace->ranges.end(),
-                     [](const store::TraceRange& a, const store::TraceRange& b) { return a.start_ns < b.start_ns; });
   }
 }
 
