@@ -15,19 +15,36 @@
 # and its per-process (spawn) and per-sample (burn) workloads (perf's
 # column where perf is installed); a PyTorch CPU workload bare and
 # recorded, with the run's diagnostics (which unwinder took its samples) and
-# where its partial samples fell. --torch-only: only that last part.
+# where its partial samples fell. --torch-only: only that last part;
+# --no-torch: all but it. --only and --repeat go to whole_process_bench.py
+# (default make,gxx,spawn,burn and 5). tests/gpu/run_all.sh runs it with
+# --no-torch --only make,gxx.
 #
-#   bash bench/device_overhead.sh [--torch-only] [BUNDLE]   (BUNDLE: .bundle)
+#   bash bench/device_overhead.sh [--torch-only | --no-torch] [--only LIST]
+#                                 [--repeat N] [BUNDLE]   (BUNDLE: .bundle)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 torch_only=false
-if [ "${1:-}" = --torch-only ]; then
-  torch_only=true
-  shift
-fi
-bundle=${1:-.bundle}
+torch=true
+only=make,gxx,spawn,burn
+repeat=5
+bundle=.bundle
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --torch-only) torch_only=true; shift ;;
+    --no-torch) torch=false; shift ;;
+    --only | --repeat)
+      [ $# -ge 2 ] || { echo "device_overhead: $1 needs a value" >&2; exit 2; }
+      if [ "$1" = --only ]; then only=$2; else repeat=$2; fi
+      shift 2
+      ;;
+    -*) echo "device_overhead: unknown option $1" >&2; exit 2 ;;
+    *) bundle=$1; shift ;;
+  esac
+done
 [ -x "$bundle/tools/cct-record" ] || { echo "device_overhead: no bundle at $bundle (scripts/device-bundle.sh)" >&2; exit 2; }
 out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 record=$bundle/tools/cct-record
@@ -54,10 +71,11 @@ now() { date +%s.%N; }
     echo "not carried"
   fi
   echo
-  echo "== bench/whole_process_bench.py --only make,gxx,spawn,burn --repeat 5"
-  timeout 360 python3 bench/whole_process_bench.py build --record "$record" --only make,gxx,spawn,burn --repeat 5
+  echo "== bench/whole_process_bench.py --only $only --repeat $repeat"
+  timeout 360 python3 bench/whole_process_bench.py build --record "$record" --only "$only" --repeat "$repeat"
   echo
   fi
+  if $torch; then
   echo "== PyTorch on the CPU (a 384x384 matmul/tanh loop), 3 alternating runs"
   for i in 1 2 3; do
     t0=$(now); timeout 120 python3 -c "$torch_job" >/dev/null; t1=$(now)
@@ -72,4 +90,5 @@ now() { date +%s.%N; }
   "$query" -d "$work/t.db" tree latest --depth 2 2>&1 | grep -A 15 "partial call path" | head -n 20
   echo "-- by module"
   "$query" -d "$work/t.db" top latest --by module 2>&1 | head -n 12
+  fi
 } 2>&1 | tee "$out/overhead.log"

@@ -13,8 +13,10 @@
 // every interned id a reader needs was interned before on its sequence, and
 // slice begins and ends pair up per track in time order.
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -595,4 +597,129 @@ TEST_CASE("perfetto export of a fake-GPU recording: stream tracks with every ker
     }
     CHECK(d.counters.at(track) == expected);
   }
+}
+
+// A real GPU's trace, replayed: tests/data/gpu_trace/ holds what
+// tests/gpu/check_trace.py recorded on an NVIDIA H200 (trace_gpu.cu under
+// cct-record --trace) and what the program printed about itself: its own
+// CLOCK_REALTIME readings around each piece of GPU work, taken before the
+// launch and after waiting for the GPU. The expected values come from that
+// line and the program's construction, not from cctdb.
+TEST_CASE("perfetto export of a real H200 trace (tests/data/gpu_trace): kernels and ranges where the program saw them") {
+  const std::string dir = testutil::SourceDir() + "/tests/data/gpu_trace";
+  if (!std::filesystem::exists(dir + "/trace_gpu.db")) {
+    MESSAGE("SKIPPED: no tests/data/gpu_trace fixture");
+    return;
+  }
+  const nlohmann::json fixture = nlohmann::json::parse(testutil::ReadFileOrDie(dir + "/trace_gpu.program.json"));
+  const nlohmann::json& prog = fixture.at("program");
+  const nlohmann::json& phases = prog.at("phases");
+  REQUIRE(phases.size() == 5);
+  testutil::TempDir tmp;
+  const std::string db = tmp / "trace_gpu.db";
+  std::filesystem::copy_file(dir + "/trace_gpu.db", db);  // read-only use, but LMDB wants its lock file
+
+  // The stored trace: six spin_kernel launches (a warm-up, then one per
+  // phase) and one 64 MiB copy; each phase's kernel inside the program's
+  // interval (100 µs of slack: the CUPTI clock's offset, measured once)
+  // and as long as the program made it spin (2% + 20 µs).
+  auto s = store::Database::Open(db, store::Database::Mode::kRead);
+  REQUIRE(s.ok());
+  const auto runs = (*s)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 1);
+  const auto tree = (*s)->ReadTree(runs->front().id);
+  REQUIRE(tree.ok());
+  const auto trace = (*s)->ReadTrace(runs->front().id);
+  REQUIRE(trace.ok());
+  REQUIRE(trace->has_value());
+  std::vector<const store::TraceGpuActivity*> kernels, copies;
+  for (const store::TraceGpuActivity& a : (**trace).gpu) {
+    if (a.kind == cct::GpuOpKind::kKernel && tree->name(a.node).find("spin_kernel") != std::string_view::npos)
+      kernels.push_back(&a);
+    if (a.kind == cct::GpuOpKind::kCopyIn) copies.push_back(&a);
+  }
+  REQUIRE(kernels.size() == 6);
+  constexpr int64_t kSlack = 100000;
+  for (size_t k = 0; k < 5; ++k) {
+    CAPTURE(k);
+    const nlohmann::json& p = phases[k];
+    const int64_t start = p.at("start"), end = p.at("end"), spin = p.at("spin_ns");
+    const store::TraceGpuActivity& a = *kernels[k + 1];
+    CHECK(a.start_ns >= start - kSlack);
+    CHECK(a.end_ns <= end + kSlack);
+    CHECK(std::llabs(a.end_ns - a.start_ns - spin) <= spin / 50 + 20000);
+  }
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0]->bytes == prog.at("copy").at("bytes").get<uint64_t>());
+  CHECK(copies[0]->start_ns >= prog.at("copy").at("start").get<int64_t>() - kSlack);
+  CHECK(copies[0]->end_ns <= prog.at("copy").at("end").get<int64_t>() + kSlack);
+  // The main thread's NVTX "phase" ranges hold the program's intervals:
+  // pushed before its first reading, popped after its second (20 µs of
+  // slack for moving monotonic times to the epoch).
+  std::vector<const store::TraceRange*> ranges;
+  for (const store::TraceRange& r : (**trace).ranges)
+    if (tree->name(r.node) == "phase") ranges.push_back(&r);
+  REQUIRE(ranges.size() == 5);
+  for (size_t k = 0; k < 5; ++k) {
+    CAPTURE(k);
+    CHECK(ranges[k]->start_ns <= phases[k].at("start").get<int64_t>() + 20000);
+    CHECK(ranges[k]->start_ns >= phases[k].at("start").get<int64_t>() - 1000000);
+    CHECK(ranges[k]->end_ns >= phases[k].at("end").get<int64_t>() - 20000);
+  }
+
+  // cct-query: the range's instances, and a window per instance holding
+  // that phase's one launch and its whole kernel time.
+  int rc = -1;
+  std::string err;
+  const nlohmann::json it = nlohmann::json::parse(
+      testutil::Query(db, {"iterations", "traced", "--range", "phase", "--format", "json"}, &rc, &err));
+  INFO(err);
+  REQUIRE(rc == 0);
+  REQUIRE(it.at("iterations").size() == 5);
+  for (size_t k = 0; k < 5; ++k) {
+    CAPTURE(k);
+    CHECK(it["iterations"][k].at("start_time_ns").get<int64_t>() == ranges[k]->start_ns);
+    const std::string window = "traced@range=phase#" + std::to_string(k + 1);
+    const std::string top = testutil::Query(
+        db, {"top", window, "--by", "kernel", "-m", "gker", "-m", "gker:count", "--format", "json"}, &rc, &err);
+    REQUIRE(rc == 0);
+    const nlohmann::json rows = nlohmann::json::parse(top).at("rows");
+    double gker = 0, count = 0;
+    for (const nlohmann::json& row : rows) {
+      gker += row.at("exclusive").value("gker", 0.0);
+      count += row.at("exclusive").value("gker:count", 0.0);
+    }
+    const double spin = phases[k].at("spin_ns").get<double>() / 1e9;
+    CHECK(count == 1);
+    CHECK(std::abs(gker - spin) <= spin / 50 + 20e-6);
+  }
+
+  // The Perfetto file: the GPU stream track's slices are the trace's, the
+  // copy's bytes in flight peak at 64 MiB, and the "phase" slices sit on
+  // the main thread's track.
+  testutil::Query(db, {"export", "traced", "--to", "perfetto", "-o", tmp / "t.perfetto-trace"}, &rc, &err);
+  REQUIRE(rc == 0);
+  const PfDecoded d = PfDecode(testutil::ReadFileOrDie(tmp / "t.perfetto-trace"));
+  for (const std::string& e : d.errors) FAIL_CHECK(e);
+  size_t spin_slices = 0, gpu_slices = 0;
+  for (const auto& track : d.slices) {
+    if (d.tracks.at(track.first).name.rfind("GPU ", 0) != 0) continue;
+    for (const PfSlice& sl : track.second) {
+      ++gpu_slices;
+      if (sl.name.find("spin_kernel") != std::string::npos) ++spin_slices;
+    }
+  }
+  CHECK(spin_slices == 6);
+  CHECK(gpu_slices == (**trace).gpu.size());
+  const uint64_t in_flight = d.Track("GPU 0 bytes in flight");
+  REQUIRE(in_flight != 0);
+  int64_t peak = 0;
+  for (const auto& [ts, v] : d.counters.at(in_flight)) peak = std::max(peak, v);
+  CHECK(peak == prog.at("copy").at("bytes").get<int64_t>());
+  const uint64_t main_track = d.Track("main thread");
+  REQUIRE(main_track != 0);
+  size_t phase_slices = 0;
+  for (const PfSlice& sl : d.slices.at(main_track)) phase_slices += sl.name == "phase";
+  CHECK(phase_slices == 5);
 }

@@ -25,7 +25,9 @@ kernels must sit under step -> forward -> a named launching CPU function
 function (fail), stacks should be complete (warn), and the kernels of the
 autograd thread (PyTorch runs backward there while the main thread waits
 inside "backward") must sit under step -> backward: the run is recorded
-with `--nvtx-inherit main` (fail otherwise).
+with `--nvtx-inherit main` (fail otherwise). The forward pass's kernels
+must also sit under the Python function that launched them, `workload` of
+torch_nvtx.py, and its statement's line node (issue 16; fail otherwise).
 A third run, under `cct-record --iteration '^step$'`, must have one
 iteration per step, the same launches in each after the first, and 95% of the
 kernel time inside them: iterations are process-wide, so the autograd
@@ -41,8 +43,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpu_util import (base_name, gpu_or_skip, launcher, result, run, run_recorded, run_tree, scratch_dir,  # noqa: E402
-                      tools, val, walk)
+from gpu_util import (base_name, gpu_or_skip, launcher, query_json, result, run, run_recorded, run_tree,  # noqa: E402
+                      scratch_dir, tools, val, walk)
 
 PROGRAM = os.path.join(HERE, "torch_nvtx.py")
 
@@ -112,6 +114,41 @@ def check_structure(tree, fails, warns):
           f"(--nvtx-inherit main): {worker_bwd:.1%} of {worker:.1%}")
     if not ok:
         fails.append("backward structure")
+
+
+def is_program_line(node):
+    """A line node of torch_nvtx.py (`torch_nvtx.py:34`)."""
+    return re.search(r"torch_nvtx\.py:\d+$", node.get("name", "")) is not None
+
+
+def check_python_frames(tree, fails):
+    """Issue 16: the forward pass's kernels, launched from Python on the main
+    thread, sit under the Python function that launched them (`workload`,
+    file torch_nvtx.py) and its statement's line node (torch_nvtx.py:N);
+    prints one such path from the thread down."""
+    fwd, with_py, example = 0, 0, None
+    for n, anc in walk(tree):
+        if n.get("kind") != "kernel":
+            continue
+        ranges = [x.get("name", "") for x in anc if x.get("kind") == "nvtx"]
+        if ranges[-2:] != ["step", "forward"]:
+            continue
+        fwd += 1
+        py = any(x.get("kind") == "function" and x.get("name") == "workload" and
+                 (x.get("file", "") or x.get("module", "")).endswith("torch_nvtx.py") for x in anc)
+        if py and any(is_program_line(x) for x in anc):
+            with_py += 1
+            if example is None:
+                start = next((i for i, x in enumerate(anc) if x.get("kind") == "thread"), 0)
+                example = " -> ".join(x.get("name", "")[:60] for x in anc[start:]) + " -> " + n.get("name", "")[:60]
+    print(f"  python frames: {with_py} of {fwd} forward kernel node(s) under workload (torch_nvtx.py) and a "
+          f"torch_nvtx.py line")
+    if example:
+        print(f"  python path: {example[:900]}")
+    ok = fwd > 0 and with_py == fwd
+    print(f"  {'PASS' if ok else 'FAIL'} Python frames above the forward kernels (issue 16)")
+    if not ok:
+        fails.append("python frames")
 
 
 def check_iterations(t, tmp, python, args, steps, fails, warns):
@@ -266,6 +303,8 @@ def main():
                     print(f"  WARN: no GPU time under NVTX range '{rng}'")
                     warns.append(f"nvtx {rng}")
         check_structure(run_tree(t["cct-query"], db, "torch_nvtx", ["gker", "gker:count"]), fails, warns)
+        # Line nodes are folded into their functions unless --lines.
+        check_python_frames(query_json(t["cct-query"], db, "tree", "torch_nvtx", "-m", "gker", "--lines"), fails)
         check_iterations(t, tmp, a.python, args, a.steps, fails, warns)
         show = json.loads(run([t["cct-query"], "-d", db, "show", "torch_nvtx", "--format", "json"], quiet=True).stdout)
         print("diagnostics: " + json.dumps((show.get("runs") or [{}])[0].get("diagnostics") or {}, sort_keys=True))

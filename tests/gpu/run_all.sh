@@ -5,7 +5,10 @@
 # call (command, carry list, timeout) and what to do before and after it are
 # in tests/gpu/README.md ("On the device machine").
 #
-#   bash tests/gpu/run_all.sh [--bundle DIR]        (DIR: .bundle)
+#   bash tests/gpu/run_all.sh [--bundle DIR] [--only NAME,...]   (DIR: .bundle)
+#
+# --only runs the named checks alone (names as below: gpu_e2e, torch,
+# trace, ...), for a second call after a fix.
 #
 # From the repository root, with the bundle scripts/device-bundle.sh made
 # here carried along. In order, each with its own time limit so that one
@@ -18,18 +21,31 @@
 #   gpu_e2e      tests/gpu/check_gpu_e2e.py --save-fixtures
 #   gpu_e2e_shared  the same with -cudart=shared (its log joins gpu_e2e.log)
 #   torch        tests/gpu/check_torch.py
+#   trace        tests/gpu/check_trace.py (cct-record --trace against the
+#                program's own clock readings; Perfetto export)
 #   pc_sampling  tests/gpu/check_pc_sampling.py
 #   bench        bench/gpu_launch_bench.py and bench/gpu_slowdown_bench.py
-# The checks build their CUDA programs with nvcc themselves.
+#   whole_process  bench/device_overhead.sh --no-torch --only make,gxx
+#                (issue 15's whole-process overhead; build/bench/handler-bench
+#                when carried)
+#   python_bench bench/python_bench.py with the machine's python3 (3.12)
+#   nsys         whether Nsight Systems is there and can export trace_gpu's
+#                run as SQLite (a fixture for cct-import --from nsys)
+# The checks build their CUDA programs with nvcc themselves. The ones after
+# bench run only while the budget lasts (each is cut to what is left).
 #
 # Writes into $OUT (a new temporary folder when OUT is unset, so this runs
 # anywhere; without a GPU every check says SKIP) at most 8 files, the
 # device's limit on what comes back:
 #   summary.txt          PASS/FAIL/SKIP/ERROR/TIMEOUT per check, its numbers
 #   env.log              the machine and the bundle
-#   gpu_e2e.log, torch.log, pc_sampling.log, bench.log
+#   gpu_e2e.log, torch.log, trace.log
+#   bench.log            pc_sampling, bench, whole_process, python_bench and
+#                        nsys, one after the other
 #   gpu_fixtures.tar.gz  tests/data/gpu/ as check_gpu_e2e.py --save-fixtures
-#                        wrote it (unpack at the repository root)
+#                        wrote it, tests/data/gpu_trace/ as check_trace.py
+#                        wrote it, and tests/data/nsys/ when nsys exported
+#                        (unpack at the repository root)
 #   debug.tar.gz         the checks' kept scratch folders (databases, raw
 #                        dumps, profiles; files over 4 MiB left out)
 # and prints the summary last (the device returns the output's last 12,000
@@ -39,14 +55,16 @@ set -uo pipefail  # no -e: a failing check must not stop the ones after it
 cd "$(dirname "$0")/../.." || exit 2
 
 bundle=.bundle
+only=""
+usage="usage: bash tests/gpu/run_all.sh [--bundle DIR] [--only NAME,...]"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --bundle)
-      [ $# -ge 2 ] || { echo "run_all: --bundle needs a folder; usage: bash tests/gpu/run_all.sh [--bundle DIR]" >&2; exit 2; }
-      bundle=$2
+    --bundle | --only)
+      [ $# -ge 2 ] || { echo "run_all: $1 needs a value; $usage" >&2; exit 2; }
+      if [ "$1" = --bundle ]; then bundle=$2; else only=$2; fi
       shift 2
       ;;
-    *) echo "run_all: unknown argument $1; usage: bash tests/gpu/run_all.sh [--bundle DIR]" >&2; exit 2 ;;
+    *) echo "run_all: unknown argument $1; $usage" >&2; exit 2 ;;
   esac
 done
 
@@ -176,6 +194,7 @@ failed=0
 run_check() {
   local name=$1 limit=$2 keys=$3
   shift 3
+  case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
   local log=$out/$name.log left=$((deadline - $(date +%s) - 20))
   [ "$left" -lt "$limit" ] && limit=$left
   if [ "$limit" -lt 30 ]; then
@@ -237,6 +256,9 @@ run_check gpu_e2e_shared 90 \
 run_check torch 150 \
   '^(SKIP:|ERROR:|RESULT:|torch [0-9].*kernels|cctdb: |total kernel time|check_torch: |tree structure)|(FAIL|FAIL\(missing\))$|^  (WARN|FAIL|PASS)|^ +[0-9.]+%  thread|launched by a named|^iterations|^  (PASS|FAIL) per-iteration' \
   python3 tests/gpu/check_torch.py --build "$bundle" --keep
+run_check trace 120 \
+  '^(SKIP:|ERROR:|RESULT:|  FAIL |  gpu facts|  phase [0-9]: program|  copy: program|  torch: a launch|  python diagnostics)' \
+  python3 tests/gpu/check_trace.py --build "$bundle" --keep --save-fixtures --fixtures "$work/fixtures/tests/data/gpu_trace"
 run_check pc_sampling 120 \
   '^(SKIP:|ERROR:|RESULT:|FAIL|state |run total gins|[a-z_]+_kernel: |  stall shares|  ncu|  ratio|  FAIL|  PASS)' \
   python3 tests/gpu/check_pc_sampling.py --build "$bundle" --keep
@@ -246,11 +268,66 @@ run_check bench 220 \
   bash -c 'python3 bench/gpu_launch_bench.py --build "$1"; a=$?; echo "=== bench/gpu_slowdown_bench.py";
            python3 bench/gpu_slowdown_bench.py --build "$1"; b=$?; exit $((a > b ? a : b))' bench "$bundle"
 
+run_check whole_process 200 \
+  '^(== |make|gxx|g\+\+|workload|bare|cct-record|median|walker|fast|slow|[a-z_ ]+ +[0-9.]+ (s|µs))' \
+  env OUT="$work/overhead" bash bench/device_overhead.sh --no-torch --only make,gxx --repeat 5 "$bundle"
+run_check python_bench 90 \
+  '^(CPU-bound|variant|bare|python (auto|off)|Python walk)' \
+  python3 bench/python_bench.py "$bundle" --repeat 5 --python "$(command -v python3)"
+
+# nsys_export: Nsight Systems, where the machine has it, on trace_gpu (the
+# binary check_trace.py built and kept), exported as SQLite: a real fixture
+# for cct-import --from nsys, with the program's JSON line beside it.
+nsys_export() {
+  local nsys exe dest
+  nsys=$(command -v nsys || ls -d /opt/nvidia/nsight-systems*/*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys \
+    /usr/local/cuda/bin/nsys /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys 2>/dev/null | head -n 1)
+  echo "nsys: ${nsys:-none}"
+  ls -d /opt/nvidia/* /usr/local/cuda/nsight* 2>/dev/null
+  [ -n "$nsys" ] || { echo "SKIP: no nsys"; return 0; }
+  ls "$(dirname "$nsys")" | head -n 40
+  "$nsys" --version
+  exe=$(ls "$TMPDIR"/cct-trace-*/trace_gpu 2>/dev/null | head -n 1)
+  [ -n "$exe" ] || { echo "ERROR: no trace_gpu binary (check_trace.py did not build it)"; return 2; }
+  dest=$work/fixtures/tests/data/nsys
+  mkdir -p "$dest" "$work/nsys"
+  "$nsys" profile --trace=cuda,nvtx --sample=cpu --force-overwrite=true -o "$work/nsys/trace_gpu" "$exe" \
+    >"$work/nsys/program.out" 2>&1
+  echo "nsys profile: exit $?"
+  tail -n 5 "$work/nsys/program.out"
+  ls -la "$work/nsys"
+  local rep
+  rep=$(ls "$work"/nsys/trace_gpu.nsys-rep 2>/dev/null)
+  if [ -z "$rep" ] && [ -f "$work/nsys/trace_gpu.qdstrm" ]; then
+    local imp
+    imp=$(ls "$(dirname "$nsys")"/QdstrmImporter "$(dirname "$nsys")"/../*/QdstrmImporter 2>/dev/null | head -n 1)
+    echo "QdstrmImporter: ${imp:-none}"
+    [ -n "$imp" ] && "$imp" -i "$work/nsys/trace_gpu.qdstrm" && rep=$(ls "$work"/nsys/trace_gpu.nsys-rep 2>/dev/null)
+  fi
+  [ -n "$rep" ] || { echo "ERROR: nsys made no report"; return 2; }
+  "$nsys" export --type sqlite --force-overwrite=true -o "$dest/trace_gpu.sqlite" "$rep" || return 2
+  grep '^{' "$work/nsys/program.out" | tail -n 1 >"$dest/trace_gpu.program.json"
+  ls -la "$dest"
+}
+export -f nsys_export
+export work
+run_check nsys 60 '^(nsys|SKIP:|ERROR:|NVIDIA Nsight)' bash -c nsys_export
+
 # --- what comes back -----------------------------------------------------------------
-if [ -f "$out/gpu_e2e_shared.log" ]; then
-  cat "$out/gpu_e2e_shared.log" >>"$out/gpu_e2e.log"
-  rm -f "$out/gpu_e2e_shared.log"
-fi
+# At most 8 files come back: the later checks' logs join bench.log, and
+# gpu_e2e_shared's joins gpu_e2e.log.
+join_log() {  # join_log INTO FROM...
+  local into=$1
+  shift
+  for f in "$@"; do
+    [ -f "$out/$f.log" ] || continue
+    cat "$out/$f.log" >>"$out/$into.log"
+    rm -f "$out/$f.log"
+  done
+}
+join_log gpu_e2e gpu_e2e_shared
+join_log bench_all pc_sampling bench whole_process python_bench nsys
+[ -f "$out/bench_all.log" ] && mv "$out/bench_all.log" "$out/bench.log"
 readonly max_file=$((15 * 1024 * 1024))  # under the device's 16 MiB per file
 say ""
 if [ -n "$(ls -A "$fixtures" 2>/dev/null)" ]; then

@@ -244,7 +244,7 @@ void WriteRun(store::RunState state) noexcept {
     std::optional<store::RunTrace> trace;
     if (rt->config.trace) {
       trace.emplace();
-      CollectTrace(tree, value_nodes, range_nodes, m.start_time_ns - rt->start_mono_ns, *trace);
+      CollectTrace(tree, value_nodes, range_nodes, rt->epoch_offset_ns, *trace);
     }
     RunContext run{tree, builder, lookup, n, names, value_nodes, m, iterations, trace ? &*trace : nullptr};
     SourcesAddToRun(run);

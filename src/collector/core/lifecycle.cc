@@ -104,7 +104,10 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
                 {"max_depth", rt->config.max_depth},
                 {"unwinder", "cfi-walker, libunwind"}};
   if (!rt->config.session.empty()) m.extra["session"] = rt->config.session;
-  if (!inherit) rt->start_mono_ns = Now(CLOCK_MONOTONIC);  // a forked child's was set at the fork
+  if (!inherit) {  // a forked child's were set at the fork
+    rt->start_mono_ns = Now(CLOCK_MONOTONIC);
+    rt->epoch_offset_ns = RealtimeMinusMonotonicNs();
+  }
 }
 
 void EnsureChildMeta() noexcept {

@@ -39,7 +39,9 @@ store::RunIterations CollectIterations(const cct::Tree& tree, const std::vector<
   out.range = rt->config.iteration_regex;
   const cct::MetricId time = tree.metrics().Find(rt->config.clock == SampleClock::kWall ? "realtime" : "cputime");
   const cct::MetricId samples = tree.metrics().Find("samples");
-  const int64_t realtime_offset = Now(CLOCK_REALTIME) - Now(CLOCK_MONOTONIC);
+  // The trace's offset, so that an iteration starts where its range does
+  // in the trace (`iterations --range`).
+  const int64_t realtime_offset = rt->epoch_offset_ns;
   for (size_t k = 0; k < rt->iterations.size(); ++k) {
     const Runtime::IterationRecord& rec = rt->iterations[k];
     std::map<cct::NodeId, std::pair<double, double>> by_node;
@@ -187,7 +189,7 @@ void AddNvtxToRun(RunContext& run) {
   if (run.trace && !instances.empty()) {
     // --trace: each instance on its range's node (under the thread that
     // started it), in the trace's time (the epoch); EncodeTrace orders them.
-    const int64_t to_epoch_ns = run.meta.start_time_ns - rt->start_mono_ns;
+    const int64_t to_epoch_ns = rt->epoch_offset_ns;
     for (const Runtime::EndedInstance& e : instances) {
       auto it = nodes.find({e.thread, e.name});
       if (it == nodes.end()) continue;
