@@ -164,6 +164,9 @@ struct ReportArgs {
   std::optional<std::string> name;
   std::map<std::string, std::string> tags;
   bool replace = false;
+  // timeline (--thread, --from, --to, --bucket) and iterations --range
+  std::optional<std::string> thread, from, until, range;
+  std::optional<double> bucket_ms;
 };
 
 // Runs cct-query COMMAND ARGS... through the reports registry; its output.
@@ -196,6 +199,11 @@ std::string RunReport(const std::string& command, const std::vector<std::string>
       r.name = a.name;
       r.tags = a.tags;
       r.replace = a.replace;
+      r.thread = a.thread;
+      r.from = a.from;
+      r.until = a.until;
+      r.bucket_ms = a.bucket_ms;
+      if (a.range) r.options.iteration_range = *a.range;
       return report->run(r, out);
     });
   }
@@ -531,14 +539,18 @@ std::string Diff(const std::string& base, const std::string& cand, const std::st
 }
 
 // cct-query export SELECTOR --to FORMAT [-m M]...: the exporter's output.
-std::string Export(const std::string& selector, const std::string& db, const std::string& to,
-                   const std::vector<std::string>& metrics) {
+// The exporter's output: bytes for the binary formats (pprof, perfetto),
+// text for the others.
+py::object Export(const std::string& selector, const std::string& db, const std::string& to,
+                  const std::vector<std::string>& metrics) {
   std::ostringstream out;
   cct::Status status;
+  bool binary = false;
   {
     py::gil_scoped_release release;
     status = Guarded(db, [&]() -> cct::Status {
       CCT_ASSIGN_OR_RETURN(const exporters::ExporterInfo* exporter, exporters::FindExporter(to));
+      binary = exporter->binary;
       query::LoadOptions load;
       load.metrics = metrics;
       load.keep_lines = true;  // as cct-query export loads it
@@ -550,7 +562,8 @@ std::string Export(const std::string& selector, const std::string& db, const std
     });
   }
   Check(status);
-  return std::move(out).str();
+  if (binary) return py::bytes(std::move(out).str());
+  return py::str(std::move(out).str());
 }
 
 }  // namespace
@@ -579,7 +592,8 @@ PYBIND11_MODULE(_cctdb, m) {
          size_t limit, int depth, double min_pct, const std::string& query, bool lines, bool merge_threads,
          bool exclusive, const std::vector<std::pair<std::string, std::string>>& operations,
          std::optional<std::string> name, const std::map<std::string, std::string>& tags, bool replace,
-         std::optional<std::string> title) {
+         std::optional<std::string> title, std::optional<std::string> thread, std::optional<std::string> start,
+         std::optional<std::string> end, std::optional<double> bucket_ms, std::optional<std::string> range) {
         ReportArgs a;
         a.metrics = metrics;
         a.by = std::move(by);
@@ -596,6 +610,11 @@ PYBIND11_MODULE(_cctdb, m) {
         a.tags = tags;
         a.replace = replace;
         a.title = std::move(title);
+        a.thread = std::move(thread);
+        a.from = std::move(start);
+        a.until = std::move(end);
+        a.bucket_ms = bucket_ms;
+        a.range = std::move(range);
         return RunReport(command, args, db, a);
       },
       py::arg("command"), py::arg("args"), py::arg("db"), py::arg("metrics") = std::vector<std::string>(),
@@ -604,7 +623,8 @@ PYBIND11_MODULE(_cctdb, m) {
       py::arg("exclusive") = false,
       py::arg("operations") = std::vector<std::pair<std::string, std::string>>(), py::arg("name") = py::none(),
       py::arg("tags") = std::map<std::string, std::string>(), py::arg("replace") = false,
-      py::arg("title") = py::none());
+      py::arg("title") = py::none(), py::arg("thread") = py::none(), py::arg("start") = py::none(),
+      py::arg("end") = py::none(), py::arg("bucket_ms") = py::none(), py::arg("range") = py::none());
   m.def("diff", &Diff, py::arg("base"), py::arg("candidate"), py::arg("db"),
         py::arg("metrics") = std::vector<std::string>(), py::arg("threshold") = py::none(),
         py::arg("min_abs") = py::none(), py::arg("alpha") = py::none(), py::arg("normalize_kernels") = false,

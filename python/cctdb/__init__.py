@@ -27,6 +27,7 @@ from . import _frames, _html, _hatchet  # noqa: E402
 __all__ = ["open", "diff", "to_thicket", "Database", "Run", "Error"]
 
 _GROUP_BY = ("function", "kernel", "nvtx", "line", "module")
+_TIMELINE_BY = ("function", "range", "nvtx", "node")
 
 
 def open(path=None):  # noqa: A001 - the package's entry point, as in the issue
@@ -122,11 +123,25 @@ class Run:
                             query=query or "", exclusive=exclusive)
         return _frames.top_frame(text)
 
-    def iterations(self, metric=None):
+    def iterations(self, metric=None, range=None):  # noqa: A002 - cct-query's option name
         """`cct-query iterations`: per iteration its start (s from the run's
-        start), start_time_ns, duration (s), total of the metric and share."""
-        text = self._report("iterations", metrics=_metric_list(metric), format="json")
+        start), start_time_ns, duration (s), total of the metric and share.
+        range: the instances of that NVTX range in the run's trace instead
+        (`--range`, a run recorded with --trace)."""
+        text = self._report("iterations", metrics=_metric_list(metric), format="json", range=range)
         return _frames.iterations_frame(text)
+
+    def timeline(self, by="function", bucket_ms=None, thread=None, start=None, end=None):
+        """`cct-query timeline` of a run recorded with --trace: one row per
+        (bucket, track) with bucket_start_s (from the trace's start), track
+        (a thread or GPU stream), item (the hottest function, range or node
+        by `by`; None where idle), samples and share. thread: a pattern on
+        the track names; start, end: as --from/--to ("1.5", "200ms")."""
+        if by not in _TIMELINE_BY:
+            raise Error("unknown --by '%s' (expected %s)" % (by, "|".join(_TIMELINE_BY)))
+        text = self._report("timeline", by=by, format="json", bucket_ms=bucket_ms, thread=thread,
+                            start=None if start is None else str(start), end=None if end is None else str(end))
+        return _frames.timeline_frame(text)
 
     def derive(self, operations, name, tags=None, replace=False, metric=None):
         """`cct-query derive`: applies operations in order, e.g.
@@ -146,7 +161,8 @@ class Run:
         return self._report("flame", metrics=_metric_list(metric), title=title)
 
     def export(self, to, metrics=None):
-        """`cct-query export --to TO`: the exporter's output as text."""
+        """`cct-query export --to TO`: the exporter's output, as bytes for
+        the binary formats (pprof, perfetto) and as text for the others."""
         return _cctdb.export(self.selector, self.db.path, to, _metric_list(metrics))
 
     def to_hatchet(self, metrics=None):

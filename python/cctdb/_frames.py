@@ -126,6 +126,16 @@ def iterations_frame(text):
     return df
 
 
+def timeline_frame(text):
+    doc = json.loads(text)
+    df = pd.DataFrame(doc["rows"], columns=["bucket_start_s", "track", "item", "samples", "share"])
+    df = df.astype({"bucket_start_s": "float64", "samples": "int64", "share": "float64"})
+    df["track"] = pd.Categorical(df["track"], categories=doc["tracks"])
+    for k in ("run", "label", "by", "trace_start_time_ns", "from_s", "to_s", "bucket_s", "tracks"):
+        df.attrs[k] = doc.get(k)
+    return df
+
+
 def _entries(entries):
     rows = []
     for e in entries:

@@ -67,3 +67,17 @@ def nvtx_db(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("nvtx") / "nvtx.db")
     record(db, ["--name", "steps", "--iteration", "^step$"], [program])
     return db
+
+
+@pytest.fixture(scope="session")
+def trace_db(tmp_path_factory):
+    """Run 1 ("traced"): the trace-phases test program recorded with
+    --trace (main thread: phases A, B, a sleep, A again; a worker thread
+    named "worker": C, a sleep, D; each phase inside an NVTX range named
+    after it). Built only with the CUDA toolkit's NVTX headers."""
+    program = os.path.join(BUILD, "tests", "collector", "cct-test-trace-phases")
+    if not os.path.exists(program):
+        pytest.skip("cct-test-trace-phases is not built (no NVTX3 headers)")
+    db = str(tmp_path_factory.mktemp("trace") / "trace.db")
+    record(db, ["--name", "traced", "--trace"], [program])
+    return db

@@ -517,3 +517,58 @@ def test_gil_released(db_path, tmp_path):
     print("gil: single read %.0f ms, two reads %.0f ms, longest stamp gap %.1f ms" % (
         single * 1e3, (t1 - t0) * 1e3, gaps.max() * 1e3))
     assert gaps.max() < 0.4 * single, (gaps.max(), single)
+
+
+def test_timeline_matches_cct_query(trace_db):
+    run = cctdb.open(trace_db).run("traced")
+    for by, bucket in (("function", 100), ("range", 50)):
+        df = run.timeline(by=by, bucket_ms=bucket)
+        ref = cct_query_json(trace_db, "timeline", "traced", "--by", by, "--bucket", str(bucket))
+        assert list(df.columns) == ["bucket_start_s", "track", "item", "samples", "share"]
+        assert len(df) == len(ref["rows"])
+        for (_, row), want in zip(df.iterrows(), ref["rows"]):
+            assert close(row["bucket_start_s"], want["bucket_start_s"])
+            assert row["track"] == want["track"]
+            assert (row["item"] if isinstance(row["item"], str) else None) == want["item"]
+            assert row["samples"] == want["samples"]
+            assert close(row["share"], want["share"])
+        assert df.attrs["tracks"] == ref["tracks"]
+    # The program's construction: the main thread's ranges are A and B, the
+    # worker's C and D.
+    ranges = run.timeline(by="range", bucket_ms=50)
+    in_ranges = ranges[ranges["item"].notna() & (ranges["item"] != "(no range)")]
+    items = in_ranges.groupby("track", observed=True)["item"].agg(set)
+    assert items["main thread"] == {"A", "B"}
+    assert items["worker"] == {"C", "D"}
+    # A window: only the buckets from 0.5 s to 0.7 s, only the worker.
+    part = run.timeline(by="range", bucket_ms=50, thread="^worker$", start="500ms", end="0.7")
+    assert set(part["track"]) == {"worker"}
+    assert part["bucket_start_s"].min() >= 0.5 - 1e-9 and part["bucket_start_s"].max() < 0.7
+    with pytest.raises(cctdb.Error, match="unknown --by 'kernel'"):
+        run.timeline(by="kernel")
+
+
+def test_iterations_of_a_traced_range(trace_db):
+    run = cctdb.open(trace_db).run("traced")
+    it = run.iterations(range="A")
+    ref = cct_query_json(trace_db, "iterations", "traced", "--range", "A")
+    assert len(it) == 2  # phase A runs twice on the main thread
+    assert list(it["start_time_ns"]) == [i["start_time_ns"] for i in ref["iterations"]]
+    assert all(close(a, i["duration"]) for a, i in zip(it["duration"], ref["iterations"]))
+    assert it.attrs["range"] == "A"
+
+
+def test_export_binary_formats_are_bytes(trace_db, tmp_path):
+    run = cctdb.open(trace_db).run("traced")
+    for fmt in ("perfetto", "pprof"):
+        got = run.export(fmt)
+        assert isinstance(got, bytes)
+        path = tmp_path / ("out." + fmt)
+        cct_query(trace_db, "export", "traced", "--to", fmt, "-o", str(path))
+        if fmt == "perfetto":
+            assert got == path.read_bytes()
+        else:  # gzip's header holds no time here, but compare what the bytes hold
+            import gzip
+
+            assert gzip.decompress(got) == gzip.decompress(path.read_bytes())
+    assert isinstance(run.export("json"), str)

@@ -10,13 +10,13 @@ const std::vector<ExporterInfo>& Exporters() {
       {"folded", ".folded", "folded stacks of one additive metric (FlameGraph, inferno, speedscope)", &ExportFolded},
       {"hatchet", ".json", "Hatchet's literal format (GraphFrame.from_literal)", &ExportHatchet},
       {"hatchet-json", ".json", "Hatchet's GraphFrame.to_json: graph and dataframe", &ExportHatchetJson},
-      {"pprof", ".pb.gz", "gzipped profile.proto (go tool pprof, Pyroscope, Speedscope)", &ExportPprof},
+      {"pprof", ".pb.gz", "gzipped profile.proto (go tool pprof, Pyroscope, Speedscope)", &ExportPprof, nullptr, /*binary=*/true},
       {"csv", ".csv", "one row per run and node: path, frame and each metric's values", &ExportCsv, &ExportCsvRuns},
       {"json-rows", ".json", "the csv table as a JSON array of row objects", &ExportJsonRows, &ExportJsonRowsRuns},
       {"speedscope", ".speedscope.json", "speedscope's JSON, one sampled profile per thread, of one additive metric",
        &ExportSpeedscope},
       {"perfetto", ".perfetto-trace", "the run's trace (cct-record --trace) for ui.perfetto.dev: threads' NVTX slices "
-       "and sampled stacks, GPU streams, bytes in flight", &ExportPerfetto},
+       "and sampled stacks, GPU streams, bytes in flight", &ExportPerfetto, nullptr, /*binary=*/true},
   };
   return kExporters;
 }

@@ -26,6 +26,7 @@ struct ExporterInfo {
   std::string_view description;  // one line
   ExportFn write;
   ExportRunsFn write_runs = nullptr;  // the table formats: several runs in one file, a row per (run, node)
+  bool binary = false;                // bytes, not text (the Python package hands them over as bytes)
 };
 
 // Every exporter, in the order cct-query lists them.

@@ -1634,6 +1634,7 @@ TEST_CASE("cct-record --trace: samples and NVTX ranges land at the phases' times
   const store::RunTrace trace = TraceOf(db, runs[0].id);
   CHECK(trace.dropped == 0);
   CHECK(trace.limit_bytes == uint64_t{256} << 20);
+  CHECK(runs[0].diagnostics.count("checkpoint_ns") == 1);  // the checkpoint thread's own cost, always said
 
   // Every sample the tree counts is in the trace, once.
   uint64_t traced = 0;

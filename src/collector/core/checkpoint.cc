@@ -19,6 +19,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "collector/core/checkpoint_schedule.h"
 #include "collector/core/profile_builder.h"
 #include "collector/core/run_info.h"
 #include "collector/core/runtime_state.h"
@@ -228,6 +229,8 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["walker_samples"] = static_cast<int64_t>(unwound.walker);
     m.diagnostics["libunwind_samples"] = static_cast<int64_t>(unwound.libunwind);
     m.diagnostics["handler_ns"] = handler_ns;
+    m.diagnostics["checkpoint_ns"] = rt->checkpoint_ns;  // the periodic writes before this one
+    if (rt->checkpoints_spaced) m.diagnostics["checkpoints_spaced"] = rt->checkpoints_spaced;
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
@@ -330,10 +333,17 @@ void* FlusherMain(void*) {
     }
     if (r < 0 && errno != EINTR) return nullptr;
     if (timeout_ms > 0 && Now(CLOCK_MONOTONIC) >= next) {
-      next += int64_t{timeout_ms} * 1000000;
+      const int64_t interval_ns = int64_t{timeout_ms} * 1000000;
+      const int64_t began = Now(CLOCK_MONOTONIC);
       SourcesBeforeCheckpoint(/*final=*/false);  // before flush_mutex: the GPU flushes its adapter
       std::lock_guard<std::mutex> lock(rt->flush_mutex);
       if (!rt->finished) WriteRun(store::RunState::kRecording);
+      const int64_t ended = Now(CLOCK_MONOTONIC);
+      rt->checkpoint_ns += ended - began;
+      const NextCheckpoint after =
+          NextCheckpointNs(next + interval_ns, interval_ns, ended, rt->start_mono_ns, rt->checkpoint_ns);
+      next = after.at_ns;
+      if (after.spaced) ++rt->checkpoints_spaced;
     }
   }
 }

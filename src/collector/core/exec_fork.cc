@@ -104,6 +104,8 @@ void ForkChild() {
   rt->child_start_ns = Now(CLOCK_REALTIME);
   rt->start_mono_ns = Now(CLOCK_MONOTONIC);
   rt->epoch_offset_ns = RealtimeMinusMonotonicNs();
+  rt->checkpoint_ns = 0;
+  rt->checkpoints_spaced = 0;
   rt->child_cwd = CurrentDirectory();
   rt->trace_budget.Reset(rt->config.trace_limit_bytes);
   if (pipe2(rt->request_pipe, O_CLOEXEC) != 0 || pipe2(rt->ack_pipe, O_CLOEXEC) != 0) return;

@@ -323,6 +323,11 @@ struct Runtime {
   // start_time_ns minus start_mono_ns: the start's metadata is gathered
   // between those two readings (150 µs on an H200 host, more on a VM).
   int64_t epoch_offset_ns = 0;
+  // The checkpoint thread's writes so far (wall time; flush_mutex) and how
+  // many times their cost pushed the next one past its interval
+  // (checkpoint_schedule.h): diagnostics checkpoint_ns, checkpoints_spaced.
+  int64_t checkpoint_ns = 0;
+  int64_t checkpoints_spaced = 0;
   // A forked child's metadata is filled at its first write, not at the fork
   // (EnsureChildMeta): most children exec before any sample and never write.
   // Until then `meta` is the parent's; these hold what the fork time fixes.
