@@ -538,9 +538,8 @@ std::string Diff(const std::string& base, const std::string& cand, const std::st
   return std::move(out).str();
 }
 
-// cct-query export SELECTOR --to FORMAT [-m M]...: the exporter's output.
-// The exporter's output: bytes for the binary formats (pprof, perfetto),
-// text for the others.
+// cct-query export SELECTOR --to FORMAT [-m M]...: the exporter's output,
+// as bytes for the binary formats (pprof, perfetto), text for the others.
 py::object Export(const std::string& selector, const std::string& db, const std::string& to,
                   const std::vector<std::string>& metrics) {
   std::ostringstream out;

@@ -466,6 +466,18 @@ TEST_CASE("caliper import: plain json records, microseconds, statistics left out
   auto s = importers::ImportCaliper(file, sec);
   REQUIRE(s.ok());
   CHECK(Total(s->tree, "time") == doctest::Approx(10e9));
+
+  // Adiak's launchdate becomes the start time; one past 2262 (seconds whose
+  // nanoseconds leave int64; caliper_fuzz found 16850416480) is none.
+  for (const auto& [date, want] : std::vector<std::pair<std::string, int64_t>>{
+           {"1685041648", int64_t{1685041648} * 1000000000}, {"16850416480", 0}, {"\"1685041648\"", int64_t{1685041648} * 1000000000}}) {
+    CAPTURE(date);
+    testutil::WriteFileOrDie(file, R"({"records":[{"path":"a","time.inclusive.duration":4}],"globals":{"launchdate":)" +
+                                       date + "}}");
+    auto d = importers::ImportCaliper(file, {});
+    REQUIRE_MESSAGE(d.ok(), d.status().message());
+    CHECK(d->start_time_ns == want);
+  }
 }
 
 TEST_CASE("caliper import: malformed input is one line with the position, exit 2") {
