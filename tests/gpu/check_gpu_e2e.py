@@ -61,7 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SOURCE = os.path.join(HERE, "gpu_e2e.cu")
 sys.path.insert(0, HERE)
-from gpu_util import (base_name, build_cuda, gpu_or_skip, launcher, nvcc_argv, nvcc_or_skip,  # noqa: E402
+from gpu_util import (Checks, base_name, build_cuda, gpu_or_skip, launcher, nvcc_argv, nvcc_or_skip,  # noqa: E402
                       program_json, result, run, run_metrics, run_recorded, run_show, run_tree, scratch_dir, tools,
                       val, walk)
 
@@ -115,46 +115,6 @@ def between(ancestors, nvtx_node):
 
 
 # ---------------------------------------------------------------- checking
-
-class Checks:
-    def __init__(self, label):
-        self.label = label
-        self.rows = []  # (status, what, measured, expected, ratio, note)
-
-    def add(self, status, what, measured=None, expected=None, note=""):
-        ratio = None
-        if isinstance(measured, (int, float)) and isinstance(expected, (int, float)) and expected:
-            ratio = measured / expected
-        self.rows.append((status, what, measured, expected, ratio, note))
-        m = "-" if measured is None else (f"{measured:.9g}" if isinstance(measured, float) else str(measured))
-        e = "-" if expected is None else (f"{expected:.9g}" if isinstance(expected, float) else str(expected))
-        r = "" if ratio is None else f"  ratio {ratio:.6f}"
-        print(f"  {status:<4} {what}: measured {m}  expected {e}{r}{('  ' + note) if note else ''}", flush=True)
-
-    def exact(self, what, measured, expected, hard=True, note=""):
-        ok = measured == expected
-        self.add("PASS" if ok else ("FAIL" if hard else "WARN"), what, measured, expected, note)
-        return ok
-
-    def within(self, what, measured, expected, tol, hard=True, note=""):
-        ok = expected > 0 and abs(measured / expected - 1) <= tol
-        self.add("PASS" if ok else ("FAIL" if hard else "WARN"), what, measured, expected,
-                 (note + "  " if note else "") + f"tolerance {tol:.0%}")
-        return ok
-
-    def true(self, what, cond, hard=True, note=""):
-        self.add("PASS" if cond else ("FAIL" if hard else "WARN"), what, note=note)
-        return cond
-
-    def info(self, what, measured=None, expected=None, note=""):
-        self.add("INFO", what, measured, expected, note)
-
-    def failed(self):
-        return [r for r in self.rows if r[0] == "FAIL"]
-
-    def warned(self):
-        return [r for r in self.rows if r[0] == "WARN"]
-
 
 def check_copies(c, root, prog, range_name, placeholder, metric, expected, func, other_metrics):
     """Bytes of one direction under an NVTX range, on their placeholders."""

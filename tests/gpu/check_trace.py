@@ -51,8 +51,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_util import (build_cuda, gpu_and_nvcc, program_json, query_json, result, run, run_recorded,  # noqa: E402
-                      run_show, run_tree, scratch_dir, tools, val, walk)
+from gpu_util import (Checks, build_cuda, gpu_and_nvcc, program_json, query_json, result, run,  # noqa: E402
+                      run_recorded, run_show, run_tree, scratch_dir, tools, val, walk)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "trace_gpu.cu")
@@ -173,17 +173,6 @@ def gpu_slices(trace):
 
 # ------------------------------------------------------------ the checks
 
-class Checker:
-    def __init__(self):
-        self.failed = 0
-
-    def check(self, ok, what):
-        print(f"  {'PASS' if ok else 'FAIL'} {what}")
-        if not ok:
-            self.failed += 1
-        return ok
-
-
 def export(query, db, sel, path):
     run([query, "-d", db, "export", sel, "--to", "perfetto", "-o", path])
     print(f"  {path}: {os.path.getsize(path)} bytes")
@@ -218,7 +207,7 @@ def check_program(t, tmp, nvcc, slack_ns, c, fixtures=None):
           f"driver {show.get('driver_version')}")
     print(f"  diagnostics: trace_events {diag.get('trace_events')}, trace_dropped_events "
           f"{diag.get('trace_dropped_events', 0)}")
-    c.check(diag.get("trace_dropped_events", 0) == 0, "no dropped trace events")
+    c.true("no dropped trace events", diag.get("trace_dropped_events", 0) == 0)
     if fixtures:
         save_fixtures(fixtures, db, prog, show)
 
@@ -228,50 +217,50 @@ def check_program(t, tmp, nvcc, slack_ns, c, fixtures=None):
     copies = [s for s in gpu if s["name"] == "copyin"]
     print(f"  GPU slices: {len(gpu)} ({len(kernels)} spin_kernel, {len(copies)} copyin) on tracks "
           f"{sorted({track_name(trace, s['track']) for s in gpu})}")
-    c.check(len(kernels) == len(phases) + 1, f"spin_kernel slices {len(kernels)} == {len(phases) + 1}")
+    c.true(f"spin_kernel slices {len(kernels)} == {len(phases) + 1}", len(kernels) == len(phases) + 1)
     for k, (p, s) in enumerate(zip(phases, kernels[1:]), 1):
         lead, trail = s["start"] - p["start"], p["end"] - s["end"]
         dur = s["end"] - s["start"]
         print(f"  phase {k}: program [{p['start']}, {p['end']}] ({(p['end'] - p['start']) / 1e6:.3f} ms); kernel "
               f"starts {lead / 1e3:+.1f} us after it, ends {trail / 1e3:.1f} us before its end; "
               f"duration {dur / 1e6:.4f} ms, spun {p['spin_ns'] / 1e6:.3f} ms ({dur / p['spin_ns']:.4f}x)")
-        c.check(lead >= -slack_ns and trail >= -slack_ns,
-                f"phase {k}: kernel inside the program's interval (slack {slack_ns / 1e3:.0f} us)")
-        c.check(abs(dur - p["spin_ns"]) <= 0.02 * p["spin_ns"] + 20000, f"phase {k}: kernel duration")
-    if c.check(len(copies) == 1, f"copyin slices {len(copies)} == 1"):
+        c.true(f"phase {k}: kernel inside the program's interval (slack {slack_ns / 1e3:.0f} us)",
+               lead >= -slack_ns and trail >= -slack_ns)
+        c.true(f"phase {k}: kernel duration", abs(dur - p["spin_ns"]) <= 0.02 * p["spin_ns"] + 20000)
+    if c.true(f"copyin slices {len(copies)} == 1", len(copies) == 1):
         s = copies[0]
         print(f"  copy: program [{copy['start']}, {copy['end']}]; slice starts {(s['start'] - copy['start']) / 1e3:+.1f}"
               f" us after it, ends {(copy['end'] - s['end']) / 1e3:.1f} us before its end; bytes {s['args'].get('bytes')}")
-        c.check(s["args"].get("bytes") == copy["bytes"], f"copy bytes == {copy['bytes']}")
-        c.check(s["start"] >= copy["start"] - slack_ns and s["end"] <= copy["end"] + slack_ns,
-                "copy inside the program's interval")
+        c.true(f"copy bytes == {copy['bytes']}", s["args"].get("bytes") == copy["bytes"])
+        c.true("copy inside the program's interval",
+               s["start"] >= copy["start"] - slack_ns and s["end"] <= copy["end"] + slack_ns)
     in_flight = [v for uuid, pts in trace["counters"].items() if "in flight" in track_name(trace, uuid)
                  for _, v in pts]
-    c.check(max(in_flight, default=0) == copy["bytes"], f"bytes in flight peak {max(in_flight, default=0)}")
+    c.true(f"bytes in flight peak {max(in_flight, default=0)}", max(in_flight, default=0) == copy["bytes"])
 
     ranges = sorted((s for s in trace["slices"] if s["name"] == "phase"), key=lambda s: s["start"])
-    c.check(len(ranges) == len(phases), f"NVTX 'phase' slices {len(ranges)} == {len(phases)}")
+    c.true(f"NVTX 'phase' slices {len(ranges)} == {len(phases)}", len(ranges) == len(phases))
     for k, (p, s) in enumerate(zip(phases, ranges), 1):
         ok = s["start"] <= p["start"] and s["end"] >= p["end"] and p["start"] - s["start"] <= 1000000
-        c.check(ok, f"phase {k}: range [{s['start']}, {s['end']}] holds the program's interval "
-                    f"(starts {(p['start'] - s['start']) / 1e3:.1f} us before, ends {(s['end'] - p['end']) / 1e3:.1f} us after)")
+        c.true(f"phase {k}: range [{s['start']}, {s['end']}] holds the program's interval (starts "
+               f"{(p['start'] - s['start']) / 1e3:.1f} us before, ends {(s['end'] - p['end']) / 1e3:.1f} us after)", ok)
 
     it = query_json(t["cct-query"], db, "iterations", "traced", "--range", "phase")
     inst = it.get("iterations", [])
-    c.check(len(inst) == len(phases), f"iterations --range phase: {len(inst)} instances")
+    c.true(f"iterations --range phase: {len(inst)} instances", len(inst) == len(phases))
     for k, (i, s) in enumerate(zip(inst, ranges), 1):
         d_start = abs(i["start_time_ns"] - s["start"])
         d_dur = abs(i["duration"] * 1e9 - (s["end"] - s["start"]))
-        c.check(d_start <= 1000 and d_dur <= 1000, f"iteration {k}: start and duration agree with the slice "
-                                                    f"({d_start} ns, {d_dur:.0f} ns apart)")
+        c.true(f"iteration {k}: start and duration agree with the slice ({d_start} ns, {d_dur:.0f} ns apart)",
+               d_start <= 1000 and d_dur <= 1000)
     for k, p in enumerate(phases, 1):
         tree = run_tree(t["cct-query"], db, f"traced@range=phase#{k}", ["gker", "gker:count"])
         count = sum(val(n, "gker:count") for n, _ in walk(tree))
         gker = sum(val(n, "gker") for n, _ in walk(tree))
         gker_ns = gker * 1e9  # gker is in seconds
-        c.check(count == 1 and abs(gker_ns - p["spin_ns"]) <= 0.02 * p["spin_ns"] + 20000,
-                f"traced@range=phase#{k}: gker:count {count} == 1, gker {gker_ns / 1e6:.4f} ms, spun "
-                f"{p['spin_ns'] / 1e6:.3f} ms")
+        c.true(f"traced@range=phase#{k}: gker:count {count} == 1, gker {gker_ns / 1e6:.4f} ms, spun "
+               f"{p['spin_ns'] / 1e6:.3f} ms",
+               count == 1 and abs(gker_ns - p["spin_ns"]) <= 0.02 * p["spin_ns"] + 20000)
 
 
 def check_torch(t, tmp, python, c):
@@ -289,12 +278,12 @@ def check_torch(t, tmp, python, c):
     diag = show.get("diagnostics") or {}
     print("  python diagnostics: " + ", ".join(f"{k} {v}" for k, v in sorted(diag.items()) if k.startswith("python")))
     step_slices = [s for s in trace["slices"] if s["name"] == "step"]
-    c.check(len(step_slices) == steps, f"torch: 'step' slices {len(step_slices)} == {steps}")
+    c.true(f"torch: 'step' slices {len(step_slices)} == {steps}", len(step_slices) == steps)
     tree = run_tree(t["cct-query"], db, "torch", ["gker:count"])
     launches = sum(val(n, "gker:count") for n, _ in walk(tree))
     kernels = [s for s in gpu_slices(trace) if s["name"] not in
                ("copyin", "copyout", "copy", "memset", "alloc", "free", "sync")]
-    c.check(len(kernels) == launches, f"torch: GPU kernel slices {len(kernels)} == the tree's gker:count {launches}")
+    c.true(f"torch: GPU kernel slices {len(kernels)} == the tree's gker:count {launches}", len(kernels) == launches)
     if kernels and step_slices:
         first, last = min(s["start"] for s in step_slices), max(s["end"] for s in step_slices)
         in_steps = sum(1 for s in kernels if s["start"] >= first)
@@ -309,8 +298,8 @@ def check_torch(t, tmp, python, c):
     example = next((s["args"].get("launch path") for s in via), None) or next(
         (s["args"].get("launch path") for s in kernels), None)
     print(f"  torch: a launch path: {str(example)[:600]}")
-    c.check(via and len(via) == under, f"torch: kernel slices launched through the Python function workload "
-                                       f"{len(via)} == the tree's launches under it {under}")
+    c.true(f"torch: kernel slices launched through the Python function workload {len(via)} == the tree's "
+           f"launches under it {under}", bool(via) and len(via) == under)
     run([t["cct-query"], "-d", db, "timeline", "torch", "--bucket", "50"])
 
 
@@ -330,13 +319,13 @@ def main():
         return 0
     _, nvcc = found
     t = tools(a.build)
-    c = Checker()
+    c = Checks("trace")
     with scratch_dir("cct-trace-", a.keep) as tmp:
         print("== trace_gpu.cu under cct-record --trace")
         check_program(t, tmp, nvcc, int(a.slack_us * 1000), c, a.fixtures if a.save_fixtures else None)
         print("== torch_nvtx.py under cct-record --trace")
         check_torch(t, tmp, a.python, c)
-    return result(c.failed)
+    return result(c.failed())
 
 
 if __name__ == "__main__":

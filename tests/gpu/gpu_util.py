@@ -192,6 +192,51 @@ def result(failed, warnings=0, strict=False):
     return 0
 
 
+# ------------------------------------------------------------ checks
+
+class Checks:
+    """A check's rows: each printed as "  STATUS what: measured M  expected E
+    [ratio R]" as it is added (PASS, FAIL, WARN: a soft failure, INFO)."""
+
+    def __init__(self, label):
+        self.label = label
+        self.rows = []  # (status, what, measured, expected, ratio, note)
+
+    def add(self, status, what, measured=None, expected=None, note=""):
+        ratio = None
+        if isinstance(measured, (int, float)) and isinstance(expected, (int, float)) and expected:
+            ratio = measured / expected
+        self.rows.append((status, what, measured, expected, ratio, note))
+        m = "-" if measured is None else (f"{measured:.9g}" if isinstance(measured, float) else str(measured))
+        e = "-" if expected is None else (f"{expected:.9g}" if isinstance(expected, float) else str(expected))
+        r = "" if ratio is None else f"  ratio {ratio:.6f}"
+        print(f"  {status:<4} {what}: measured {m}  expected {e}{r}{('  ' + note) if note else ''}", flush=True)
+
+    def exact(self, what, measured, expected, hard=True, note=""):
+        ok = measured == expected
+        self.add("PASS" if ok else ("FAIL" if hard else "WARN"), what, measured, expected, note)
+        return ok
+
+    def within(self, what, measured, expected, tol, hard=True, note=""):
+        ok = expected > 0 and abs(measured / expected - 1) <= tol
+        self.add("PASS" if ok else ("FAIL" if hard else "WARN"), what, measured, expected,
+                 (note + "  " if note else "") + f"tolerance {tol:.0%}")
+        return ok
+
+    def true(self, what, cond, hard=True, note=""):
+        self.add("PASS" if cond else ("FAIL" if hard else "WARN"), what, note=note)
+        return cond
+
+    def info(self, what, measured=None, expected=None, note=""):
+        self.add("INFO", what, measured, expected, note)
+
+    def failed(self):
+        return [r for r in self.rows if r[0] == "FAIL"]
+
+    def warned(self):
+        return [r for r in self.rows if r[0] == "WARN"]
+
+
 # ------------------------------------------------------------ program and cct-query output
 
 def program_json(stdout):

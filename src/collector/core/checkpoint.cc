@@ -102,12 +102,12 @@ cct::NodeId ThreadNodeOf(const cct::Tree& tree, cct::NodeId node) {
 
 // --trace: every thread's logged samples and NVTX ranges on `tree`, through
 // the builder's trie-to-tree node maps; times move from CLOCK_MONOTONIC to
-// the epoch by `to_epoch_ns`. The logs only grow, so each checkpoint
+// the epoch by rt->epoch_offset_ns. The logs only grow, so each checkpoint
 // rebuilds the whole trace from them (the tree's node ids change between
 // checkpoints; the trie's do not).
 void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::NodeId>>& value_nodes,
-                  const std::vector<std::vector<cct::NodeId>>& range_nodes, int64_t to_epoch_ns,
-                  store::RunTrace& trace) {
+                  const std::vector<std::vector<cct::NodeId>>& range_nodes, store::RunTrace& trace) {
+  const int64_t to_epoch_ns = rt->epoch_offset_ns;
   const size_t n = value_nodes.size();
   for (size_t i = 0; i < n; ++i) {
     const ThreadState* t = rt->threads[i].load(std::memory_order_acquire);
@@ -247,7 +247,7 @@ void WriteRun(store::RunState state) noexcept {
     std::optional<store::RunTrace> trace;
     if (rt->config.trace) {
       trace.emplace();
-      CollectTrace(tree, value_nodes, range_nodes, rt->epoch_offset_ns, *trace);
+      CollectTrace(tree, value_nodes, range_nodes, *trace);
     }
     RunContext run{tree, builder, lookup, n, names, value_nodes, m, iterations, trace ? &*trace : nullptr};
     SourcesAddToRun(run);

@@ -189,12 +189,11 @@ void AddNvtxToRun(RunContext& run) {
   if (run.trace && !instances.empty()) {
     // --trace: each instance on its range's node (under the thread that
     // started it), in the trace's time (the epoch); EncodeTrace orders them.
-    const int64_t to_epoch_ns = rt->epoch_offset_ns;
     for (const Runtime::EndedInstance& e : instances) {
       auto it = nodes.find({e.thread, e.name});
       if (it == nodes.end()) continue;
-      run.trace->ranges.push_back(
-          {run.tree.parent(it->second), it->second, e.start_ns + to_epoch_ns, e.end_ns + to_epoch_ns});
+      run.trace->ranges.push_back({run.tree.parent(it->second), it->second, e.start_ns + rt->epoch_offset_ns,
+                                   e.end_ns + rt->epoch_offset_ns});
     }
   }
 }
