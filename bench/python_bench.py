@@ -8,7 +8,8 @@ Prints per variant the median wall time and its ratio to the bare median of
 the same invocation, and from the runs' own diagnostics the sampling
 handler's time per sample (handler_ns / samples): the difference between
 auto and off is the Python walk and splice per sample, on top of the native
-unwind. py-spy, the usual comparison, is not in Debian's registry (said so
+unwind; the auto runs also time it themselves (python_handler_ns, per
+sample with Python frames) and count its process_vm_readv calls. py-spy, the usual comparison, is not in Debian's registry (said so
 in docs/performance.md).
 
 With --threads T the work runs on T threading.Threads (joined by the main
@@ -103,6 +104,7 @@ def main():
     per_sample = {v: [] for v in variants if v != "bare"}
     python_samples = []
     named = []
+    in_run, safe_reads = [], []
     for i in range(a.repeat):
         for v, argv in variants.items():
             db = os.path.join(tmp, f"{v.replace(' ', '-')}-{i}.db")
@@ -113,6 +115,11 @@ def main():
                 if v == "python auto":
                     python_samples.append(d.get("python_samples", 0) / max(d["samples"], 1))
                     named.append(d.get("python_named_threads", 0))
+                    # The walk timed inside the same samples: no second run
+                    # whose speed may differ.
+                    walked = max(d.get("python_samples", 0), 1)
+                    in_run.append(d.get("python_handler_ns", 0) / walked)
+                    safe_reads.append(d.get("python_safe_reads", 0) / walked)
     bare = statistics.median(times["bare"])
     on = f", on {a.threads} Python threads" if a.threads else ""
     print(f"CPU-bound Python ({a.python}), work {a.depth} Python frames deep{on}, {a.freq} Hz, "
@@ -125,6 +132,8 @@ def main():
     walk = statistics.median(per_sample["python auto"]) - statistics.median(per_sample["python off"])
     print(f"Python walk and splice per sample (auto - off): {walk / 1000:.2f} µs; "
           f"samples with Python frames: {100 * statistics.median(python_samples):.1f} %")
+    print(f"Python walk and splice per sample, timed in the auto runs: {statistics.median(in_run) / 1000:.2f} µs; "
+          f"process_vm_readv calls per sample: {statistics.median(safe_reads):.2f}")
     if a.threads:
         print(f"threads named by Python (median): {statistics.median(named):.0f} of {a.threads}")
     print("py-spy record --native: not compared (not in Debian's package registry)")

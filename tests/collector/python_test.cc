@@ -198,6 +198,14 @@ TEST_CASE("Python: functions within 10% of time.thread_time(); C extension frame
   CheckPureSplit(t, measured);
   CHECK(meta.diagnostics.at("python_samples") > 0);
   CHECK(meta.diagnostics.at("python_bad_reads") == 0);
+  // The walk's own time is part of the handler's, and it is there.
+  CHECK(meta.diagnostics.at("python_handler_ns") > 0);
+  CHECK(meta.diagnostics.at("python_handler_ns") < meta.diagnostics.at("handler_ns"));
+  // The fast path reads the state and frames directly: system calls only
+  // for the first look at each thread's state and each new code object,
+  // far fewer than one per sample (a regression to process_vm_readv per
+  // frame would make it tens per sample).
+  CHECK(meta.diagnostics.at("python_safe_reads") < meta.diagnostics.at("python_samples"));
   for (const char* name : {"native_work", "called_from_c"}) {
     REQUIRE(measured.count(name) == 1);
     const double got = InclusiveOf(t, name), want = measured.at(name);

@@ -330,7 +330,9 @@ join_log bench_all pc_sampling bench whole_process python_bench nsys
 [ -f "$out/bench_all.log" ] && mv "$out/bench_all.log" "$out/bench.log"
 readonly max_file=$((15 * 1024 * 1024))  # under the device's 16 MiB per file
 say ""
-if [ -n "$(ls -A "$fixtures" 2>/dev/null)" ]; then
+# Any check's fixtures (gpu_e2e's, trace's, nsys's): a call with --only
+# trace writes only tests/data/gpu_trace/.
+if [ -n "$(find "$work/fixtures" -type f 2>/dev/null | head -n 1)" ]; then
   tar -C "$work/fixtures" -czf "$out/gpu_fixtures.tar.gz" tests
   if [ "$(stat -c %s "$out/gpu_fixtures.tar.gz")" -gt "$max_file" ]; then
     # The raw dump and the manifest are what replay tests need; the database is a convenience.
@@ -339,9 +341,9 @@ if [ -n "$(ls -A "$fixtures" 2>/dev/null)" ]; then
   fi
   say "fixtures: gpu_fixtures.tar.gz, $(stat -c %s "$out/gpu_fixtures.tar.gz") bytes:" \
     "$(tar -tzf "$out/gpu_fixtures.tar.gz" | grep -v '/$' | tr '\n' ' ')"
-  say "  unpack at the repository root: tar -xzf gpu_fixtures.tar.gz (-> tests/data/gpu/)"
+  say "  unpack at the repository root: tar -xzf gpu_fixtures.tar.gz (-> tests/data/...)"
 else
-  say "fixtures: none (check_gpu_e2e.py did not write them)"
+  say "fixtures: none (no check wrote them)"
 fi
 if [ -n "$(find "$TMPDIR" -type f -size -4M 2>/dev/null | head -n 1)" ]; then
   (cd "$TMPDIR" && find . -type f -size -4M -print0 | tar -czf "$out/debug.tar.gz" --null -T -)

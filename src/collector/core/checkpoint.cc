@@ -191,7 +191,7 @@ void WriteRun(store::RunState state) noexcept {
     });
     SymbolLookup lookup = LookupSymbols;
     uint64_t lost = 0, throttled = 0;
-    int64_t handler_ns = 0;
+    int64_t handler_ns = 0, python_ns = 0;
     const size_t n = rt->thread_count.load(std::memory_order_acquire);
     size_t sampled_threads = 0;
     std::vector<std::vector<cct::NodeId>> value_nodes(n), range_nodes(rt->config.trace ? n : 0);
@@ -208,6 +208,7 @@ void WriteRun(store::RunState state) noexcept {
       lost += t->lost.load(std::memory_order_relaxed);
       throttled += t->throttled.load(std::memory_order_relaxed);
       handler_ns += t->handler_ns.load(std::memory_order_relaxed);
+      python_ns += t->python_ns.load(std::memory_order_relaxed);
     }
     store::RunIterations iterations;
     store::RunMeta& m = rt->meta;
@@ -229,6 +230,7 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["walker_samples"] = static_cast<int64_t>(unwound.walker);
     m.diagnostics["libunwind_samples"] = static_cast<int64_t>(unwound.libunwind);
     m.diagnostics["handler_ns"] = handler_ns;
+    if (python_ns > 0) m.diagnostics["python_handler_ns"] = python_ns;
     m.diagnostics["checkpoint_ns"] = rt->checkpoint_ns;  // the periodic writes before this one
     if (rt->checkpoints_spaced) m.diagnostics["checkpoints_spaced"] = rt->checkpoints_spaced;
     m.diagnostics["threads"] = static_cast<int64_t>(n);

@@ -124,6 +124,7 @@ void ForkChild() {
     self->lost.store(0);
     self->throttled.store(0);
     self->handler_ns.store(0);
+    self->python_ns.store(0);
     self->throttle_until_ns = 0;
     rt->threads[0].store(self);
     self->tid = Tid();

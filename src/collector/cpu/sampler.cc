@@ -152,6 +152,7 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
   if (deep) t->keys[k++] = kTruncatedKey;
   const uint64_t* path = t->keys;
   if (python::Process().enabled) {
+    const int64_t python_began = Now(CLOCK_MONOTONIC);
     const python::PythonStack py = python::WalkPythonFrames(t, t->py_keys, t->py_groups, t->max_depth);
     if (py.count > 0) {
       bool mismatched = false;
@@ -165,6 +166,7 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
       path = t->spliced;
       python::CountSplice(mismatched);
     }
+    t->python_ns.fetch_add(Now(CLOCK_MONOTONIC) - python_began, std::memory_order_relaxed);
   }
   const SampleTrie::NodeIndex leaf = t->trie.AddSampleAt(path, k, delta);
   if (leaf == SampleTrie::kNoIndex) t->lost.fetch_add(1, std::memory_order_relaxed);

@@ -32,6 +32,9 @@ constinit PythonProcess g_process{};
 // Samples with Python frames, walks ended by an unreadable frame, samples
 // whose groups and eval-loop frames did not all match (run diagnostics).
 std::atomic<uint64_t> g_spliced{0}, g_bad_reads{0}, g_mismatched{0};
+// process_vm_readv calls made by sampling handlers (a system call each, the
+// walk's dearest step): the state and frames read directly cost none.
+std::atomic<uint64_t> g_safe_reads{0};
 
 // A thread state pointer meaning "looked, this thread has none": the walk
 // looks again every kRetrySamples samples (a thread may start running
@@ -61,6 +64,18 @@ bool SafeReadWords(const uintptr_t* addresses, uint64_t* out, int n) {
   return syscall(SYS_process_vm_readv, g_process.pid, local, n, remote, n, 0) == static_cast<ssize_t>(8 * n);
 }
 
+// The sampling handler's reads, counted (python_safe_reads): each is a
+// system call, and how many a sample makes is what the walk costs most.
+// SIGNAL-HANDLER CODE.
+bool HandlerRead(uintptr_t address, void* out, size_t n) {
+  g_safe_reads.fetch_add(1, std::memory_order_relaxed);
+  return SafeRead(address, out, n);
+}
+bool HandlerReadWords(const uintptr_t* addresses, uint64_t* out, int n) {
+  g_safe_reads.fetch_add(1, std::memory_order_relaxed);
+  return SafeReadWords(addresses, out, n);
+}
+
 template <class T>
 T At(const unsigned char* block, uint32_t offset) {
   T v;
@@ -73,18 +88,18 @@ T At(const unsigned char* block, uint32_t offset) {
 // SIGNAL-HANDLER CODE.
 uintptr_t FindThreadState(const PyLayout& l, uint64_t self) {
   uint64_t interp = 0;
-  if (!SafeRead(g_process.runtime + l.runtime_interpreters_head, &interp, 8)) return 0;
+  if (!HandlerRead(g_process.runtime + l.runtime_interpreters_head, &interp, 8)) return 0;
   for (int i = 0; interp != 0 && i < kMaxInterpreters; ++i) {
     uint64_t ts = 0;
-    if (!SafeRead(interp + l.interp_threads_head, &ts, 8)) return 0;
+    if (!HandlerRead(interp + l.interp_threads_head, &ts, 8)) return 0;
     for (int j = 0; ts != 0 && j < kMaxThreadStates; ++j) {
       const uintptr_t at[2] = {static_cast<uintptr_t>(ts) + l.tstate_thread_id, static_cast<uintptr_t>(ts) + l.tstate_next};
       uint64_t v[2];
-      if (!SafeReadWords(at, v, 2)) return 0;
+      if (!HandlerReadWords(at, v, 2)) return 0;
       if (v[0] == self) return static_cast<uintptr_t>(ts);
       ts = v[1];
     }
-    if (!SafeRead(interp + l.interp_next, &interp, 8)) return 0;
+    if (!HandlerRead(interp + l.interp_next, &interp, 8)) return 0;
   }
   return 0;
 }
@@ -102,7 +117,7 @@ uint64_t CodeFingerprint(uintptr_t code) {
   const PyLayout& l = g_process.layout;
   const uintptr_t at[3] = {code + l.code_name, code + l.code_filename, code + l.code_firstlineno};
   uint64_t v[3];
-  if (code == 0 || !SafeReadWords(at, v, 3)) return 0;
+  if (code == 0 || !HandlerReadWords(at, v, 3)) return 0;
   return MixFingerprint(v[0], v[1], v[2]);
 }
 
@@ -195,7 +210,7 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
       const int n = l.tstate_datastack_chunk >= 0 ? 3 : 2;
       const uintptr_t at[3] = {ts + l.tstate_thread_id, ts + l.tstate_frame,
                                ts + static_cast<uint32_t>(l.tstate_datastack_chunk >= 0 ? l.tstate_datastack_chunk : 0)};
-      if (SafeReadWords(at, f, n) && f[0] == self) break;
+      if (HandlerReadWords(at, f, n) && f[0] == self) break;
       ts = 0;
     }
     t->py_tstate = ts != 0 ? ts : kNoTState;
@@ -215,7 +230,7 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
     uint64_t v = 0;
     if (on_stack(at, 8) || in_state) {
       std::memcpy(&v, reinterpret_cast<const void*>(at), 8);
-    } else if (!SafeRead(at, &v, 8)) {
+    } else if (!HandlerRead(at, &v, 8)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       return s;
     }
@@ -232,7 +247,7 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
     uint64_t head[2] = {};  // _PyStackChunk: previous, size
     if (trusted) {
       std::memcpy(head, reinterpret_cast<const void*>(c), sizeof head);
-    } else if (!SafeRead(c, head, sizeof head)) {
+    } else if (!HandlerRead(c, head, sizeof head)) {
       break;
     }
     if (head[1] == 0 || head[1] > kMaxChunkBytes) break;
@@ -261,7 +276,7 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
     // 3.12+'s shim frames are locals of the eval loop, on this stack.
     if (heap_frames_alive || on_stack(frame, bytes) || in_chunk(frame, bytes)) {
       std::memcpy(block, reinterpret_cast<const void*>(frame), bytes);
-    } else if (!SafeRead(frame, block, bytes)) {
+    } else if (!HandlerRead(frame, block, bytes)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       break;
     }
@@ -598,6 +613,7 @@ void ForkChild() {
   g_spliced.store(0);
   g_bad_reads.store(0);
   g_mismatched.store(0);
+  g_safe_reads.store(0);
 }
 
 void AddToRun(internal::RunContext& run) {
@@ -608,6 +624,7 @@ void AddToRun(internal::RunContext& run) {
   run.meta.diagnostics["python_thread_key"] = g_tss_checked.load();
   run.meta.diagnostics["python_samples"] = static_cast<int64_t>(g_spliced.load());
   run.meta.diagnostics["python_bad_reads"] = static_cast<int64_t>(g_bad_reads.load());
+  run.meta.diagnostics["python_safe_reads"] = static_cast<int64_t>(g_safe_reads.load());
   run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());
   run.meta.diagnostics["python_named_threads"] = NamedThreads();
   // Code objects sampled, those gone before they could be read (their
