@@ -776,6 +776,34 @@ int WaitStatus(pid_t pid) {
 }
 }  // namespace
 
+TEST_CASE("cct-record: a grandchild SIGKILLed 0.3 s into its run, before any checkpoint, still leaves its run") {
+  // The run's first write is the checkpoint thread's, kStartWriteDelayNs
+  // (50 ms) after the start; a process killed later than that but before
+  // its first checkpoint (30 s here) leaves that run. cct-record stores a
+  // run itself only for its own child (the shell), so the grandchild's run
+  // exists only if its collector wrote it.
+  TempDir dir;
+  const std::string db = dir / "g.db";
+  const pid_t rec = Spawn(Record(db, {"--checkpoint", "30"},
+                                 {"/bin/sh", "-c", Prog("cct-test-lifecycle") + " spin & wait; exit 0"}));
+  const pid_t shell = ChildOf(rec);
+  REQUIRE(shell > 0);
+  const pid_t prog = ChildOf(shell);
+  REQUIRE(prog > 0);
+  WaitForCpu(prog, 0.3);
+  kill(prog, SIGKILL);
+  CHECK(WaitStatus(rec) == 0);
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 2);
+  const store::RunMeta& spun = runs[0].pid == prog ? runs[0] : runs[1];
+  REQUIRE(spun.pid == prog);
+  CHECK(store::EffectiveState(spun) == store::RunState::kCrashed);
+  REQUIRE(spun.command.size() == 2);
+  CHECK(spun.command[1] == "spin");
+  CHECK(spun.executable.ends_with("cct-test-lifecycle"));
+  CHECK(spun.diagnostics.count("no_profile") == 0);
+}
+
 TEST_CASE("cct-record: SIGKILL after 1.5 s of CPU keeps the data up to the last 0.5 s checkpoint; run shows crashed") {
   TempDir dir;
   const std::string db = dir / "k.db";

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -146,6 +147,18 @@ void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::Node
 
 }  // namespace
 
+cct::Status SpoolWritable() {
+  // The spool directory is cct-record's; without it (preloaded by hand, or
+  // removed) make it.
+  const std::string& dir = rt->config.spool_dir;
+  if (access(dir.c_str(), W_OK | X_OK) == 0) return cct::Status::Ok();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (access(dir.c_str(), W_OK | X_OK) == 0) return cct::Status::Ok();
+  const int err = errno;
+  return cct::IoError(dir + ": " + (ec ? ec.message() : std::string(std::strerror(err))));
+}
+
 cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations, const store::RunTrace* trace) {
   if (rt->run_key.empty()) return cct::Status(cct::ErrorCode::kInternal, "no run key");
   store::RunFile run;
@@ -268,6 +281,7 @@ void WriteRun(store::RunState state) noexcept {
     const store::RunIterations* iters = iterations.iterations.empty() ? nullptr : &iterations;
     const cct::Status st = WriteRunFile(&tree, iters, trace ? &*trace : nullptr);
     if (st.ok()) {
+      rt->start_write_pending = false;  // a complete run file exists
       if (!rt->run_created) {
         rt->run_created = true;
         // Children started from now on (system(), posix_spawn) link to us.
@@ -292,6 +306,24 @@ void WriteRun(store::RunState state) noexcept {
 
 // --- the checkpoint thread --------------------------------------------------
 
+void WriteStartRun() noexcept {
+  if (!rt->start_write_pending || rt->finished) return;
+  rt->start_write_pending = false;
+  try {
+    // Written with an empty tree, so the run's metrics are known from the
+    // start.
+    cct::Tree empty;
+    ProfileBuilder warm(empty, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
+    const cct::Status st = WriteRunFile(&empty, nullptr);
+    if (!st.ok() && !rt->warned_write) {
+      rt->warned_write = true;
+      Warn("cannot write the profile to " + rt->config.db_path + ": " + st.message());
+    }
+  } catch (...) {
+    // Out of memory: the next write tries again.
+  }
+}
+
 void* FlusherMain(void*) {
   rt->flusher_tid.store(Tid());
   {
@@ -304,14 +336,23 @@ void* FlusherMain(void*) {
   const int timeout_ms =
       rt->config.checkpoint_s > 0 ? static_cast<int>(rt->config.checkpoint_s * 1000 + 0.5) : -1;
   int64_t next = Now(CLOCK_MONOTONIC) + int64_t{timeout_ms} * 1000000;
+  // The start write Start left to this thread (checkpoint_schedule.h).
+  int64_t start_write_at = rt->start_mono_ns + kStartWriteDelayNs;
+  bool start_write = true;
   for (;;) {
     pollfd pfd{rt->request_pipe[0], POLLIN, 0};
     int wait_ms = -1;
-    if (timeout_ms > 0) {
-      const int64_t left = next - Now(CLOCK_MONOTONIC);
+    if (timeout_ms > 0 || start_write) {
+      const int64_t due = start_write && (timeout_ms <= 0 || start_write_at < next) ? start_write_at : next;
+      const int64_t left = due - Now(CLOCK_MONOTONIC);
       wait_ms = left > 0 ? static_cast<int>(left / 1000000) + 1 : 0;
     }
     const int r = poll(&pfd, 1, wait_ms);
+    if (start_write && Now(CLOCK_MONOTONIC) >= start_write_at) {
+      start_write = false;
+      std::lock_guard<std::mutex> lock(rt->flush_mutex);
+      WriteStartRun();
+    }
     if (r > 0) {
       char c = 0;
       if (read(rt->request_pipe[0], &c, 1) != 1) continue;

@@ -91,6 +91,7 @@ void ForkChild() {
   rt->main_ranges.seq.store(0, std::memory_order_relaxed);
   rt->main_ranges.count.store(0, std::memory_order_relaxed);
   rt->run_created = false;
+  rt->start_write_pending = false;
   rt->finished = false;
   rt->warned_write = false;
   rt->config.parent_key = std::move(parent_key);

@@ -242,18 +242,17 @@ void Start() {
   }
   {
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
-    // The run exists from the start (state recording), so a crash before the
-    // first checkpoint still leaves a trace, and children can link to it.
-    // Written with an empty tree, so the run's metrics are known from the
-    // start.
-    cct::Tree empty;
-    ProfileBuilder warm(empty, rt->config.clock == SampleClock::kWall ? "realtime" : "cputime", rt->own_module);
-    cct::Status st = WriteRunFile(&empty, nullptr);
-    if (!st.ok()) {
+    // The run exists from the start (state recording), so a process killed
+    // before its first checkpoint still leaves one, and children can link
+    // to it. The checkpoint thread writes it after kStartWriteDelayNs
+    // (checkpoint_schedule.h): a short process writes once, at its end.
+    // Whether the spool takes files is known now, as before.
+    if (cct::Status st = SpoolWritable(); !st.ok()) {
       Warn("cannot record into " + rt->config.db_path + ": " + st.message() + "; not profiling");
       return;
     }
     rt->run_created = true;
+    rt->start_write_pending = true;
     PublishRunKeys();
   }
 
@@ -276,6 +275,10 @@ void Start() {
     closedir(d);
   }
   StartFlusher();
+  if (!rt->flusher_running) {  // no thread to defer it to
+    std::lock_guard<std::mutex> lock(rt->flush_mutex);
+    WriteStartRun();
+  }
 }
 
 void BeforeExit(int status) {

@@ -309,7 +309,13 @@ struct Runtime {
   // This process image's run key (config.h): its run file is
   // spool_dir/run_key.run. A new one after fork and exec.
   std::string run_key;
-  bool run_created = false;  // the run file exists: children may link to run_key
+  // Children may link to run_key: the run file exists, or will by the end
+  // of the start write's delay (start_write_pending, checkpoint.h's
+  // kStartWriteDelayMs) unless the process is killed before.
+  bool run_created = false;
+  // Start deferred the run's first write to the checkpoint thread: a process
+  // that ends (or writes a checkpoint) before the delay never makes it.
+  bool start_write_pending = false;
   bool finished = false;
   // The process this state is recording (getpid at Start, and in a forked
   // child that is recorded). Any other pid is a child that shares or copied
@@ -521,6 +527,12 @@ void WriteRun(store::RunState state) noexcept;                          // calle
 cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations,
                          const store::RunTrace* trace = nullptr);
 void StartFlusher();
+// Whether run files can be written into the spool directory (made when
+// missing): what Start checks before it promises a run.
+cct::Status SpoolWritable();
+// The run's first write, with an empty tree, if Start left it pending and
+// nothing has been written since. Caller holds flush_mutex.
+void WriteStartRun() noexcept;
 
 // --- lifecycle.cc
 // The run's metadata at its start. `inherit`: the parent's, in a forked
