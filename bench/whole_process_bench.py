@@ -15,11 +15,14 @@ the median) fills it, the measured ones find it filled, as every recording
 after the first on a machine does.
 
   bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only make,gxx,dl,spawn,burn]
-                               [--record PATH] [--freq HZ]
+                               [--record PATH] [--freq HZ] [--compare-collector LIB]
 
 --record: another cct-record (the device bundle's, .bundle/tools/cct-record);
 --freq: cct-record's sampling rate (its default, 1000, when absent); perf
-is run at the same rate. Where perf is not installed its column is left out
+is run at the same rate. --compare-collector: one more variant, cct-record
+with another build of libcct-collector.so (CCT_COLLECTOR_LIB=LIB; e.g. the
+one before a change, copied aside), alternated with the others: a before
+and after in one invocation. Where perf is not installed its column is left out
 (and said so); the dl workload needs BUILD_DIR's test programs.
 """
 import argparse
@@ -132,6 +135,7 @@ def main():
     ap.add_argument("--only", default="make,gxx,dl,spawn,burn")
     ap.add_argument("--record")
     ap.add_argument("--freq", type=int, default=1000)
+    ap.add_argument("--compare-collector", metavar="LIB")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     record = os.path.abspath(args.record) if args.record else os.path.join(build, "tools/cct-record")
@@ -161,6 +165,9 @@ def main():
             "bare": lambda a: a,
             "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a,
         }
+        if args.compare_collector:
+            other = os.path.abspath(args.compare_collector)
+            wrappers["other lib"] = lambda a: ["env", "CCT_COLLECTOR_LIB=" + other] + wrappers["cct-record"](a)
         # The collector preloaded without a recording (the part of a
         # recorded process's cost that is loading the library), where a
         # build tree or the device bundle has it.
@@ -200,6 +207,9 @@ def main():
             rec = statistics.median(times["cct-record"])
             if name == "spawn":  # per process: what recording adds to each of the 300
                 print(f"{name:5s} cct-record adds {(rec - base) / 300 * 1e3:.2f} ms per process")
+                if "other lib" in times:
+                    other = statistics.median(times["other lib"])
+                    print(f"{name:5s} cct-record with the other lib adds {(other - base) / 300 * 1e3:.2f} ms per process")
             if name == "burn":  # per sample: the bare run's CPU time at `freq` samples a second
                 print(f"{name:5s} cct-record adds {(rec - base) / (base * args.freq) * 1e6:.1f} us per sample")
         print(f"# load at end: {os.getloadavg()[0]:.2f}")
