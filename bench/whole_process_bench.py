@@ -166,8 +166,8 @@ def main():
             "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a,
         }
         if args.compare_collector:
-            other = os.path.abspath(args.compare_collector)
-            wrappers["other lib"] = lambda a: ["env", "CCT_COLLECTOR_LIB=" + other] + wrappers["cct-record"](a)
+            wrappers["other lib"] = lambda a, lib=os.path.abspath(args.compare_collector): (
+                ["env", "CCT_COLLECTOR_LIB=" + lib] + wrappers["cct-record"](a))
         # The collector preloaded without a recording (the part of a
         # recorded process's cost that is loading the library), where a
         # build tree or the device bundle has it.
@@ -208,8 +208,8 @@ def main():
             if name == "spawn":  # per process: what recording adds to each of the 300
                 print(f"{name:5s} cct-record adds {(rec - base) / 300 * 1e3:.2f} ms per process")
                 if "other lib" in times:
-                    other = statistics.median(times["other lib"])
-                    print(f"{name:5s} cct-record with the other lib adds {(other - base) / 300 * 1e3:.2f} ms per process")
+                    lib = statistics.median(times["other lib"])
+                    print(f"{name:5s} cct-record with the other lib adds {(lib - base) / 300 * 1e3:.2f} ms per process")
             if name == "burn":  # per sample: the bare run's CPU time at `freq` samples a second
                 print(f"{name:5s} cct-record adds {(rec - base) / (base * args.freq) * 1e6:.1f} us per sample")
         print(f"# load at end: {os.getloadavg()[0]:.2f}")
