@@ -132,16 +132,6 @@ int main(int argc, char** argv) {
   if (program.empty()) cli::Fail(kTool, "no program given (usage: cct-record [OPTIONS] -- PROGRAM [ARGS...])", kExitOwnError);
 
   collector::CollectorConfig config;
-  std::string launch_entry;  // CCT_RECORD_LAUNCH=ID when the launcher names no job
-  const std::optional<store::LauncherRank> launcher = record::LaunchIdentity(launch_entry);
-  // A trailing slash says "directory": AbsolutePath keeps it.
-  const std::string output =
-      record::AbsolutePath(store::DefaultDatabasePath(vm.count("output") ? vm["output"].as<std::string>() : ""));
-  auto plan = record::PlanOutput(output, launcher, store::HostName(), [](const std::string& dir) {
-    return record::NetworkFsOf(dir, [](const char* n) -> const char* { return getenv(n); });
-  });
-  if (!plan.ok()) cli::Fail(kTool, plan.status(), kExitOwnError);
-  config.db_path = plan->db_path;
   const std::string clock = vm["clock"].as<std::string>();
   if (clock != "cpu" && clock != "wall") cli::Fail(kTool, "--clock must be cpu or wall, not '" + clock + "'", kExitOwnError);
   config.clock = clock == "wall" ? collector::SampleClock::kWall : collector::SampleClock::kCpu;
@@ -248,6 +238,18 @@ int main(int argc, char** argv) {
     if (!mode.ok()) cli::Fail(kTool, mode.status(), kExitOwnError);
     db_mode = *mode;
   }
+  // Where the runs go (record/output.h), decided once the options are
+  // known good: -o DIR/ makes DIR.
+  std::string launch_entry;  // CCT_RECORD_LAUNCH=ID when the launcher names no job
+  const std::optional<store::LauncherRank> launcher = record::LaunchIdentity(launch_entry);
+  // A trailing slash says "directory": AbsolutePath keeps it.
+  const std::string output =
+      record::AbsolutePath(store::DefaultDatabasePath(vm.count("output") ? vm["output"].as<std::string>() : ""));
+  auto plan = record::PlanOutput(output, launcher, store::HostName(), [](const std::string& dir) {
+    return record::NetworkFsOf(dir, [](const char* n) -> const char* { return getenv(n); });
+  });
+  if (!plan.ok()) cli::Fail(kTool, plan.status(), kExitOwnError);
+  config.db_path = plan->db_path;
   // A damaged page LMDB asserts on, or faults on, while storing: one line
   // and cct-record's own status, not an abort. A program still running gets
   // its PDEATHSIG; its run files stay in the spool for the next cct-record.

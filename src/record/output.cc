@@ -155,7 +155,6 @@ cct::Result<OutputPlan> PlanOutput(const std::string& output, const std::optiona
   CCT_ASSIGN_OR_RETURN(plan.network_fs, network_fs_of(dir));
   if (plan.network_fs.empty()) return plan;
   plan.alone = true;
-  plan.spool_root = LocalSpoolRoot(plan.db_path);
   const std::string where = dir + " is on a network file system (" + plan.network_fs + "), where LMDB's locks do not work: ";
   if (launcher && launcher->rank >= 0) {
     const std::string shared = plan.db_path;
@@ -166,6 +165,8 @@ cct::Result<OutputPlan> PlanOutput(const std::string& output, const std::optiona
     plan.notice = where + "writing " + plan.db_path +
                   " without them; record into it from one process at a time, or to node-local storage and cct-merge";
   }
+  // Per file: a rank's GatherAbandoned must not take another rank's runs.
+  plan.spool_root = LocalSpoolRoot(plan.db_path);
   return plan;
 }
 

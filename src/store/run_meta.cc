@@ -194,27 +194,35 @@ std::string HostName() {
   return buf;
 }
 
-uint64_t ProcessStartTicks(int64_t pid) {
+std::optional<ProcessStat> ReadProcessStat(int64_t pid) {
   auto text = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat", 4096);
-  if (!text.ok()) return 0;
+  if (!text.ok()) return std::nullopt;
   const std::string& line = *text;
-  // Field 22 (starttime) follows the parenthesised command name, which may
-  // itself contain spaces and parentheses: count from the last ')'.
-  size_t i = line.rfind(')');
-  if (i == std::string::npos) return 0;
-  ++i;
+  // The command name is parenthesised and may itself contain spaces and
+  // parentheses: fields count from the last ')'.
+  const size_t open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcessStat st;
+  st.name = line.substr(open + 1, close - open - 1);
+  size_t i = close + 1;
   for (int field = 3; field <= 22; ++field) {
     while (i < line.size() && line[i] == ' ') ++i;
     const size_t start = i;
     while (i < line.size() && line[i] != ' ' && line[i] != '\n') ++i;
-    if (start == i) return 0;
-    if (field == 22) {
-      uint64_t v = 0;
-      const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, v);
-      return ec == std::errc() && end == line.data() + i ? v : 0;
-    }
+    if (start == i) return std::nullopt;
+    if (field != 4 && field != 22) continue;
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, v);
+    if (ec != std::errc() || end != line.data() + i) return std::nullopt;
+    if (field == 4) st.ppid = static_cast<int64_t>(v);
+    else st.start_ticks = v;
   }
-  return 0;
+  return st;
+}
+
+uint64_t ProcessStartTicks(int64_t pid) {
+  const std::optional<ProcessStat> st = ReadProcessStat(pid);
+  return st ? st->start_ticks : 0;
 }
 
 RunState EffectiveState(const RunMeta& meta) {

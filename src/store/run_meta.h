@@ -140,5 +140,13 @@ RunState EffectiveState(const RunMeta& meta);
 // This machine's host name, and the start time of a process (0 if unknown).
 std::string HostName();
 uint64_t ProcessStartTicks(int64_t pid);
+// What /proc/PID/stat says of a process: its parent, command name (comm)
+// and start time; nullopt when it is gone or the file is malformed.
+struct ProcessStat {
+  int64_t ppid = 0;
+  std::string name;
+  uint64_t start_ticks = 0;
+};
+std::optional<ProcessStat> ReadProcessStat(int64_t pid);
 
 }  // namespace store

@@ -4,7 +4,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -266,7 +265,6 @@ Invocations Analyze(const std::vector<RunMeta>& runs) {
 // Each invocation's root process run (the newest image the root process
 // exec'd), oldest invocation first.
 std::vector<size_t> InvocationRootRuns(const std::vector<RunMeta>& runs, const Invocations& inv) {
-  const IdIndex at = IndexById(runs);
   std::unordered_map<RunId, size_t> newest;  // invocation root → index of its root-process run
   for (size_t i = 0; i < runs.size(); ++i)
     if (inv.root_process[i]) newest[inv.root[i]] = i;
@@ -281,13 +279,14 @@ std::vector<size_t> InvocationRootRuns(const std::vector<RunMeta>& runs, const I
 
 // "1234.0 (4 ranks), 77 (2 ranks)": the jobs among `roots`, newest last.
 std::string DescribeJobs(const std::vector<RunMeta>& runs, const std::vector<size_t>& roots) {
-  std::vector<std::pair<std::string, std::set<int64_t>>> jobs;
+  std::vector<std::pair<std::string, std::set<int64_t>>> jobs;  // in order of first appearance
+  std::unordered_map<std::string, size_t> at;
   for (size_t i : roots) {
     const std::string key = runs[i].launcher ? runs[i].launcher->JobKey() : "";
     if (key.empty()) continue;
-    auto it = std::find_if(jobs.begin(), jobs.end(), [&](const auto& j) { return j.first == key; });
-    if (it == jobs.end()) it = jobs.insert(jobs.end(), {key, {}});
-    it->second.insert(runs[i].launcher->rank);
+    auto [it, fresh] = at.emplace(key, jobs.size());
+    if (fresh) jobs.emplace_back(key, std::set<int64_t>{});
+    jobs[it->second].second.insert(runs[i].launcher->rank);
   }
   if (jobs.empty()) return "the database holds no runs of a parallel job";
   std::string out = "jobs: ";

@@ -375,6 +375,13 @@ TEST_CASE("job output: -o DIR/ is one database per node; a network file system g
   CHECK(p->notice.find("cct-merge OUT.db " + (dir / "out/node7.r*.db")) != std::string::npos);
   CHECK(p->spool_root.rfind("/", 0) == 0);
   CHECK(p->spool_root.find(dir.path()) == std::string::npos);  // not beside the database
+  // Each rank's file its own spool: gathering abandoned runs must not cross files.
+  const std::string rank3_spool = p->spool_root;
+  store::LauncherRank rank4;
+  rank4.rank = 4;
+  auto p4 = record::PlanOutput(dir / "out/", rank4, "node7", nfs);
+  REQUIRE(p4.ok());
+  CHECK(p4->spool_root != rank3_spool);
   p = record::PlanOutput(dir / "x.db", rank3, "node7", nfs);
   REQUIRE(p.ok());
   CHECK(p->db_path == dir / "x.r3.db");

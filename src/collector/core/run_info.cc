@@ -552,46 +552,14 @@ std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const ch
   return std::nullopt;
 }
 
-namespace {
-
-// /proc/PID/stat's parent pid, command name and start time; false when the
-// process is gone or the file unreadable.
-bool ReadProcessStat(int64_t pid, int64_t& ppid, std::string& name, uint64_t& start_ticks) {
-  const std::string line = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat", 4096);
-  // The command name is parenthesised and may hold spaces and ')': fields
-  // count from the last ')'.
-  const size_t open = line.find('('), close = line.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close < open) return false;
-  name = line.substr(open + 1, close - open - 1);
-  size_t i = close + 1;
-  for (int field = 3; field <= 22; ++field) {
-    while (i < line.size() && line[i] == ' ') ++i;
-    const size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\n') ++i;
-    if (start == i) return false;
-    if (field == 4) {
-      const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, ppid);
-      if (ec != std::errc()) return false;
-    } else if (field == 22) {
-      const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, start_ticks);
-      return ec == std::errc();
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 std::vector<ProcessAncestor> ProcessAncestors(size_t max) {
   std::vector<ProcessAncestor> out;
   int64_t pid = getppid();
   while (pid > 1 && out.size() < max) {
-    ProcessAncestor a;
-    a.pid = pid;
-    int64_t ppid = 0;
-    if (!ReadProcessStat(pid, ppid, a.name, a.start_ticks)) break;
-    out.push_back(std::move(a));
-    pid = ppid;
+    std::optional<store::ProcessStat> st = store::ReadProcessStat(pid);
+    if (!st) break;
+    out.push_back(ProcessAncestor{pid, st->start_ticks, std::move(st->name)});
+    pid = st->ppid;
   }
   return out;
 }
