@@ -101,7 +101,7 @@ void JobCheckDatabase(const std::string& db, const std::string& key, const std::
 
   int rc = 0;
   std::string err;
-  const std::string text = testutil::Query(db, {"runs"}, &rc, &err);
+  const std::string text = testutil::Query(db, {"runs", "--width", "0"}, &rc, &err);
   CHECK(rc == 0);
   CHECK(text.find("job " + key + ", rank 1 of 3") != std::string::npos);
   const auto listed = nlohmann::json::parse(testutil::Query(db, {"runs", "--format", "json"}, &rc));
@@ -115,7 +115,7 @@ void JobCheckDatabase(const std::string& db, const std::string& key, const std::
     REQUIRE(rows.size() == 3);
     for (size_t i = 0; i < rows.size(); ++i) CHECK(rows[i].at("rank") == std::to_string(i));
   }
-  const std::string shown = testutil::Query(db, {"show", "job:" + key + "/r=2"}, &rc, &err);
+  const std::string shown = testutil::Query(db, {"show", "job:" + key + "/r=2", "--width", "0"}, &rc, &err);
   INFO(err);
   CHECK(rc == 0);
   CHECK(shown.find("cct-test-variant.r2") != std::string::npos);
@@ -190,11 +190,12 @@ TEST_CASE("cct-record -o DIR/: one database per node locally; per-rank files and
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const std::string file = dir / ("shared/" + host + ".r" + std::to_string(rank) + ".db");
+    // Before this test reads it (a reader makes the lock file).
+    CHECK_FALSE(std::filesystem::exists(file + "-lock"));
+    CHECK_FALSE(std::filesystem::exists(file + ".spool"));
     const auto runs = JobRuns(file);
     REQUIRE(runs.size() == 1);
     CHECK(runs[0].launcher->rank == rank);
-    CHECK_FALSE(std::filesystem::exists(file + "-lock"));
-    CHECK_FALSE(std::filesystem::exists(file + ".spool"));
     size_t notes = 0;
     for (size_t at = r.err.find("network file system (NFS)"); at != std::string::npos;
          at = r.err.find("network file system (NFS)", at + 1))
@@ -211,8 +212,8 @@ TEST_CASE("cct-record -o DIR/: one database per node locally; per-rank files and
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("network file system (Lustre)") != std::string::npos);
-  CHECK(JobRuns(dir / "one.db").size() == 1);
   CHECK_FALSE(std::filesystem::exists(dir / "one.db-lock"));
+  CHECK(JobRuns(dir / "one.db").size() == 1);
   // A malformed hook value: cct-record's own error, nothing run.
   env["CCT_RECORD_FAKE_FSTYPE"] = "lustre";
   r = Run(JobRecord(dir / "two.db", 0), env);
