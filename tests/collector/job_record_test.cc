@@ -1,13 +1,16 @@
 // cct-record under a (fake) parallel launcher: each "rank" is a separate
 // cct-record process given the variables Slurm's srun or Open MPI's mpirun
 // would set, all recording into one database or one directory. No real MPI
-// (the 4-rank Open MPI test is tests/aggregate's).
+// (the 4-rank Open MPI test is with cct-aggregate's).
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "store/database.h"
 #include "store/run_meta.h"
