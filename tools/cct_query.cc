@@ -48,7 +48,9 @@ std::string Usage() {
 RUN selects a run: an id, latest, latest~N, a run name (latest and a name mean
 the process cct-record started, not its children), RUN/all (every process of
 that recording: reports show their total), tag:KEY=VALUE (a group: reports
-show the mean per run), PATH:RUN for another database; RUN@iter=K (one
+show the mean per run), job:ID (the ranks of a parallel job, a group;
+job:ID/r=N one rank, job:ID/all every process of every rank, latest-job the
+newest job), PATH:RUN for another database; RUN@iter=K (one
 iteration, from 1), RUN@iter=K..J (their sum), RUN@iter=median (by -m);
 RUN@t=A..B a time window of the trace (--trace; seconds from its start, or
 ms/us/ns; A.. and ..B open), RUN@range=NAME#K the K-th instance of NVTX

@@ -18,6 +18,7 @@
 #include "collector/core/config.h"
 #include "collector/cpu/symbol_cache.h"
 #include "collector/gpu/gpu_probe.h"
+#include "record/output.h"
 #include "record/record.h"
 #include "record/spool.h"
 #include "store/database.h"
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
   visible.add_options()
       ("help,h", "show this help")
       ("version", "show the version")
-      ("output,o", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
+      ("output,o", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db); DIR/ (a trailing "
+                                             "slash, or an existing directory): DIR/HOST.db, one per node")
       ("name", po::value<std::string>(), "run name (default: the program's file name)")
       ("tag", po::value<std::vector<std::string>>(), "KEY=VALUE tag on every run (repeatable)")
       ("clock", po::value<std::string>()->default_value("cpu"), "cpu: thread CPU time (metric cputime); "
@@ -130,7 +132,6 @@ int main(int argc, char** argv) {
   if (program.empty()) cli::Fail(kTool, "no program given (usage: cct-record [OPTIONS] -- PROGRAM [ARGS...])", kExitOwnError);
 
   collector::CollectorConfig config;
-  config.db_path = record::AbsolutePath(store::DefaultDatabasePath(vm.count("output") ? vm["output"].as<std::string>() : ""));
   const std::string clock = vm["clock"].as<std::string>();
   if (clock != "cpu" && clock != "wall") cli::Fail(kTool, "--clock must be cpu or wall, not '" + clock + "'", kExitOwnError);
   config.clock = clock == "wall" ? collector::SampleClock::kWall : collector::SampleClock::kCpu;
@@ -237,14 +238,29 @@ int main(int argc, char** argv) {
     if (!mode.ok()) cli::Fail(kTool, mode.status(), kExitOwnError);
     db_mode = *mode;
   }
+  // Where the runs go (record/output.h), decided once the options are
+  // known good: -o DIR/ makes DIR.
+  std::string launch_entry;  // CCT_RECORD_LAUNCH=ID when the launcher names no job
+  const std::optional<store::LauncherRank> launcher = record::LaunchIdentity(launch_entry);
+  // A trailing slash says "directory": AbsolutePath keeps it.
+  const std::string output =
+      record::AbsolutePath(store::DefaultDatabasePath(vm.count("output") ? vm["output"].as<std::string>() : ""));
+  auto plan = record::PlanOutput(output, launcher, store::HostName(), [](const std::string& dir) {
+    return record::NetworkFsOf(dir, [](const char* n) -> const char* { return getenv(n); });
+  });
+  if (!plan.ok()) cli::Fail(kTool, plan.status(), kExitOwnError);
+  config.db_path = plan->db_path;
   // A damaged page LMDB asserts on, or faults on, while storing: one line
   // and cct-record's own status, not an abort. A program still running gets
   // its PDEATHSIG; its run files stay in the spool for the next cct-record.
   store::FaultGuard guard(kTool, config.db_path, kExitOwnError);
-  auto db = store::Database::Open(config.db_path, store::Database::Mode::kWrite, db_mode);
+  auto db = store::Database::Open(config.db_path, plan->alone ? store::Database::Mode::kWriteAlone : store::Database::Mode::kWrite,
+                                  db_mode);
   if (!db.ok()) cli::Fail(kTool, db.status(), kExitOwnError);
+  // One line per job, not one per rank.
+  if (!plan->notice.empty() && (!launcher || launcher->rank == 0)) std::cerr << kTool << ": note: " << plan->notice << '\n';
   // Runs of processes that outlived an earlier recording into this file.
-  if (auto st = record::GatherAbandoned(**db, config.db_path, std::cerr); !st.ok())
+  if (auto st = record::GatherAbandoned(**db, config.db_path, std::cerr, plan->spool_root); !st.ok())
     std::cerr << kTool << ": cannot gather earlier runs: " << st.message() << '\n';
   if (config.gpu != collector::GpuTracing::kOff && config.gpu_adapter.empty()) {
     // One line here rather than one per process: is there a driver and a GPU?
@@ -263,10 +279,11 @@ int main(int argc, char** argv) {
   int exit_status = 0;
   for (int r = 0; r < repeat; ++r) {
     config.session = record::RandomSession();
-    auto spool = record::Spool::Create(config.db_path, config.session);
+    auto spool = record::Spool::Create(config.db_path, config.session, plan->spool_root);
     if (!spool.ok()) cli::Fail(kTool, spool.status(), kExitOwnError);
     config.spool_dir = spool->dir();
-    const std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
+    std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
+    if (!launch_entry.empty()) env.push_back(launch_entry);
 
     // The processes write run files; they reach the database here, every
     // checkpoint interval while the program runs and once after it.
@@ -295,8 +312,8 @@ int main(int argc, char** argv) {
       cli::Fail(kTool, program[0] + ": " + (not_found ? "command not found" : std::strerror(res.exec_errno)),
                 not_found ? kExitNotFound : kExitCannotExecute);
     }
-    record::Summarize(config.db_path, config.session, res.pid, res.status,
-                      record::DescribeChild(config, program, res), reported, std::cerr);
+    record::Summarize(**db, config.session, res.pid, res.status, record::DescribeChild(config, program, res, launcher),
+                      reported, std::cerr);
     if (WIFEXITED(res.status)) exit_status = WEXITSTATUS(res.status);
     else if (WIFSIGNALED(res.status)) exit_status = 128 + WTERMSIG(res.status);
     if (exit_status != 0) break;

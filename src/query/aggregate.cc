@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "cct/tree_ops.h"
@@ -140,11 +141,33 @@ cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cc
 }
 
 cct::Result<Units> ProfileUnits(const Profile& profile) {
-  if (!profile.selector.is_invocation()) return ThreadUnits(profile.tree);
+  // A job's ranks (job:ID, job:ID/all; not one rank's processes): a unit per
+  // rank, its processes' trees merged.
+  const bool ranks = profile.selector.is_job() && !profile.selector.rank;
+  if (!profile.selector.is_invocation() && !ranks) return ThreadUnits(profile.tree);
   if (profile.run_trees.size() != profile.runs.size())
     return cct::Status(cct::ErrorCode::kInternal, "the processes' trees were not kept (LoadOptions::keep_run_trees)");
   std::vector<Unit> units;
   std::vector<const cct::Tree*> trees;
+  if (ranks) {
+    std::map<int64_t, std::vector<size_t>> by_rank;
+    for (size_t i = 0; i < profile.runs.size(); ++i)
+      by_rank[profile.runs[i].launcher ? profile.runs[i].launcher->rank : -1].push_back(i);
+    std::vector<cct::Tree> merged;
+    merged.reserve(by_rank.size());  // `trees` points into it
+    for (const auto& [rank, runs] : by_rank) {
+      units.push_back(Unit{Unit::Kind::kRank, std::to_string(rank)});
+      if (runs.size() == 1) {
+        trees.push_back(&profile.run_trees[runs.front()]);
+        continue;
+      }
+      merged.emplace_back();
+      for (size_t i : runs)
+        CCT_RETURN_IF_ERROR(cct::MergeInto(merged.back(), profile.run_trees[i]).WithContext(RunLabel(profile.runs[i])));
+      trees.push_back(&merged.back());
+    }
+    return TreeUnits(std::move(units), trees, /*fold_threads=*/true);
+  }
   for (size_t i = 0; i < profile.runs.size(); ++i) {
     const store::RunMeta& run = profile.runs[i];
     if (run.launcher && run.launcher->rank >= 0)

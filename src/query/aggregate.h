@@ -54,9 +54,10 @@ Units ThreadUnits(const cct::Tree& tree);
 // threads align by name). Errors: a metric registered with two units.
 cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cct::Tree*>& trees, bool fold_threads);
 
-// The units of a loaded profile: an invocation's processes (ranks when the
-// launcher gave them one, else runs; needs LoadOptions::keep_run_trees), else
-// the threads of its tree.
+// The units of a loaded profile: a job's ranks (job:ID, job:ID/all: each
+// rank's processes merged), an invocation's processes (ranks when the
+// launcher gave them one, else runs), both needing
+// LoadOptions::keep_run_trees; else the threads of its tree.
 cct::Result<Units> ProfileUnits(const Profile& profile);
 
 // Calls f(u, values) for each unit u in order, `values` being unit u's

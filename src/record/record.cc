@@ -203,15 +203,32 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
 }
 
 ChildRun DescribeChild(const collector::CollectorConfig& config, const std::vector<std::string>& program,
-                       const ChildResult& result) {
+                       const ChildResult& result, const std::optional<store::LauncherRank>& launcher) {
   ChildRun what;
   what.command = program;
   if (!config.keep_args) collector::MaskSecretArguments(what.command);
-  what.name = collector::RunName(config.name, what.command);
+  what.name = collector::RunName(config.name, what.command, launcher);
   what.tags = config.tags;
   what.start_time_ns = result.start_time_ns;
   what.duration_ns = result.duration_ns;
   return what;
+}
+
+std::optional<store::LauncherRank> LaunchIdentity(std::string& launch_entry) {
+  launch_entry.clear();
+  const auto env = [](const char* n) -> const char* {
+    // An outer recording's fallback is not this launch's.
+    return std::string_view(n) == collector::kLaunchVariable ? nullptr : getenv(n);
+  };
+  const std::string host = store::HostName();
+  std::optional<store::LauncherRank> launcher = collector::LauncherRankFrom(env, host);
+  if (!launcher || !launcher->job_id.empty()) return launcher;
+  const std::string id = collector::LaunchProcessId(host, collector::ProcessAncestors());
+  if (id.empty()) return launcher;
+  launch_entry = std::string(collector::kLaunchVariable) + "=" + id;
+  launcher->job_id = id;
+  launcher->job_source = collector::kLaunchJobSource;
+  return launcher;
 }
 
 void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,
@@ -221,7 +238,13 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
     out << kTool << ": cannot read back the runs: " << db.status().message() << '\n';
     return;
   }
-  auto runs = (*db)->ListRuns();
+  Summarize(**db, session, child, status, what, reported, out);
+}
+
+void Summarize(store::Database& db, const std::string& session, pid_t child, int status, const ChildRun& what,
+               std::set<store::RunId>& reported, std::ostream& out) {
+  const std::string& db_path = db.path();
+  auto runs = db.ListRuns();
   if (!runs.ok()) {
     out << kTool << ": cannot read back the runs: " << runs.status().message() << '\n';
     return;
@@ -250,7 +273,7 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
       changed = true;
     }
     if (changed) {
-      if (auto st = (*db)->UpdateMeta(m); !st.ok())
+      if (auto st = db.UpdateMeta(m); !st.ok())
         out << kTool << ": cannot update run " << m.id << ": " << st.message() << '\n';
     }
     const auto d = [&](const char* k) {
@@ -309,7 +332,7 @@ void Summarize(const std::string& db_path, const std::string& session, pid_t chi
     m.state = store::RunState::kCrashed;
     const std::string how = "was killed by signal " + std::to_string(*m.term_signal);
     cct::Tree empty;
-    if (auto st = (*db)->CreateRun(m, &empty); !st.ok()) {
+    if (auto st = db.CreateRun(m, &empty); !st.ok()) {
       out << kTool << ": the program " << how << " without a profile, and storing its run failed: " << st.message()
           << '\n';
       return;

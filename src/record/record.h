@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -22,6 +23,10 @@
 #include "cct/status.h"
 #include "collector/core/config.h"
 #include "store/run_meta.h"
+
+namespace store {
+class Database;
+}
 
 namespace record {
 
@@ -85,8 +90,18 @@ struct ChildRun {
 // The program as its collector would have named and described it: `config`'s
 // name (else the program's base name) and tags, its command line masked
 // unless keep_args, and the times RunProgram measured.
+// With a launcher rank R, the name ends in ".rR" as the collector's does.
 ChildRun DescribeChild(const collector::CollectorConfig& config, const std::vector<std::string>& program,
-                       const ChildResult& result);
+                       const ChildResult& result,
+                       const std::optional<store::LauncherRank>& launcher = std::nullopt);
+
+// cct-record's place in a parallel launch: collector::LauncherRankFrom over
+// its environment, nullopt outside one. When the launcher names no job
+// (MPICH Hydra), the job id is the launcher process's
+// (collector::LaunchProcessId) and `launch_entry` receives
+// "CCT_RECORD_LAUNCH=ID" for the program's environment, so its collector
+// records the same; else "".
+std::optional<store::LauncherRank> LaunchIdentity(std::string& launch_entry);
 
 // The recording's runs (those of `session` not yet in `reported`), fixed up
 // where a process could not write its own end (killed with SIGKILL; `child`
@@ -97,6 +112,10 @@ ChildRun DescribeChild(const collector::CollectorConfig& config, const std::vect
 // no_profile), so every program killed is in the database. (One that ended
 // by itself without a run had its collector decline and say why.)
 void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,
+               std::set<store::RunId>& reported, std::ostream& out);
+// The same on a database cct-record holds open (one opened without LMDB's
+// lock file must not be opened twice).
+void Summarize(store::Database& db, const std::string& session, pid_t child, int status, const ChildRun& what,
                std::set<store::RunId>& reported, std::ostream& out);
 
 }  // namespace record

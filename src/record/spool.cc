@@ -53,8 +53,19 @@ bool OwnerAlive(const std::string& dir) {
 
 std::string SpoolRoot(const std::string& db_path) { return db_path + ".spool"; }
 
-cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& session) {
-  const std::string root = SpoolRoot(db_path);
+cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& session,
+                                 const std::string& given_root) {
+  const std::string root = given_root.empty() ? SpoolRoot(db_path) : given_root;
+  if (!given_root.empty()) {
+    // TMPDIR/cctdb-spool-UID/NAME-HASH: the levels above the root.
+    const std::string user_dir = root.substr(0, root.rfind('/'));
+    if (mkdir(user_dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return cct::IoError("cannot make " + user_dir + ": " + std::strerror(errno));
+    // A shared /tmp: only a directory of ours, not another user's or a link.
+    struct stat st {};
+    if (lstat(user_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+      return cct::IoError(user_dir + " is not a directory of this user's; remove it or set TMPDIR");
+  }
   const std::string dir = root + "/" + session;
   // Recorders into the same database start and finish side by side. The
   // directory is made under a dot name, given its owner file, then renamed:
@@ -215,8 +226,9 @@ bool Spool::RemoveIfEmpty() const {
   return true;
 }
 
-cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out) {
-  const std::string root = SpoolRoot(db_path);
+cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out,
+                            const std::string& given_root) {
+  const std::string root = given_root.empty() ? SpoolRoot(db_path) : given_root;
   DIR* d = opendir(root.c_str());
   if (!d) return cct::Status::Ok();
   std::vector<std::string> dirs;

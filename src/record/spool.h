@@ -45,7 +45,10 @@ class Spool {
   // without its owner. Safe against recorders into the same database
   // starting and finishing (removing an empty DB.spool) at the same time. A
   // recorder killed between the two steps leaves its dot directory behind.
-  static cct::Result<Spool> Create(const std::string& db_path, const std::string& session);
+  // `root` replaces DB.spool when given (record/output.h: node-local
+  // storage for a database on a network file system); made when missing.
+  static cct::Result<Spool> Create(const std::string& db_path, const std::string& session,
+                                   const std::string& root = "");
   // A spool directory someone else made (for gathering abandoned ones).
   static Spool Existing(std::string dir) { return Spool(std::move(dir)); }
 
@@ -89,6 +92,8 @@ class Spool {
 // "unowned" one of processes preloaded without cct-record), one line on
 // `out` when it stored anything. Directories of live recordings are left
 // alone.
-cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out);
+// `root` replaces DB.spool as in Spool::Create.
+cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out,
+                            const std::string& root = "");
 
 }  // namespace record

@@ -19,6 +19,9 @@ std::string IsoUtc(int64_t ns);
 std::string Tags(const std::map<std::string, std::string>& tags);
 // "signal N" or "exit N" for a run that ended so, else empty.
 std::string Outcome(const store::RunMeta& r);
+// "job 1234.0, rank 3 of 4" for a rank of a parallel job ("rank 3 of 4"
+// without a job id), "" for other runs.
+std::string JobText(const store::RunMeta& r);
 // The words joined by spaces, quoted where the shell would need it.
 std::string Joined(const std::vector<std::string>& v);
 

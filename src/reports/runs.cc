@@ -64,6 +64,15 @@ std::string Joined(const std::vector<std::string>& v) {
   return s;
 }
 
+std::string JobText(const RunMeta& r) {
+  if (!r.launcher) return "";
+  const store::LauncherRank& l = *r.launcher;
+  std::string s = "rank " + std::to_string(l.rank);
+  if (l.size >= 0) s += " of " + std::to_string(l.size);
+  if (!l.JobKey().empty()) s = "job " + l.JobKey() + ", " + s;
+  return s;
+}
+
 namespace {
 
 // Per run: how many of its ancestors (parent_run links) are in `runs`.
@@ -99,6 +108,14 @@ void WriteRunJson(output::JsonWriter& w, const RunMeta& r, store::RunId root) {
   r.term_signal ? w.Int(*r.term_signal) : w.Null();
   w.FieldInt("parent_run", r.parent_run).FieldInt("root_run", root);
   w.FieldInt("nodes", static_cast<long long>(r.node_count));
+  if (r.launcher) {
+    const store::LauncherRank& l = *r.launcher;
+    w.Key("launcher").BeginObject();
+    w.FieldInt("rank", l.rank).FieldInt("size", l.size).FieldInt("local_rank", l.local_rank);
+    w.Field("job", l.JobKey()).Field("job_id", l.job_id).Field("step", l.step);
+    w.Field("node_name", l.node_name).FieldInt("node_index", l.node_index).Field("source", l.source);
+    w.EndObject();
+  }
   w.EndObject();
 }
 
@@ -125,6 +142,8 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
         if (depth[i] > 0) label = std::string(2 * (depth[i] - 1), ' ') + (opt.ascii ? "`- " : "└ ") + label;
         const std::string tags = Tags(r.tags);
         if (!tags.empty()) label += "  " + tags;
+        // The root of a rank's invocation says its job; its children repeat it.
+        if (r.launcher && depth[i] == 0) label += "  (" + JobText(r) + ")";
         table.AddRow({std::to_string(r.id), std::string(store::RunStateName(store::EffectiveState(r))),
                       LocalTime(r.start_time_ns),
                       r.duration_ns > 0 ? output::FormatValue(static_cast<double>(r.duration_ns), cct::Unit::kNanoseconds, opt.ascii) : "-",
@@ -143,13 +162,15 @@ Status WriteRunsReport(const std::vector<RunMeta>& runs, const std::string& db_p
       break;
     }
     case OutputFormat::kCsv: {
-      out << "id,name,state,start_time,duration,exit_code,term_signal,nodes,tags,parent_run,root_run\n";
+      out << "id,name,state,start_time,duration,exit_code,term_signal,nodes,tags,parent_run,root_run,job,rank\n";
       for (const RunMeta& r : runs) {
         out << r.id << ',' << output::CsvField(r.name) << ',' << store::RunStateName(store::EffectiveState(r)) << ','
             << IsoUtc(r.start_time_ns) << ',' << output::NumberText(static_cast<double>(r.duration_ns) / 1e9) << ','
             << (r.exit_code ? std::to_string(*r.exit_code) : "") << ','
             << (r.term_signal ? std::to_string(*r.term_signal) : "") << ',' << r.node_count << ','
-            << output::CsvField(Tags(r.tags)) << ',' << r.parent_run << ',' << root_of(r) << '\n';
+            << output::CsvField(Tags(r.tags)) << ',' << r.parent_run << ',' << root_of(r) << ','
+            << output::CsvField(r.launcher ? r.launcher->JobKey() : "") << ','
+            << (r.launcher ? std::to_string(r.launcher->rank) : "") << '\n';
       }
       break;
     }

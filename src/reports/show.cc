@@ -148,6 +148,14 @@ Status WriteShowReport(query::Profile& profile, const ReportOptions& opt, std::o
       if (l.size >= 0) s += " of " + std::to_string(l.size);
       if (l.local_rank >= 0) s += ", local rank " + std::to_string(l.local_rank);
       row("launcher", s + " (" + l.source + ")");
+      if (!l.job_id.empty()) {
+        std::string job = l.job_id;
+        if (!l.step.empty()) job += ", step " + l.step;
+        row("job", job + " (" + l.job_source + "; select with job:" + l.JobKey() + ")");
+      }
+      std::string node = l.node_name;
+      if (l.node_index >= 0) node += (node.empty() ? "" : ", ") + std::string("node ") + std::to_string(l.node_index);
+      row("node", node);
     }
     row("user", r.user);
     row("executable", r.executable);

@@ -73,7 +73,10 @@ std::string DefaultDatabasePath(const std::string& explicit_path) {
 Result<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode, unsigned file_mode) {
   const OpenDeadline deadline;
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbEnv> env,
-                       LmdbEnv::Open(path, mode == Mode::kWrite ? LmdbEnv::Mode::kReadWrite : LmdbEnv::Mode::kReadOnly,
+                       LmdbEnv::Open(path,
+                                     mode == Mode::kWrite        ? LmdbEnv::Mode::kReadWrite
+                                     : mode == Mode::kWriteAlone ? LmdbEnv::Mode::kReadWriteAlone
+                                                                 : LmdbEnv::Mode::kReadOnly,
                                      file_mode));
   std::unique_ptr<Database> db(new Database(std::move(env)));
   CCT_RETURN_IF_ERROR(db->Init(mode));
@@ -82,7 +85,7 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode m
 
 Status Database::Init(Mode mode) {
   const std::string& p = env_->path();
-  const bool write = mode == Mode::kWrite;
+  const bool write = mode != Mode::kRead;
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(write));
   CCT_ASSIGN_OR_RETURN(std::optional<Dbi> meta, txn->OpenDb("meta", false));
   if (!meta) {

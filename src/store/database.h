@@ -36,7 +36,9 @@ std::string DefaultDatabasePath(const std::string& explicit_path = "");
 
 class Database {
  public:
-  enum class Mode { kRead, kWrite };
+  // kWriteAlone: kWrite for a file no other process opens meanwhile, without
+  // LMDB's lock file (a network file system, where it cannot work).
+  enum class Mode { kRead, kWrite, kWriteAlone };
   // kWrite creates the file when absent, with permissions `file_mode`.
   static cct::Result<std::unique_ptr<Database>> Open(const std::string& path, Mode mode,
                                                      unsigned file_mode = kDatabaseFileMode);

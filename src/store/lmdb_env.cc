@@ -178,7 +178,7 @@ void OnLmdbAssert(MDB_env*, const char* message) { ReportLmdbAssert(message); }
 }  // namespace
 
 Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mode, unsigned file_mode) {
-  const bool writable = mode == Mode::kReadWrite;
+  const bool writable = mode != Mode::kReadOnly;
   Status check = CheckFile(path, /*allow_empty=*/writable);
   if (!check.ok() && !(writable && check.code() == ErrorCode::kNotFound)) return check;
 
@@ -192,6 +192,7 @@ Result<std::unique_ptr<LmdbEnv>> LmdbEnv::Open(const std::string& path, Mode mod
   mdb_env_set_mapsize(env->env_, env->map_size_);
   unsigned flags = MDB_NOSUBDIR | MDB_NOTLS;
   if (!writable) flags |= MDB_RDONLY;
+  if (mode == Mode::kReadWriteAlone) flags |= MDB_NOLOCK;
   rc = mdb_env_open(env->env_, path.c_str(), flags, static_cast<mdb_mode_t>(file_mode));
   if (rc == EACCES && !writable) {
     // A read-only directory has no room for the lock file: read without one.

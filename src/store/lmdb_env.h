@@ -45,7 +45,10 @@ inline constexpr unsigned kDatabaseFileMode = 0600;
 
 class LmdbEnv {
  public:
-  enum class Mode { kReadOnly, kReadWrite };
+  // kReadWriteAlone: kReadWrite without LMDB's lock file (MDB_NOLOCK), for
+  // a file only this process opens, on a network file system where the lock
+  // file's shared memory and locks do not work (record/output.h).
+  enum class Mode { kReadOnly, kReadWrite, kReadWriteAlone };
   // Opens (kReadWrite: creating if absent, with permissions `file_mode`,
   // for the data and the lock file) the environment at `path`.
   static cct::Result<std::unique_ptr<LmdbEnv>> Open(const std::string& path, Mode mode,

@@ -114,8 +114,13 @@ nlohmann::json RunMeta::ToJson() const {
   if (launcher) {
     nlohmann::json l = {{"source", launcher->source}};
     for (const auto& [k, v] : {std::pair<const char*, int64_t>{"rank", launcher->rank}, {"size", launcher->size},
-                               {"local_rank", launcher->local_rank}})
+                               {"local_rank", launcher->local_rank}, {"node_index", launcher->node_index}})
       if (v >= 0) l[k] = v;
+    // Written only when known, like the numbers: older readers ignore them.
+    for (const auto& [k, v] : {std::pair<const char*, const std::string*>{"job_id", &launcher->job_id},
+                               {"step", &launcher->step}, {"job_source", &launcher->job_source},
+                               {"node_name", &launcher->node_name}})
+      if (!v->empty()) l[k] = *v;
     j["launcher"] = std::move(l);
   }
   return j;
@@ -157,7 +162,9 @@ cct::Result<RunMeta> RunMeta::FromJson(const nlohmann::json& j) {
   if (auto it = j.find("launcher"); ok && it != j.end() && it->is_object()) {
     LauncherRank l;
     ok = Read(*it, "rank", l.rank) && Read(*it, "size", l.size) && Read(*it, "local_rank", l.local_rank) &&
-         Read(*it, "source", l.source);
+         Read(*it, "source", l.source) && Read(*it, "job_id", l.job_id) && Read(*it, "step", l.step) &&
+         Read(*it, "job_source", l.job_source) && Read(*it, "node_name", l.node_name) &&
+         Read(*it, "node_index", l.node_index);
     m.launcher = l;
   }
   if (!ok) return cct::Corrupt("run record has a field of the wrong type");
@@ -176,33 +183,46 @@ cct::Result<RunMeta> RunMeta::FromJson(const nlohmann::json& j) {
   return m;
 }
 
+std::string LauncherRank::JobKey() const {
+  if (job_id.empty()) return "";
+  return step.empty() ? job_id : job_id + "." + step;
+}
+
 std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "";
   return buf;
 }
 
-uint64_t ProcessStartTicks(int64_t pid) {
+std::optional<ProcessStat> ReadProcessStat(int64_t pid) {
   auto text = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat", 4096);
-  if (!text.ok()) return 0;
+  if (!text.ok()) return std::nullopt;
   const std::string& line = *text;
-  // Field 22 (starttime) follows the parenthesised command name, which may
-  // itself contain spaces and parentheses: count from the last ')'.
-  size_t i = line.rfind(')');
-  if (i == std::string::npos) return 0;
-  ++i;
+  // The command name is parenthesised and may itself contain spaces and
+  // parentheses: fields count from the last ')'.
+  const size_t open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  ProcessStat st;
+  st.name = line.substr(open + 1, close - open - 1);
+  size_t i = close + 1;
   for (int field = 3; field <= 22; ++field) {
     while (i < line.size() && line[i] == ' ') ++i;
     const size_t start = i;
     while (i < line.size() && line[i] != ' ' && line[i] != '\n') ++i;
-    if (start == i) return 0;
-    if (field == 22) {
-      uint64_t v = 0;
-      const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, v);
-      return ec == std::errc() && end == line.data() + i ? v : 0;
-    }
+    if (start == i) return std::nullopt;
+    if (field != 4 && field != 22) continue;
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(line.data() + start, line.data() + i, v);
+    if (ec != std::errc() || end != line.data() + i) return std::nullopt;
+    if (field == 4) st.ppid = static_cast<int64_t>(v);
+    else st.start_ticks = v;
   }
-  return 0;
+  return st;
+}
+
+uint64_t ProcessStartTicks(int64_t pid) {
+  const std::optional<ProcessStat> st = ReadProcessStat(pid);
+  return st ? st->start_ticks : 0;
 }
 
 RunState EffectiveState(const RunMeta& meta) {
@@ -247,6 +267,10 @@ size_t CutToLimits(RunMeta& m) {
   for (std::string& a : m.command) limit(a, kMaxValueBytes);
   for (std::string& c : m.compiler) limit(c, kMaxValueBytes);
   for (ModuleInfo& mod : m.modules) limit(mod.path, kMaxValueBytes);
+  if (m.launcher)
+    for (std::string* s : {&m.launcher->source, &m.launcher->job_id, &m.launcher->step, &m.launcher->job_source,
+                           &m.launcher->node_name})
+      limit(*s, kMaxJobIdBytes);
   for (std::string* s : {&m.source, &m.cwd, &m.host, &m.cpu_model, &m.gpu_model, &m.driver_version, &m.cuda_version,
                          &m.collector_version, &m.git_commit, &m.user, &m.executable, &m.executable_build_id,
                          &m.kernel, &m.os, &m.glibc, &m.iteration_regex})

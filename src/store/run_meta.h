@@ -57,15 +57,27 @@ struct ModuleInfo {
   bool operator==(const ModuleInfo&) const = default;
 };
 
-// The rank a parallel launcher (MPI, Slurm, Flux, torchrun) gave the
-// process, from its environment variables. -1: not set.
+// The rank a parallel launcher (MPI, Slurm, Flux, PALS, torchrun) gave the
+// process, and the job (one launch) it belongs to, from its environment
+// variables (collector/core/run_info.h LauncherRankFrom lists them). -1 and
+// "": not set; runs stored before these fields existed read as unset.
 struct LauncherRank {
   int64_t rank = -1;
   int64_t size = -1;
   int64_t local_rank = -1;
-  std::string source;  // the variable the rank came from: "PMIX_RANK", "SLURM_PROCID", ...
+  std::string source;      // the variable the rank came from: "PMIX_RANK", "SLURM_PROCID", ...
+  std::string job_id;      // the launch's job: "1234" (Slurm), a PMIx namespace, ...; "" unknown
+  std::string step;        // the Slurm step inside job_id ("0"); "" when the launcher has none
+  std::string job_source;  // the variable job_id came from ("SLURM_JOB_ID", ...), or "launcher process"
+  std::string node_name;   // the node as the launcher names it (SLURMD_NODENAME), else the host name
+  int64_t node_index = -1; // the node's index in the job (SLURM_NODEID, PALS_NODEID)
   bool operator==(const LauncherRank&) const = default;
+  // What `job:ID` matches: job_id, with ".STEP" when there is a step; "" without a job.
+  std::string JobKey() const;
 };
+// The longest job id, step, node name or source a run record keeps (longer
+// ones are cut, see CutToLimits) and a job:ID selector accepts.
+inline constexpr size_t kMaxJobIdBytes = 1024;
 std::string_view RunStateName(RunState s);  // "recording", "complete", "crashed"
 
 struct RunMeta {
@@ -128,5 +140,13 @@ RunState EffectiveState(const RunMeta& meta);
 // This machine's host name, and the start time of a process (0 if unknown).
 std::string HostName();
 uint64_t ProcessStartTicks(int64_t pid);
+// What /proc/PID/stat says of a process: its parent, command name (comm)
+// and start time; nullopt when it is gone or the file is malformed.
+struct ProcessStat {
+  int64_t ppid = 0;
+  std::string name;
+  uint64_t start_ticks = 0;
+};
+std::optional<ProcessStat> ReadProcessStat(int64_t pid);
 
 }  // namespace store

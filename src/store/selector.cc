@@ -4,8 +4,12 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
+#include <set>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
+
+#include "cct/text.h"
 
 namespace store {
 
@@ -24,6 +28,10 @@ bool IsFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
+
+// A selector as error messages quote it: a hostile 100 KB one stays one
+// readable line.
+std::string Shown(const std::string& text) { return cct::CutToBytes(text, 200); }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -116,7 +124,7 @@ Result<RunSelector> ParseSelector(std::string_view text, const std::string& defa
     if (text.empty()) return InvalidArgument("selector '" + sel.text + "' names no run before @iter=");
   }
 
-  if (text.substr(0, 4) != "tag:") {
+  if (text.substr(0, 4) != "tag:" && text.substr(0, 4) != "job:") {
     if (const size_t colon = text.find(':'); colon != std::string_view::npos && colon > 0) {
       const std::string prefix(text.substr(0, colon));
       if (IsFile(prefix) || EndsWith(prefix, ".db")) {
@@ -132,13 +140,34 @@ Result<RunSelector> ParseSelector(std::string_view text, const std::string& defa
     sel.all_processes = true;
     if (text.empty()) return InvalidArgument("selector '" + sel.text + "' names no run before /all");
     if (text.substr(0, 4) == "tag:")
-      return InvalidArgument("bad selector '" + sel.text +
-                             "': /all follows one run (ID, latest, latest~N or NAME), not a tag group");
+      return InvalidArgument("bad selector '" + Shown(sel.text) +
+                             "': /all follows one run (ID, latest, latest~N or NAME) or a job, not a tag group");
     if (sel.iteration)
       return InvalidArgument("bad selector '" + sel.text +
                              "': @iter= selects iterations of one run, not of every process of an invocation");
   }
 
+  if (text.substr(0, 4) == "job:" || text == "latest-job" || text.substr(0, 11) == "latest-job/") {
+    sel.kind = RunSelector::Kind::kJob;
+    if (const size_t r = text.rfind("/r="); r != std::string_view::npos) {
+      uint32_t rank = 0;
+      if (!ParseU32(text.substr(r + 3), rank))
+        return InvalidArgument("bad rank '" + Shown(std::string(text.substr(r + 3))) + "' in '" + Shown(sel.text) +
+                               "' (expected job:ID/r=N, N a rank from 0)");
+      sel.rank = rank;
+      text = text.substr(0, r);
+    }
+    if (text == "latest-job") return sel;
+    if (text.substr(0, 4) != "job:")
+      return InvalidArgument("bad selector '" + Shown(sel.text) + "' (expected latest-job, latest-job/r=N or latest-job/all)");
+    sel.job = std::string(text.substr(4));
+    if (sel.job.empty())
+      return InvalidArgument("bad selector '" + Shown(sel.text) + "': job: names no job (expected job:ID, e.g. job:1234)");
+    if (sel.job.size() > kMaxJobIdBytes)
+      return InvalidArgument("bad selector: its job id is " + std::to_string(sel.job.size()) + " bytes long (at most " +
+                             std::to_string(kMaxJobIdBytes) + ")");
+    return sel;
+  }
   if (text.substr(0, 4) == "tag:") {
     const std::string_view kv = text.substr(4);
     const size_t eq = kv.find('=');
@@ -233,6 +262,76 @@ Invocations Analyze(const std::vector<RunMeta>& runs) {
   return inv;
 }
 
+// Each invocation's root process run (the newest image the root process
+// exec'd), oldest invocation first.
+std::vector<size_t> InvocationRootRuns(const std::vector<RunMeta>& runs, const Invocations& inv) {
+  std::unordered_map<RunId, size_t> newest;  // invocation root → index of its root-process run
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (inv.root_process[i]) newest[inv.root[i]] = i;
+  std::vector<size_t> out;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (inv.root[i] == runs[i].id) {
+      auto it = newest.find(runs[i].id);
+      if (it != newest.end()) out.push_back(it->second);
+    }
+  return out;
+}
+
+// "1234.0 (4 ranks), 77 (2 ranks)": the jobs among `roots`, newest last.
+std::string DescribeJobs(const std::vector<RunMeta>& runs, const std::vector<size_t>& roots) {
+  std::vector<std::pair<std::string, std::set<int64_t>>> jobs;  // in order of first appearance
+  std::unordered_map<std::string, size_t> at;
+  for (size_t i : roots) {
+    const std::string key = runs[i].launcher ? runs[i].launcher->JobKey() : "";
+    if (key.empty()) continue;
+    auto [it, fresh] = at.emplace(key, jobs.size());
+    if (fresh) jobs.emplace_back(key, std::set<int64_t>{});
+    jobs[it->second].second.insert(runs[i].launcher->rank);
+  }
+  if (jobs.empty()) return "the database holds no runs of a parallel job";
+  std::string out = "jobs: ";
+  const size_t start = jobs.size() > 12 ? jobs.size() - 12 : 0;
+  for (size_t j = start; j < jobs.size(); ++j)
+    out += (j > start ? ", " : "") + cct::CutToBytes(jobs[j].first, 80) + " (" + std::to_string(jobs[j].second.size()) +
+           (jobs[j].second.size() == 1 ? " rank)" : " ranks)");
+  return out;
+}
+
+// job:ID, latest-job and their /r=N: the root-process run of each rank's
+// invocation (the newest one per rank), ordered by rank.
+Result<std::vector<RunMeta>> SelectJob(const std::vector<RunMeta>& runs, const Invocations& inv, const RunSelector& sel,
+                                       const std::string& db_path) {
+  const std::vector<size_t> roots = InvocationRootRuns(runs, inv);
+  auto key_of = [&](size_t i) { return runs[i].launcher ? runs[i].launcher->JobKey() : std::string(); };
+  // The job: the newest one matching (job:1234 may name several steps).
+  std::string key;
+  for (size_t k = roots.size(); k-- > 0 && key.empty();) {
+    const std::string have = key_of(roots[k]);
+    if (!have.empty() && (sel.job.empty() || have == sel.job || runs[roots[k]].launcher->job_id == sel.job)) key = have;
+  }
+  const std::string what = sel.job.empty() ? std::string("latest-job") : "job " + cct::CutToBytes(sel.job, 200);
+  if (key.empty())
+    return cct::NotFound("no run of " + what + " in " + db_path + "; " + DescribeJobs(runs, roots));
+  std::map<int64_t, size_t> by_rank;  // rank → its newest invocation's run
+  for (size_t i : roots)
+    if (key_of(i) == key) by_rank[runs[i].launcher->rank] = i;
+  std::vector<RunMeta> out;
+  for (const auto& [rank, i] : by_rank)
+    if (!sel.rank || rank == *sel.rank) out.push_back(runs[i]);
+  if (out.empty()) {
+    std::string ranks;
+    if (by_rank.size() > 16) {
+      ranks = std::to_string(by_rank.size()) + " from " + std::to_string(by_rank.begin()->first) + " to " +
+              std::to_string(by_rank.rbegin()->first);
+    } else {
+      for (const auto& [rank, i] : by_rank) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    return cct::NotFound("job " + cct::CutToBytes(key, 200) + " in " + db_path + " has no rank " +
+                         std::to_string(*sel.rank) + " (its ranks: " + ranks + ")");
+  }
+  return out;
+}
+
 }  // namespace
 
 RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs) {
@@ -279,17 +378,23 @@ Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
         if (t != r.tags.end() && t->second == sel.tag_value) out.push_back(r);
       }
       break;
+    case RunSelector::Kind::kJob: {
+      CCT_ASSIGN_OR_RETURN(out, SelectJob(runs, inv, sel, db.path()));
+      break;
+    }
   }
   if (out.empty())
-    return cct::NotFound("no run matches '" + sel.text + "' in " + db.path() + "; runs: " + DescribeRuns(runs));
+    return cct::NotFound("no run matches '" + cct::CutToBytes(sel.text, 200) + "' in " + db.path() +
+                         "; runs: " + DescribeRuns(runs));
   if (sel.all_processes) {
-    // Every run whose invocation root is that of the selected run.
-    RunId root = 0;
+    // Every run whose invocation root is that of a selected run.
+    std::unordered_map<RunId, char> selected, roots;
+    for (const RunMeta& r : out) selected.emplace(r.id, 1);
     for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i].id == out.front().id) root = inv.root[i];
+      if (selected.count(runs[i].id)) roots.emplace(inv.root[i], 1);
     out.clear();
     for (size_t i = 0; i < runs.size(); ++i)
-      if (inv.root[i] == root) out.push_back(runs[i]);
+      if (roots.count(inv.root[i])) out.push_back(runs[i]);
   }
   return out;
 }

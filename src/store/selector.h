@@ -5,6 +5,10 @@
 //   NAME          the newest invocation with a name   baseline
 //   SEL/all       every process of SEL's invocation   job/all, latest/all, 7/all
 //   tag:K=V       every run with that tag     tag:commit=abc123 (a group)
+//   job:ID        the ranks of a parallel job (a group)   job:1234, job:1234.0
+//   job:ID/r=N    rank N of the job           job:1234/r=3
+//   job:ID/all    every process of every rank of the job
+//   latest-job    the newest job (also latest-job/r=N, latest-job/all)
 //   PATH:SEL      SEL in another database     old.db:latest, ../a.db:tag:k=v
 //   SEL@iter=K    one iteration of a run      latest@iter=3, 5@iter=2..4, 5@iter=median
 //   SEL@t=A..B    a time window of the trace  5@t=0.3..0.5, 5@t=1500ms.., 5@t=..250us
@@ -20,6 +24,13 @@
 // exec'd — not the newest child; a NAME only children carry selects the
 // newest such child. SEL/all (SEL an ID, latest, latest~N or NAME) selects
 // every run of the invocation SEL's run belongs to: reports total them.
+//
+// A job is one launch of a parallel program (store/run_meta.h
+// LauncherRank): its ranks are the invocations whose root run names the job,
+// one per rank (the newest when a rank has several, --repeat), ordered by
+// rank. job:ID matches the job id with its step (1234.0) or without it
+// (1234: the newest step of that job). job:ID/r=N/all is every process of
+// rank N's invocation.
 //
 // PATH is recognised when the text before the first ':' names an existing
 // file or ends in ".db". Parsing is pure; SelectRuns reads run metadata.
@@ -55,13 +66,15 @@ struct TimeWindowSpec {
 std::optional<int64_t> ParseDuration(std::string_view text);
 
 struct RunSelector {
-  enum class Kind { kId, kLatest, kName, kTag };
+  enum class Kind { kId, kLatest, kName, kTag, kJob };
   std::string text;     // as the user wrote it
   std::string db_path;  // the database it refers to
   Kind kind = Kind::kLatest;
   RunId id = 0;
   uint32_t back = 0;  // latest~back
   std::string name, tag_key, tag_value;
+  std::string job;              // job:ID's ID; "" for latest-job
+  std::optional<int64_t> rank;  // job:ID/r=N
   std::optional<IterationSpec> iteration;
   std::optional<TimeWindowSpec> window;  // @t= or @range=
   bool all_processes = false;  // SEL/all: every run of the invocation
@@ -69,8 +82,11 @@ struct RunSelector {
   // Values of part of a run (@iter=, @t=, @range=) on its whole tree: the
   // nodes the part did not touch hold zeros (reports hide them).
   bool selects_part() const { return iteration.has_value() || window.has_value(); }
-  // A tag group: repeated runs, averaged by reports.
-  bool is_group() const { return kind == Kind::kTag; }
+  // A group: a tag's repeated runs, or a job's ranks (job:ID without /r=N),
+  // averaged by reports.
+  bool is_group() const { return kind == Kind::kTag || (kind == Kind::kJob && !rank && !all_processes); }
+  // job:ID, latest-job and their /r=N, /all forms.
+  bool is_job() const { return kind == Kind::kJob; }
   // SEL/all: the processes of one invocation, totalled by reports.
   bool is_invocation() const { return all_processes; }
 };

@@ -82,7 +82,11 @@ store::RunMeta Meta() {
   m.root_run = 1;
   m.compiler = {"GCC: 12"};
   m.modules = {store::ModuleInfo{"/bin/app", "abcd"}};
-  m.launcher = store::LauncherRank{3, 8, 1, "PMIX_RANK"};
+  m.launcher = store::LauncherRank{};
+  m.launcher->rank = 3;
+  m.launcher->size = 8;
+  m.launcher->local_rank = 1;
+  m.launcher->source = "PMIX_RANK";
   m.iteration_regex = "step";
   *m.extra = {{"k", {1, 2}}};
   return m;

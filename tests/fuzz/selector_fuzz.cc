@@ -1,6 +1,6 @@
 // Fuzz target: run selectors (store/selector.h), as typed on every command
-// line, parsed and then resolved against a small database of three runs
-// (two with tags, a forked child). What parses is consistent with its kind
+// line, parsed and then resolved against a small database of five runs
+// (two with tags, a forked child, two ranks of a job). What parses is consistent with its kind
 // (a time window, @t= or @range=, is well-formed and excludes @iter=),
 // and what resolves is a set of distinct runs, oldest first, that match it.
 #include <set>
@@ -24,6 +24,17 @@ store::Database& Db() {
       meta.start_time_ns = 1000 + i;
       if (i < 2) meta.tags["commit"] = i == 0 ? "abc" : "def";
       if (i == 2) meta.parent_run = meta.root_run = 2;
+      if (!(*d)->CreateRun(meta).ok()) std::abort();
+    }
+    // Job 4242 step 0: ranks 1 and 0, recorded in that order.
+    for (int rank : {1, 0}) {
+      store::RunMeta meta;
+      meta.name = "app.r" + std::to_string(rank);
+      meta.state = store::RunState::kComplete;
+      meta.launcher = store::LauncherRank{};
+      meta.launcher->rank = rank;
+      meta.launcher->job_id = "4242";
+      meta.launcher->step = "0";
       if (!(*d)->CreateRun(meta).ok()) std::abort();
     }
     return std::move(*d);
@@ -64,7 +75,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto runs = store::SelectRuns(db, *sel);
   if (!runs.ok()) return 0;
   FUZZ_CHECK(!runs->empty());
-  for (size_t i = 1; i < runs->size(); ++i) FUZZ_CHECK((*runs)[i - 1].id < (*runs)[i].id);
+  // A job's ranks come in rank order (each rank once); everything else oldest first.
+  if (sel->is_job() && !sel->all_processes)
+    for (size_t i = 1; i < runs->size(); ++i) FUZZ_CHECK((*runs)[i - 1].launcher->rank < (*runs)[i].launcher->rank);
+  else
+    for (size_t i = 1; i < runs->size(); ++i) FUZZ_CHECK((*runs)[i - 1].id < (*runs)[i].id);
+  if (sel->is_job())
+    for (const store::RunMeta& r : *runs) FUZZ_CHECK(r.launcher && (!sel->rank || r.launcher->rank == *sel->rank));
   if (sel->kind == store::RunSelector::Kind::kId && !sel->all_processes)
     FUZZ_CHECK(runs->size() == 1 && runs->front().id == sel->id);
   if (sel->kind == store::RunSelector::Kind::kTag)

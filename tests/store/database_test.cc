@@ -778,7 +778,10 @@ TEST_CASE("run records: format version 2 fields round trip; wrong types are corr
   m.glibc = "2.36";
   m.modules = {{"/opt/app", "0123abcd"}, {"/lib/libc.so.6", ""}};
   m.process_cpu_ns = 1234567;
-  m.launcher = store::LauncherRank{3, 8, -1, "PMIX_RANK"};
+  m.launcher = store::LauncherRank{};
+  m.launcher->rank = 3;
+  m.launcher->size = 8;
+  m.launcher->source = "PMIX_RANK";
   auto back = RunMeta::FromJson(m.ToJson());
   REQUIRE(back.ok());
   CHECK(back->root_run == 4);

@@ -90,8 +90,8 @@ _cct_db() {
   printf '%s' "$db"
 }
 
-# Run selectors of the database: ids, names, latest, latest~1 and the tags
-# as tag:KEY=VALUE.
+# Run selectors of the database: ids, names, latest, latest~1, the tags
+# as tag:KEY=VALUE and the parallel jobs as job:ID (and latest-job).
 _cct_selectors() {
   local db
   db=$(_cct_db)
@@ -106,8 +106,9 @@ _cct_selectors() {
       tags = $col["tags"]; gsub(/^"|"$/, "", tags)
       n = split(tags, kv, / /)
       for (j = 1; j <= n; j++) if (kv[j] ~ /=/) tagset["tag:" kv[j]] = 1
+      job = ("job" in col) ? $col["job"] : ""; gsub(/^"|"$/, "", job); if (job != "") jobs["job:" job] = 1
     }
-    END { for (n in names) print n; for (t in tagset) print t }'
+    END { for (n in names) print n; for (t in tagset) print t; for (j in jobs) { print j; any = 1 } if (any) print "latest-job" }'
 }
 
 # Whether the word at index I is the value of the option before it.

@@ -70,7 +70,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
       fresh.cpu_model = CpuModel();
       fresh.os = OperatingSystem();
     }
-    fresh.launcher = LauncherRankFrom([](const char* n) -> const char* { return getenv(n); });
+    fresh.launcher = LauncherRankFrom([](const char* n) -> const char* { return getenv(n); }, fresh.host);
     fresh.git_commit = GitCommit(fresh.cwd);
     fresh.modules = RunModules();
     if (!fresh.modules.empty()) {
@@ -89,7 +89,7 @@ void FillMeta(store::RunMeta& m, const store::RunMeta* inherit) {
   m.start_time_ns = inherit ? rt->child_start_ns : Now(CLOCK_REALTIME);
   m.command = ProcessCommandLine();
   if (!rt->config.keep_args) MaskSecretArguments(m.command);
-  m.name = RunName(rt->config.name, m.command);
+  m.name = RunName(rt->config.name, m.command, m.launcher);
   m.collector_version = CCTDB_VERSION;
   m.tags = rt->config.tags;
   m.env = RecordedEnvironment(environ);

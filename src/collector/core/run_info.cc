@@ -150,9 +150,11 @@ bool SecretName(std::string_view name) {
   return n.size() >= 4 ? n.ends_with("_KEY") : n == "KEY";
 }
 
-std::string RunName(const std::string& configured, const std::vector<std::string>& command) {
-  if (!configured.empty() || command.empty()) return configured;
-  return std::string(cct::BaseName(command.front()));
+std::string RunName(const std::string& configured, const std::vector<std::string>& command,
+                    const std::optional<store::LauncherRank>& launcher) {
+  std::string name = !configured.empty() || command.empty() ? configured : std::string(cct::BaseName(command.front()));
+  if (!name.empty() && launcher && launcher->rank >= 0) name += ".r" + std::to_string(launcher->rank);
+  return name;
 }
 
 size_t MaskSecretArguments(std::vector<std::string>& argv) {
@@ -486,20 +488,34 @@ int64_t ProcessCpuNs() {
   return ns(ru.ru_utime) + ns(ru.ru_stime);
 }
 
-std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const char*(const char*)>& env) {
+std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const char*(const char*)>& env,
+                                                    const std::string& host) {
   struct Launcher {
     const char* rank;
     std::vector<const char*> size, local;
   };
   static const Launcher kLaunchers[] = {
       {"PMIX_RANK", {"PMIX_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"},
-       {"PMIX_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}},
-      {"PMI_RANK", {"PMI_SIZE", "SLURM_NTASKS"}, {"MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"}},
-      {"OMPI_COMM_WORLD_RANK", {"OMPI_COMM_WORLD_SIZE"}, {"OMPI_COMM_WORLD_LOCAL_RANK"}},
+       {"PMIX_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_NODE_RANK", "MPI_LOCALRANKID",
+        "SLURM_LOCALID"}},
+      {"PMI_RANK", {"PMI_SIZE", "SLURM_NTASKS"}, {"MPI_LOCALRANKID", "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "SLURM_LOCALID"}},
+      {"OMPI_COMM_WORLD_RANK", {"OMPI_COMM_WORLD_SIZE"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_NODE_RANK"}},
       {"MV2_COMM_WORLD_RANK", {"MV2_COMM_WORLD_SIZE"}, {"MV2_COMM_WORLD_LOCAL_RANK"}},
+      {"PALS_RANKID", {"PALS_SIZE", "PMI_SIZE"}, {"PALS_LOCAL_RANKID"}},
       {"FLUX_TASK_RANK", {"FLUX_JOB_SIZE"}, {"FLUX_TASK_LOCAL_ID"}},
       {"SLURM_PROCID", {"SLURM_NTASKS", "SLURM_NPROCS"}, {"SLURM_LOCALID"}},
       {"RANK", {"WORLD_SIZE"}, {"LOCAL_RANK"}},
+  };
+  // The job, most specific launcher first: a resource manager's job (with
+  // Slurm's step, one srun) or an MPI launcher's own id names one launch; a
+  // batch job's id (PBS, LSF) is shared by every launch inside the batch
+  // job, so it comes after them.
+  static const char* const kJobVariables[] = {"SLURM_JOB_ID", "FLUX_JOB_ID", "PALS_APID", "PMIX_NAMESPACE",
+                                              "OMPI_MCA_ess_base_jobid", "MPIRUN_ID", "PBS_JOBID", "LSB_JOBID",
+                                              kLaunchVariable};
+  auto text = [&](const char* name) -> std::string {
+    const char* v = env(name);
+    return v ? std::string(v) : std::string();
   };
   auto number = [&](const char* name) -> int64_t {
     const char* v = env(name);
@@ -518,9 +534,47 @@ std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const ch
       if ((r.size = number(n)) >= 0) break;
     for (const char* n : l.local)
       if ((r.local_rank = number(n)) >= 0) break;
+    for (const char* n : kJobVariables) {
+      r.job_id = text(n);
+      if (r.job_id.empty()) continue;
+      r.job_source = std::string_view(n) == kLaunchVariable ? kLaunchJobSource : n;
+      // Only Slurm's numeric steps: the batch script's own step has none
+      // worth naming.
+      if (std::string_view(n) == "SLURM_JOB_ID" && number("SLURM_STEP_ID") >= 0) r.step = text("SLURM_STEP_ID");
+      break;
+    }
+    r.node_name = text("SLURMD_NODENAME");
+    if (r.node_name.empty()) r.node_name = host;
+    for (const char* n : {"SLURM_NODEID", "PALS_NODEID"})
+      if ((r.node_index = number(n)) >= 0) break;
     return r;
   }
   return std::nullopt;
+}
+
+std::vector<ProcessAncestor> ProcessAncestors(size_t max) {
+  std::vector<ProcessAncestor> out;
+  int64_t pid = getppid();
+  while (pid > 1 && out.size() < max) {
+    std::optional<store::ProcessStat> st = store::ReadProcessStat(pid);
+    if (!st) break;
+    out.push_back(ProcessAncestor{pid, st->start_ticks, std::move(st->name)});
+    pid = st->ppid;
+  }
+  return out;
+}
+
+std::string LaunchProcessId(const std::string& host, const std::vector<ProcessAncestor>& ancestors) {
+  if (ancestors.empty()) return "";
+  const ProcessAncestor* launcher = &ancestors.front();
+  for (const ProcessAncestor& a : ancestors) {
+    const std::string_view n = a.name;
+    if (n == "hydra_pmi_proxy" || n == "orted" || n == "prted" || StartsWith(n, "mpiexec") || StartsWith(n, "mpirun")) {
+      launcher = &a;
+      break;
+    }
+  }
+  return "launch-" + host + "-" + std::to_string(launcher->pid) + "-" + std::to_string(launcher->start_ticks);
 }
 
 }  // namespace collector

@@ -43,8 +43,10 @@ inline constexpr std::string_view kMasked = "***";
 // random-looking value is kept: commit hashes and checksums on command
 // lines are what makes a run reproducible. Returns how many were masked.
 size_t MaskSecretArguments(std::vector<std::string>& argv);
-// A run's name: `configured` (--name), else the command's base name.
-std::string RunName(const std::string& configured, const std::vector<std::string>& command);
+// A run's name: `configured` (--name), else the command's base name; with a
+// launcher rank R, followed by ".rR" (app.r0, app.r1, ...).
+std::string RunName(const std::string& configured, const std::vector<std::string>& command,
+                    const std::optional<store::LauncherRank>& launcher = std::nullopt);
 // The allow-listed, non-secret subset of `environ`-style "NAME=VALUE" entries.
 std::map<std::string, std::string> RecordedEnvironment(const char* const* envp);
 
@@ -115,9 +117,40 @@ int64_t ProcessCpuNs();
 
 // The rank a parallel launcher gave this process, from its variables, the
 // first set in this order: PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK,
-// MV2_COMM_WORLD_RANK, FLUX_TASK_RANK, SLURM_PROCID, RANK (torchrun). Size
-// and local rank come from the same launcher's variables (e.g. SLURM_NTASKS,
-// SLURM_LOCALID). nullopt when none is set to a number.
-std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const char*(const char*)>& env);
+// MV2_COMM_WORLD_RANK, PALS_RANKID, FLUX_TASK_RANK, SLURM_PROCID, RANK
+// (torchrun). Size and local rank come from the same launcher's variables
+// (e.g. SLURM_NTASKS, SLURM_LOCALID). nullopt when none is set to a number.
+//
+// With a rank, the job (one launch; docs/cli.md "Parallel jobs"), the first
+// set in this order: SLURM_JOB_ID (with SLURM_STEP_ID as the step),
+// FLUX_JOB_ID, PALS_APID, PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid,
+// MPIRUN_ID (MVAPICH mpirun_rsh), PBS_JOBID, LSB_JOBID, then
+// kLaunchVariable (cct-record's fallback for launchers that name no job,
+// MPICH Hydra: see LaunchProcessId). The node: SLURMD_NODENAME else `host`;
+// its index from SLURM_NODEID or PALS_NODEID.
+std::optional<store::LauncherRank> LauncherRankFrom(const std::function<const char*(const char*)>& env,
+                                                    const std::string& host = store::HostName());
+
+// The variable through which cct-record hands the collector a job id for
+// launchers that set none (LaunchProcessId).
+inline constexpr const char* kLaunchVariable = "CCT_RECORD_LAUNCH";
+// The job_source of a job id that came from it.
+inline constexpr const char* kLaunchJobSource = "launcher process";
+// A job id for a launch whose launcher names none: the launcher process that
+// started cct-record ("launch-HOST-PID-STARTTICKS"). `ancestors` are the
+// process's ancestors, its parent first. The launcher
+// is the nearest one named like an MPI process manager (hydra_pmi_proxy,
+// mpiexec*, mpirun*, orted, prted), else the parent. All ranks that one
+// proxy started share it, so it is one job per node with MPICH Hydra (one
+// proxy per node) and one per launch on a single node.
+struct ProcessAncestor {
+  int64_t pid = 0;
+  uint64_t start_ticks = 0;  // /proc/PID/stat starttime
+  std::string name;          // /proc/PID/stat comm
+};
+std::string LaunchProcessId(const std::string& host, const std::vector<ProcessAncestor>& ancestors);
+// This process's ancestors for LaunchProcessId, from /proc, parent first (at
+// most `max`, ending before pid 1).
+std::vector<ProcessAncestor> ProcessAncestors(size_t max = 16);
 
 }  // namespace collector
