@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 #include "cct/tree_ops.h"
 
 namespace query {
@@ -140,7 +142,11 @@ cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cc
 }
 
 cct::Result<Units> ProfileUnits(const Profile& profile) {
-  if (!profile.selector.is_invocation()) return ThreadUnits(profile.tree);
+  const bool ranked_group =
+      !profile.selector.is_invocation() && profile.runs.size() > 1 &&
+      std::all_of(profile.runs.begin(), profile.runs.end(),
+                  [](const store::RunMeta& r) { return r.launcher && r.launcher->rank >= 0; });
+  if (!profile.selector.is_invocation() && !ranked_group) return ThreadUnits(profile.tree);
   if (profile.run_trees.size() != profile.runs.size())
     return cct::Status(cct::ErrorCode::kInternal, "the processes' trees were not kept (LoadOptions::keep_run_trees)");
   std::vector<Unit> units;
@@ -154,6 +160,15 @@ cct::Result<Units> ProfileUnits(const Profile& profile) {
     trees.push_back(&profile.run_trees[i]);
   }
   return TreeUnits(std::move(units), trees, /*fold_threads=*/true);
+}
+
+std::optional<std::vector<std::string>> StoredUnitLabels(const store::RunMeta& run) {
+  if (run.source != "aggregate" || !run.extra->contains(std::string(kAggregateUnitsKey))) return std::nullopt;
+  const nlohmann::json& a = (*run.extra)[std::string(kAggregateUnitsKey)];
+  if (!a.is_object() || !a.contains("units") || !a["units"].is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const nlohmann::json& u : a["units"]) out.push_back(u.is_string() ? u.get<std::string>() : u.dump());
+  return out;
 }
 
 void ForEachUnit(const Units& units, const std::function<void(size_t unit, cct::NodeValues& values)>& f) {

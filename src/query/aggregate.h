@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,9 +56,17 @@ Units ThreadUnits(const cct::Tree& tree);
 cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cct::Tree*>& trees, bool fold_threads);
 
 // The units of a loaded profile: an invocation's processes (ranks when the
-// launcher gave them one, else runs; needs LoadOptions::keep_run_trees), else
-// the threads of its tree.
+// launcher gave them one, else runs; needs LoadOptions::keep_run_trees), a
+// group whose runs all carry a launcher rank (an MPI job's ranks, each
+// recorded on its own) as its ranks, else the threads of its tree.
 cct::Result<Units> ProfileUnits(const Profile& profile);
+
+// An aggregate run (cct-aggregate, src/aggregate) stores its statistics as
+// summary metrics (M@mean, M@min, M@max, M@imbalance, M@argmax) and names
+// its units in meta.extra[kAggregateUnitsKey]["units"], in unit order.
+inline constexpr std::string_view kAggregateUnitsKey = "aggregate";
+// Those labels ("rank 3", "run 7 'name'"); nullopt for other runs.
+std::optional<std::vector<std::string>> StoredUnitLabels(const store::RunMeta& run);
 
 // Calls f(u, values) for each unit u in order, `values` being unit u's
 // values on merged's nodes (inclusive, exclusive and derived metrics as

@@ -35,6 +35,14 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   std::vector<MetricId> ids;
   if (AnyAggregation(specs)) {
     CCT_ASSIGN_OR_RETURN(view, AggregateView::Make(profile, specs));
+    // A function's statistics need each unit's own values (the sum of a
+    // function's nodes per unit, then across units); an aggregate run
+    // keeps only per-node statistics.
+    if (view->stored())
+      return cct::InvalidArgument(
+          "top -m METRIC@AGG needs the units' own values, which the aggregate run " +
+          query::RunLabel(profile.runs.front()) +
+          " does not keep: use `tree` on it, or `top` over its input runs (their selectors are in `show`)");
     ids = view->ids();
   } else {
     CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(profile.tree, opt.metrics));
