@@ -74,8 +74,10 @@ cct::Result<Partial> ReduceShare(const std::vector<Input>& inputs, size_t begin,
         status[k] = tree.status();
         return;
       }
-      status[k] = partials[k].AddUnit(*tree).WithContext(inputs[u].label + " (run " +
-                                                         std::to_string(inputs[u].run.id) + ")");
+      const Input& in = inputs[u];
+      const bool rank = in.label.rfind("rank ", 0) == 0;
+      status[k] = partials[k].AddUnit(*tree).WithContext(
+          rank ? in.label + " (" + query::RunLabel(in.run) + ")" : in.label);
       if (!status[k].ok()) return;
     }
   };
@@ -88,8 +90,8 @@ cct::Result<Partial> ReduceShare(const std::vector<Input>& inputs, size_t begin,
   return std::move(partials[0]);
 }
 
-// The node and metric with the largest exclusive imbalance among nodes
-// holding at least 1 % of the metric's total: the summary's headline.
+// The node with the largest exclusive imbalance of the main metric: the
+// summary's headline.
 std::string TopImbalance(const cct::Tree& agg, const std::vector<std::string>& labels) {
   const cct::MetricRegistry& reg = agg.metrics();
   cct::MetricId base = cct::kNoMetric;
@@ -106,10 +108,13 @@ std::string TopImbalance(const cct::Tree& agg, const std::vector<std::string>& l
   const std::vector<double>& sum = values.Exclusive(base);
   const std::vector<double>& ratio = values.Exclusive(imb);
   const std::vector<double>& where = values.Exclusive(at);
-  const double total = values.Total(base);
+  // Nodes holding at least 1 % of the largest node's own time: a few
+  // samples' worth of noise elsewhere would show large ratios.
+  double largest = 0;
+  for (cct::NodeId n = 1; n < agg.size(); ++n) largest = std::max(largest, std::fabs(sum[n]));
   cct::NodeId best = cct::kNoNode;
   for (cct::NodeId n = 1; n < agg.size(); ++n)
-    if (std::fabs(sum[n]) >= 0.01 * std::fabs(total) && ratio[n] > 0 && (best == cct::kNoNode || ratio[n] > ratio[best]))
+    if (std::fabs(sum[n]) >= 0.01 * largest && ratio[n] > 0 && (best == cct::kNoNode || ratio[n] > ratio[best]))
       best = n;
   if (best == cct::kNoNode) return "no " + name + " to compare";
   const auto unit = static_cast<size_t>(where[best]);

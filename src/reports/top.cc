@@ -40,9 +40,9 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
     // keeps only per-node statistics.
     if (view->stored())
       return cct::InvalidArgument(
-          "top -m METRIC@AGG needs the units' own values, which the aggregate run " +
-          query::RunLabel(profile.runs.front()) +
-          " does not keep: use `tree` on it, or `top` over its input runs (their selectors are in `show`)");
+          "top -m METRIC@AGG needs each unit's own values, and " + query::RunLabel(profile.runs.front()) +
+          " is an aggregate run, which keeps per-node statistics only: use `tree` on it, or `top` over its "
+          "input runs (`show` lists them)");
     ids = view->ids();
   } else {
     CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(profile.tree, opt.metrics));
