@@ -125,40 +125,38 @@ std::vector<Section> EncodeTree(const Tree& tree, std::vector<NodeId>* stored_id
 namespace {
 
 std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, const std::vector<NodeId>& new_id) {
-  {
-    std::vector<std::pair<NodeId, double>> entries;
-    column.ForEach([&](NodeId n, double v) {
-      if (v != 0 && n < tree.size()) entries.emplace_back(new_id[n], v);
-    });
-    std::sort(entries.begin(), entries.end());
-    // Merge duplicates (a column never has them, but stay exact if it did).
-    size_t k = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (k > 0 && entries[k - 1].first == entries[i].first) entries[k - 1].second += entries[i].second;
-      else entries[k++] = entries[i];
-    }
-    entries.resize(k);
-    ByteWriter w;
-    if (entries.size() * 12 > tree.size() * 8) {
-      std::vector<double> dense(tree.size(), 0.0);
-      for (auto& [n, v] : entries) dense[n] = v;
-      w.U8(kValuesDense);
-      w.U32(static_cast<uint32_t>(tree.size()));
-      w.Array(dense);
-    } else {
-      std::vector<uint32_t> nodes(k);
-      std::vector<double> values(k);
-      for (size_t i = 0; i < k; ++i) {
-        nodes[i] = entries[i].first;
-        values[i] = entries[i].second;
-      }
-      w.U8(kValuesSparse);
-      w.U32(static_cast<uint32_t>(k));
-      w.Array(nodes);
-      w.Array(values);
-    }
-    return w.Take();
+  std::vector<std::pair<NodeId, double>> entries;
+  column.ForEach([&](NodeId n, double v) {
+    if (v != 0 && n < tree.size()) entries.emplace_back(new_id[n], v);
+  });
+  std::sort(entries.begin(), entries.end());
+  // Merge duplicates (a column never has them, but stay exact if it did).
+  size_t k = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (k > 0 && entries[k - 1].first == entries[i].first) entries[k - 1].second += entries[i].second;
+    else entries[k++] = entries[i];
   }
+  entries.resize(k);
+  ByteWriter w;
+  if (entries.size() * 12 > tree.size() * 8) {
+    std::vector<double> dense(tree.size(), 0.0);
+    for (auto& [n, v] : entries) dense[n] = v;
+    w.U8(kValuesDense);
+    w.U32(static_cast<uint32_t>(tree.size()));
+    w.Array(dense);
+  } else {
+    std::vector<uint32_t> nodes(k);
+    std::vector<double> values(k);
+    for (size_t i = 0; i < k; ++i) {
+      nodes[i] = entries[i].first;
+      values[i] = entries[i].second;
+    }
+    w.U8(kValuesSparse);
+    w.U32(static_cast<uint32_t>(k));
+    w.Array(nodes);
+    w.Array(values);
+  }
+  return w.Take();
 }
 
 Status DecodeStrings(std::string_view payload, cct::StringTable& strings) {

@@ -96,12 +96,15 @@ TEST_CASE("summary metrics: stored inclusive values, codec round trip, no summin
   CHECK(!merged.ok());
   CHECK(merged.message().find("summary statistic") != std::string::npos);
   cct::Tree f = t;
-  CHECK(!f.metrics().Define("x=cputime@max*2").ok());
+  const auto defined = f.metrics().Define("x={cputime@max}*2");
+  CHECK(!defined.ok());
   cct::MetricDesc bad;
   bad.name = "y";
   bad.kind = cct::MetricKind::kDerived;
-  bad.formula = "cputime@max";
-  CHECK(!f.metrics().Register(bad).ok());
+  bad.formula = "{cputime@max} + {cputime}";
+  const auto registered = f.metrics().Register(bad);
+  REQUIRE(!registered.ok());
+  CHECK(registered.status().message().find("summary statistic") != std::string::npos);
 
   // Folding keeps the values of nodes that stay, drops a folded node's.
   cct::Tree lines = t;
