@@ -27,7 +27,7 @@ double Seconds(Clock::time_point since) { return std::chrono::duration<double>(C
 struct Input {
   std::string db_path;
   store::RunMeta run;
-  std::string label;  // "rank 3", "run 7 'name'"
+  std::string label;  // "run 7 'name'"
 };
 
 std::string CanonicalPath(const std::string& path) {
@@ -36,12 +36,47 @@ std::string CanonicalPath(const std::string& path) {
   return ec ? path : p.string();
 }
 
-// One unit's tree as the reports show it: source lines and threads folded.
-cct::Result<cct::Tree> ReadUnit(store::Database& db, const Input& in) {
-  CCT_ASSIGN_OR_RETURN(cct::Tree t, db.ReadTree(in.run.id));
-  if (cct::HasKind(t, cct::FrameKind::kLine)) t = cct::FoldKind(t, cct::FrameKind::kLine);
-  if (cct::HasKind(t, cct::FrameKind::kThread)) t = cct::FoldKind(t, cct::FrameKind::kThread);
-  return t;
+// A unit: one rank (its runs, several when the selection holds a rank's
+// child processes too: job:ID/all), or one run.
+struct UnitRuns {
+  std::string label;
+  std::vector<size_t> inputs;
+};
+
+// The units of the inputs: when every run has a launcher rank, one per rank
+// in rank order, its runs merged (as query::ProfileUnits forms a job's
+// ranks); else one per run, in selection order.
+std::vector<UnitRuns> FormUnits(const std::vector<Input>& inputs) {
+  std::vector<UnitRuns> units;
+  const bool ranks = std::all_of(inputs.begin(), inputs.end(),
+                                 [](const Input& i) { return i.run.launcher && i.run.launcher->rank >= 0; });
+  if (!ranks) {
+    for (size_t i = 0; i < inputs.size(); ++i) units.push_back(UnitRuns{inputs[i].label, {i}});
+    return units;
+  }
+  std::map<int64_t, std::vector<size_t>> by_rank;
+  for (size_t i = 0; i < inputs.size(); ++i) by_rank[inputs[i].run.launcher->rank].push_back(i);
+  for (const auto& rank_runs : by_rank)
+    units.push_back(UnitRuns{"rank " + std::to_string(rank_runs.first), rank_runs.second});
+  return units;
+}
+
+// One unit's tree as the reports show it: source lines and threads folded,
+// its runs merged.
+cct::Result<cct::Tree> ReadUnit(std::map<std::string, std::unique_ptr<store::Database>>& dbs,
+                                const std::vector<Input>& inputs, const UnitRuns& unit) {
+  cct::Tree out;
+  for (size_t k = 0; k < unit.inputs.size(); ++k) {
+    const Input& in = inputs[unit.inputs[k]];
+    auto read = dbs.at(in.db_path)->ReadTree(in.run.id);
+    if (!read.ok()) return read.status().WithContext(query::RunLabel(in.run));
+    cct::Tree t = std::move(*read);
+    if (cct::HasKind(t, cct::FrameKind::kLine)) t = cct::FoldKind(t, cct::FrameKind::kLine);
+    if (cct::HasKind(t, cct::FrameKind::kThread)) t = cct::FoldKind(t, cct::FrameKind::kThread);
+    if (unit.inputs.size() == 1) return t;
+    CCT_RETURN_IF_ERROR(cct::MergeInto(out, t, 1.0).WithContext(query::RunLabel(in.run)));
+  }
+  return out;
 }
 
 // Combines partials[0..n) pairwise, in unit order, each level's pairs on
@@ -59,7 +94,8 @@ cct::Status CombinePairwise(std::vector<Partial>& partials) {
 }
 
 // Units [begin, end) reduced by `threads` threads into one partial.
-cct::Result<Partial> ReduceShare(const std::vector<Input>& inputs, size_t begin, size_t end, unsigned threads,
+cct::Result<Partial> ReduceShare(const std::vector<Input>& inputs, const std::vector<UnitRuns>& units, size_t begin,
+                                 size_t end, unsigned threads,
                                  std::map<std::string, std::unique_ptr<store::Database>>& dbs) {
   const size_t n = end - begin;
   const size_t t = std::max<size_t>(1, std::min<size_t>(threads, n));
@@ -69,15 +105,12 @@ cct::Result<Partial> ReduceShare(const std::vector<Input>& inputs, size_t begin,
   auto work = [&](size_t k) {
     const size_t from = begin + k * n / t, to = begin + (k + 1) * n / t;
     for (size_t u = from; u < to; ++u) {
-      auto tree = ReadUnit(*dbs.at(inputs[u].db_path), inputs[u]);
+      auto tree = ReadUnit(dbs, inputs, units[u]);
       if (!tree.ok()) {
-        status[k] = tree.status();
+        status[k] = tree.status().WithContext(units[u].label);
         return;
       }
-      const Input& in = inputs[u];
-      const bool rank = in.label.rfind("rank ", 0) == 0;
-      status[k] = partials[k].AddUnit(*tree).WithContext(
-          rank ? in.label + " (" + query::RunLabel(in.run) + ")" : in.label);
+      status[k] = partials[k].AddUnit(*tree).WithContext(units[u].label);
       if (!status[k].ok()) return;
     }
   };
@@ -124,11 +157,12 @@ std::string TopImbalance(const cct::Tree& agg, const std::vector<std::string>& l
          "', max on " + (unit < labels.size() ? labels[unit] : "unit " + std::to_string(unit));
 }
 
-std::string DescribeUnits(const std::vector<Input>& inputs) {
-  bool ranks = std::all_of(inputs.begin(), inputs.end(),
-                           [](const Input& i) { return i.run.launcher && i.run.launcher->rank >= 0; });
-  return std::to_string(inputs.size()) + (ranks ? (inputs.size() == 1 ? " rank" : " ranks")
-                                                : (inputs.size() == 1 ? " run" : " runs"));
+std::string DescribeUnits(const std::vector<UnitRuns>& units, size_t runs) {
+  const bool ranks = !units.empty() && units.front().label.rfind("rank ", 0) == 0;
+  std::string s = std::to_string(units.size()) + (ranks ? (units.size() == 1 ? " rank" : " ranks")
+                                                        : (units.size() == 1 ? " run" : " runs"));
+  if (ranks && runs != units.size()) s += " (" + std::to_string(runs) + " runs)";
+  return s;
 }
 
 }  // namespace
@@ -150,8 +184,7 @@ cct::Result<AggregateResult> AggregateRuns(const AggregateRequest& request, Tran
     CCT_ASSIGN_OR_RETURN(const std::vector<store::RunMeta> runs, store::SelectRuns(*dbs[sel.db_path], sel));
     for (const store::RunMeta& run : runs) {
       Input in{sel.db_path, run, ""};
-      in.label = run.launcher && run.launcher->rank >= 0 ? "rank " + std::to_string(run.launcher->rank)
-                                                         : query::RunLabel(run);
+      in.label = query::RunLabel(run);
       inputs.push_back(std::move(in));
     }
   }
@@ -165,12 +198,13 @@ cct::Result<AggregateResult> AggregateRuns(const AggregateRequest& request, Tran
 
   // This rank's share, reduced with threads; then the ranks' binary tree.
   const Clock::time_point reduce_start = Clock::now();
-  const size_t n = inputs.size();
+  const std::vector<UnitRuns> units = FormUnits(inputs);
+  const size_t n = units.size();
   const int ranks = transport.size(), me = transport.rank();
   const size_t begin = static_cast<size_t>(me) * n / ranks, end = static_cast<size_t>(me + 1) * n / ranks;
   const unsigned threads = request.threads ? request.threads : std::max(1u, std::thread::hardware_concurrency());
   cct::Result<Partial> mine = Partial(begin);
-  if (begin < end) mine = ReduceShare(inputs, begin, end, threads, dbs);
+  if (begin < end) mine = ReduceShare(inputs, units, begin, end, threads, dbs);
   if (!transport.AllOk(mine.ok())) {
     if (!mine.ok()) {
       if (own_failure) *own_failure = true;
@@ -204,7 +238,7 @@ cct::Result<AggregateResult> AggregateRuns(const AggregateRequest& request, Tran
   result.nodes = tree.size();
 
   std::vector<std::string> labels;
-  for (const Input& in : inputs) labels.push_back(in.label);
+  for (const UnitRuns& u : units) labels.push_back(u.label);
   store::RunMeta meta;
   std::string sels;
   for (const std::string& s : request.selectors) sels += (sels.empty() ? "" : " ") + s;
@@ -220,14 +254,13 @@ cct::Result<AggregateResult> AggregateRuns(const AggregateRequest& request, Tran
   }
   meta.start_time_ns = first;
   meta.duration_ns = last - first;
-  nlohmann::json units = nlohmann::json::array(), sources = nlohmann::json::array();
+  nlohmann::json sources = nlohmann::json::array();
   for (const Input& in : inputs) {
-    units.push_back(in.label);
     nlohmann::json s = {{"db", in.db_path}, {"run", in.run.id}};
     if (in.run.extra->contains("run_key")) s["run_key"] = (*in.run.extra)["run_key"];
     sources.push_back(std::move(s));
   }
-  (*meta.extra)[std::string(query::kAggregateUnitsKey)] = {{"units", std::move(units)}, {"inputs", std::move(sources)},
+  (*meta.extra)[std::string(query::kAggregateUnitsKey)] = {{"units", labels}, {"inputs", std::move(sources)},
                                                            {"selectors", request.selectors}};
   const std::string headline = TopImbalance(tree, labels);
   if (!request.dry_run) {
@@ -240,7 +273,7 @@ cct::Result<AggregateResult> AggregateRuns(const AggregateRequest& request, Tran
   std::snprintf(secs, sizeof secs, "%.2f", result.total_s);
   result.summary = (request.dry_run ? std::string("would store") : "run " + std::to_string(result.id)) + " '" +
                    meta.name + "'" + (request.dry_run ? "" : " in " + out_db) + ": aggregate of " +
-                   DescribeUnits(inputs) + " (" + transport.Describe() + ", " + std::to_string(threads) +
+                   DescribeUnits(units, inputs.size()) + " (" + transport.Describe() + ", " + std::to_string(threads) +
                    " thread" + (threads == 1 ? "" : "s") + " each), " + std::to_string(result.nodes) +
                    " nodes, in " + secs + " s; " + headline + "\n";
   return result;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -151,6 +152,26 @@ cct::Result<Units> ProfileUnits(const Profile& profile) {
     return cct::Status(cct::ErrorCode::kInternal, "the processes' trees were not kept (LoadOptions::keep_run_trees)");
   std::vector<Unit> units;
   std::vector<const cct::Tree*> trees;
+  if (ranked_group) {
+    // A unit per rank, in rank order, a rank's runs merged (what
+    // cct-aggregate forms, src/aggregate/job.cc).
+    std::map<int64_t, std::vector<size_t>> by_rank;
+    for (size_t i = 0; i < profile.runs.size(); ++i) by_rank[profile.runs[i].launcher->rank].push_back(i);
+    std::vector<cct::Tree> merged;
+    merged.reserve(by_rank.size());  // `trees` points into it
+    for (const auto& rank_runs : by_rank) {
+      units.push_back(Unit{Unit::Kind::kRank, std::to_string(rank_runs.first)});
+      if (rank_runs.second.size() == 1) {
+        trees.push_back(&profile.run_trees[rank_runs.second.front()]);
+        continue;
+      }
+      merged.emplace_back();
+      for (size_t i : rank_runs.second)
+        CCT_RETURN_IF_ERROR(cct::MergeInto(merged.back(), profile.run_trees[i]).WithContext(RunLabel(profile.runs[i])));
+      trees.push_back(&merged.back());
+    }
+    return TreeUnits(std::move(units), trees, /*fold_threads=*/true);
+  }
   for (size_t i = 0; i < profile.runs.size(); ++i) {
     const store::RunMeta& run = profile.runs[i];
     if (run.launcher && run.launcher->rank >= 0)

@@ -309,3 +309,33 @@ TEST_CASE("cct-merge: per-rank databases into one, run by run; twice changes not
   CHECK(AggTool("cct-merge", {out}).exit_code == 2);
   CHECK(AggTool("cct-merge", {out, dir / "missing.db"}).exit_code == 2);
 }
+
+TEST_CASE("cct-aggregate: a rank's several runs (its child processes) are one unit, as tree -m METRIC@AGG has it") {
+  testutil::TempDir dir;
+  const std::string db = dir / "job.db";
+  // Rank 1 twice (a parent and its child process): its compute is 200 + 200
+  // ms, the largest; the ranks are stored out of order.
+  for (int r : {2, 1, 0, 1}) AggStoreRank(db, r, 3, "5");
+  auto agg = AggTool("cct-aggregate", {"-d", db, "tag:job=5", "--threads", "2"});
+  REQUIRE_MESSAGE(agg.exit_code == 0, agg.err);
+  CHECK_MESSAGE(agg.out.find("aggregate of 3 ranks (4 runs)") != std::string::npos, agg.out);
+  const std::vector<std::string> metrics{"cputime@mean", "cputime@max", "cputime@imbalance"};
+  const auto stored = AggTreeJson(db, std::to_string(AggLastRun(db)), metrics);
+  const auto computed = AggTreeJson(db, "tag:job=5", metrics);
+  // compute: 100, 400, 300 ms by rank: mean 800/3, max at rank 1.
+  const nlohmann::json& c = stored.at("/main/compute")["inclusive"];
+  CHECK(c["cputime@mean"].get<double>() == doctest::Approx(0.8 / 3));
+  CHECK(c["cputime@imbalance"].get<double>() == doctest::Approx(0.4 / (0.8 / 3)));
+  CHECK(c["cputime@imbalance_at"] == "rank 1");
+  REQUIRE(stored.size() == computed.size());
+  for (const auto& pn : computed) {
+    CAPTURE(pn.first);
+    for (const char* side : {"inclusive", "exclusive"})
+      for (const std::string& m : metrics) {
+        const nlohmann::json& a = stored.at(pn.first)[side][m];
+        const nlohmann::json& b = pn.second[side][m];
+        CHECK(a.is_null() == b.is_null());
+        if (!a.is_null() && !b.is_null()) CHECK(a.get<double>() == doctest::Approx(b.get<double>()));
+      }
+  }
+}
