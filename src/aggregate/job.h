@@ -1,10 +1,10 @@
 // AggregateRuns: the aggregate run of a job (or any group of runs), computed
 // by a parallel reduction and stored as one run (cct-aggregate).
 //
-// Units are the selected runs, oldest first per selector, labelled "rank R"
-// when the launcher gave the run a rank (store::LauncherRank), else by the
-// run ("run 3 'name'"), as query::ProfileUnits labels an invocation's
-// processes. Each unit's tree is read with source-line and thread nodes
+// Units: when every selected run has a launcher rank (store::LauncherRank),
+// one per rank ("rank R", in rank order, a rank's runs merged), as
+// query::ProfileUnits forms a group of ranked runs; else one per run ("run 3
+// 'name'"), in selection order. Each unit's tree is read with source-line and thread nodes
 // folded (what `tree` shows by default). The transport's ranks each take a
 // contiguous share of the units, reduce it with threads (each thread a
 // contiguous share, then partials combined pairwise in unit order), then

@@ -184,7 +184,9 @@ cct::Result<Units> ProfileUnits(const Profile& profile) {
 }
 
 std::optional<std::vector<std::string>> StoredUnitLabels(const store::RunMeta& run) {
-  if (run.source != "aggregate" || !run.extra->contains(std::string(kAggregateUnitsKey))) return std::nullopt;
+  // Not only source "aggregate": a run derived from one keeps the record's
+  // members, and its statistics.
+  if (!run.extra->contains(std::string(kAggregateUnitsKey))) return std::nullopt;
   const nlohmann::json& a = (*run.extra)[std::string(kAggregateUnitsKey)];
   if (!a.is_object() || !a.contains("units") || !a["units"].is_array()) return std::nullopt;
   std::vector<std::string> out;

@@ -58,7 +58,8 @@ cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cc
 // The units of a loaded profile: an invocation's processes (ranks when the
 // launcher gave them one, else runs; needs LoadOptions::keep_run_trees), a
 // group whose runs all carry a launcher rank (an MPI job's ranks, each
-// recorded on its own) as its ranks, else the threads of its tree.
+// recorded on its own) as its ranks (in rank order, a rank's runs merged;
+// also needs keep_run_trees), else the threads of its tree.
 cct::Result<Units> ProfileUnits(const Profile& profile);
 
 // An aggregate run (cct-aggregate, src/aggregate) stores its statistics as

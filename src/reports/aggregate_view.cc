@@ -40,6 +40,24 @@ cct::Result<std::unique_ptr<AggregateView>> AggregateView::Make(const query::Pro
                                                                 const std::vector<MetricSpec>& specs) {
   if (profile.runs.size() == 1 && !profile.selector.is_group() && !profile.selector.is_invocation()) {
     if (auto labels = query::StoredUnitLabels(profile.runs.front())) return MakeStored(profile, specs, *labels);
+    // A run derived from an aggregate run keeps its statistics but not its
+    // record's unit labels: the units by number.
+    const cct::MetricRegistry& reg = profile.tree.metrics();
+    size_t units = 0;
+    bool summary = false;
+    for (cct::MetricId m = 0; m < reg.size(); ++m) {
+      if (reg.Get(m).kind != cct::MetricKind::kSummary) continue;
+      summary = true;
+      const std::string& name = reg.Get(m).name;
+      if (name.size() < 7 || name.compare(name.size() - 7, 7, "@argmax") != 0) continue;
+      for (const cct::SparseColumn* c : {&profile.tree.column(m), &profile.tree.inclusive_column(m)})
+        c->ForEach([&](cct::NodeId, double v) { units = std::max(units, static_cast<size_t>(v) + 1); });
+    }
+    if (summary) {
+      std::vector<std::string> numbered;
+      for (size_t u = 0; u < std::max<size_t>(units, 1); ++u) numbered.push_back("unit " + std::to_string(u + 1));
+      return MakeStored(profile, specs, numbered);
+    }
   }
   std::unique_ptr<AggregateView> v(new AggregateView());
   CCT_ASSIGN_OR_RETURN(v->units_, query::ProfileUnits(profile));

@@ -158,6 +158,15 @@ TEST_CASE("cct-aggregate: the stored statistics are the ones tree -m METRIC@AGG 
     CHECK(r.exit_code == 2);
     CHECK(testutil::LineCount(r.err) == 1);
   }
+  // A run derived from it keeps the statistics of the nodes it keeps, and
+  // the unit labels.
+  auto derived = interop::Query(db, {"derive", agg_sel, "--name", "kept", "--keep-min", "5"});
+  REQUIRE_MESSAGE(derived.exit_code == 0, derived.err);
+  const auto kept = AggTreeJson(db, "kept", {"cputime@imbalance"});
+  REQUIRE(kept.count("/main/compute"));
+  CHECK(kept.at("/main/compute")["exclusive"]["cputime@imbalance"].get<double>() == doctest::Approx(1.6));
+  CHECK(kept.at("/main/compute")["exclusive"]["cputime@imbalance_at"] == "rank 3");
+  CHECK(!kept.count("/main/io"));  // under 5 %: folded, its statistics dropped
   // Plain reports read the sum.
   auto plain = interop::Query(db, {"tree", agg_sel, "-m", "cputime", "--format", "json"});
   REQUIRE(plain.exit_code == 0);
