@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -11,6 +12,8 @@
 #include "cct/node_values.h"
 #include "cct/tree_ops.h"
 #include "query/aggregate.h"
+#include "store/database.h"
+#include "store/lmdb_env.h"
 #include "store/tree_codec.h"
 #include "tests/interop_util.h"
 
@@ -44,7 +47,7 @@ cct::Tree AggSummaryTree(cct::MetricId* summary) {
   return t;
 }
 
-NodeId AggFind(const cct::Tree& t, std::string_view name) {
+NodeId ReduceFindNode(const cct::Tree& t, std::string_view name) {
   for (NodeId n = 1; n < t.size(); ++n)
     if (t.name(n) == name) return n;
   return cct::kNoNode;
@@ -109,13 +112,13 @@ TEST_CASE("summary metrics: stored inclusive values, codec round trip, no summin
   // Folding keeps the values of nodes that stay, drops a folded node's.
   cct::Tree lines = t;
   const NodeId a_line =
-      lines.InternChild(AggFind(lines, "a"), lines.InternFrame(FrameKind::kLine, "x.cc", "", "x.cc", 3));
+      lines.InternChild(ReduceFindNode(lines, "a"), lines.InternFrame(FrameKind::kLine, "x.cc", "", "x.cc", 3));
   lines.SetValue(a_line, s, 99);
   const cct::Tree folded = cct::FoldKind(lines, FrameKind::kLine);
   cct::NodeValues fv(folded);
-  CHECK(fv.Exclusive(s)[AggFind(folded, "b")] == 15);
-  CHECK(fv.Exclusive(s)[AggFind(folded, "a")] == 7);  // the line's 99 is not added to it
-  CHECK(fv.Inclusive(s)[AggFind(folded, "main")] == 16);
+  CHECK(fv.Exclusive(s)[ReduceFindNode(folded, "b")] == 15);
+  CHECK(fv.Exclusive(s)[ReduceFindNode(folded, "a")] == 7);  // the line's 99 is not added to it
+  CHECK(fv.Inclusive(s)[ReduceFindNode(folded, "main")] == 16);
 }
 
 TEST_CASE("aggregate partials combined in any split equal query's one-pass statistics") {
@@ -206,4 +209,64 @@ TEST_CASE("aggregate partials combined in any split equal query's one-pass stati
   REQUIRE(agg.ok());
   aggregate::Partial q(0);
   CHECK(!q.AddUnit(*agg).ok());
+}
+
+TEST_CASE("format version 3: a version 2 file reads as it is, a writer stamps it 3, summary runs round trip") {
+  testutil::TempDir dir;
+  const std::string path = dir / "v2.db";
+  cct::MetricId s = 0;
+  {
+    auto db = store::Database::Open(path, store::Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    store::RunMeta m;
+    m.name = "plain";
+    cct::Tree t;
+    t.AddValue(interop::AddPath(t, {{FrameKind::kFunction, "f"}}), *t.metrics().RegisterStandard("cputime"), 5);
+    REQUIRE((*db)->CreateRun(m, &t).ok());
+  }
+  auto version = [&]() {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadOnly);
+    REQUIRE(env.ok());
+    auto txn = (*env)->Begin(false);
+    REQUIRE(txn.ok());
+    auto dbi = (*txn)->OpenDb("meta", false);
+    REQUIRE((dbi.ok() && dbi->has_value()));
+    auto v = (*txn)->Get(**dbi, "format_version");
+    REQUIRE((v.ok() && v->has_value() && (*v)->size() == 4));
+    uint32_t out = 0;
+    std::memcpy(&out, (*v)->data(), 4);
+    return out;
+  };
+  {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
+              auto dbi = txn.OpenDb("meta", false);
+              if (!dbi.ok()) return dbi.status();
+              const uint32_t v = 2;
+              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
+            }).ok());
+  }
+  REQUIRE(version() == 2);
+  {
+    auto db = store::Database::Open(path, store::Database::Mode::kRead);
+    REQUIRE(db.ok());
+    auto t = (*db)->ReadTree(1);
+    REQUIRE(t.ok());
+    CHECK(t->metrics().Get(0).kind == cct::MetricKind::kAdditive);
+  }
+  CHECK(version() == 2);  // readers change nothing
+  {
+    auto db = store::Database::Open(path, store::Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    store::RunMeta m;
+    m.name = "summary";
+    const cct::Tree t = AggSummaryTree(&s);
+    REQUIRE((*db)->CreateRun(m, &t).ok());
+    auto back = (*db)->ReadTree(m.id);
+    REQUIRE(back.ok());
+    cct::NodeValues v(*back);
+    CHECK(v.Inclusive(s)[ReduceFindNode(*back, "main")] == 16);
+  }
+  CHECK(version() == 3);
 }

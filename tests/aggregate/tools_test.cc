@@ -158,6 +158,12 @@ TEST_CASE("cct-aggregate: the stored statistics are the ones tree -m METRIC@AGG 
     CHECK(r.exit_code == 2);
     CHECK(testutil::LineCount(r.err) == 1);
   }
+  // cct-diff compares two aggregate runs' statistics node by node (read as
+  // stored: the aggregates of threads 1, 2 and 3 are the same numbers).
+  const std::string first_agg = std::to_string(std::stoi(agg_sel) - 2);
+  auto diff = interop::Tool("cct-diff", db, {first_agg, agg_sel, "-m", "cputime@imbalance", "-m", "cputime@mean"});
+  CHECK_MESSAGE(diff.exit_code == 0, diff.err);
+  CHECK(diff.out.find("no regressions, no improvements") != std::string::npos);
   // A run derived from it keeps the statistics of the nodes it keeps, and
   // the unit labels.
   auto derived = interop::Query(db, {"derive", agg_sel, "--name", "kept", "--keep-min", "5"});
