@@ -44,6 +44,10 @@ test_packages=(
   # cct-import --from perf: the tests record a program with perf and check
   # the import against perf report (they skip without perf)
   linux-perf
+  # cct-aggregate's MPI transport (meson finds it) and the tests' 4-rank MPI
+  # program (mpicc, mpirun --oversubscribe); without them the tool uses
+  # threads only and those tests skip
+  libopenmpi-dev openmpi-bin
 )
 python_packages=(
   # the extension's build (-Dpython=auto finds them) and `pip install .`

@@ -16,6 +16,21 @@ std::string_view UnitName(Unit unit) {
   return i < kUnitNames.size() ? kUnitNames[i] : "invalid";
 }
 
+std::string_view MetricKindName(MetricKind kind) {
+  switch (kind) {
+    case MetricKind::kAdditive: return "additive";
+    case MetricKind::kDerived: return "derived";
+    case MetricKind::kSummary: return "summary";
+  }
+  return "invalid";
+}
+
+std::optional<MetricKind> ParseMetricKind(std::string_view name) {
+  for (MetricKind k : {MetricKind::kAdditive, MetricKind::kDerived, MetricKind::kSummary})
+    if (MetricKindName(k) == name) return k;
+  return std::nullopt;
+}
+
 std::optional<Unit> ParseUnit(std::string_view name) {
   for (size_t i = 0; i < kUnitNames.size(); ++i)
     if (kUnitNames[i] == name) return static_cast<Unit>(i);
@@ -64,8 +79,7 @@ Result<MetricId> MetricRegistry::Register(const MetricDesc& desc) {
     const MetricDesc& have = entries_[existing].desc;
     if (have.unit != desc.unit || have.kind != desc.kind)
       return InvalidArgument("metric '" + desc.name + "' is already registered as " +
-                             std::string(UnitName(have.unit)) +
-                             (have.kind == MetricKind::kDerived ? " derived" : " additive"));
+                             std::string(UnitName(have.unit)) + " " + std::string(MetricKindName(have.kind)));
     return existing;
   }
   if (entries_.size() >= kNoMetric) return InvalidArgument("too many metrics");
@@ -85,12 +99,16 @@ Result<MetricId> MetricRegistry::Register(const MetricDesc& desc) {
         ++i;
         continue;
       }
+      if (entries_[id].desc.kind == MetricKind::kSummary)
+        return InvalidArgument("derived metric '" + desc.name + "' reads '" + op +
+                               "', a summary statistic of an aggregate run: formulas read additive metrics only");
       CCT_ASSIGN_OR_RETURN(f, f.Inline(i, *entries_[id].formula));
     }
     for (const std::string& op : f.operands()) e.operand_ids.push_back(Find(op));
     e.formula = std::make_shared<const Formula>(std::move(f));
   } else if (!desc.formula.empty()) {
-    return InvalidArgument("additive metric '" + desc.name + "' cannot have a formula");
+    return InvalidArgument(std::string(MetricKindName(desc.kind)) + " metric '" + desc.name +
+                           "' cannot have a formula");
   }
   entries_.push_back(std::move(e));
   return static_cast<MetricId>(entries_.size() - 1);

@@ -4,6 +4,11 @@
 // are subtree sums computed at query time. Derived metrics store nothing:
 // a Formula over additive metrics, evaluated from inclusive (or exclusive)
 // accumulators, e.g. an average per launch = accumulator / count.
+// Summary metrics are statistics across the units of an aggregate run
+// (cct-aggregate: M@mean, M@min, M@max, M@imbalance, M@argmax): their
+// exclusive AND inclusive values are both stored per node and never summed,
+// folded or re-derived (a mean of sums is not a sum of means), so they
+// cannot be a formula's operand and cannot merge with another tree.
 // The numeric values of Unit and MetricKind are part of the store format.
 // Owned by its Tree; not thread-safe.
 #pragma once
@@ -33,7 +38,9 @@ enum class Unit : uint8_t {
 std::string_view UnitName(Unit unit);  // "ns", "bytes", "count", "percent", "1"
 std::optional<Unit> ParseUnit(std::string_view name);
 
-enum class MetricKind : uint8_t { kAdditive = 0, kDerived = 1 };
+enum class MetricKind : uint8_t { kAdditive = 0, kDerived = 1, kSummary = 2 };
+std::string_view MetricKindName(MetricKind kind);  // "additive", "derived", "summary"
+std::optional<MetricKind> ParseMetricKind(std::string_view name);
 
 struct MetricDesc {
   std::string name;

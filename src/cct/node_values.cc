@@ -45,6 +45,11 @@ const std::vector<double>& NodeValues::Inclusive(MetricId metric) {
   std::vector<double> out;
   if (tree_.metrics().Get(metric).kind == MetricKind::kDerived) {
     out = Derive(metric, true);
+  } else if (tree_.metrics().Get(metric).kind == MetricKind::kSummary) {
+    out.assign(tree_.size(), 0.0);
+    tree_.inclusive_column(metric).ForEach([&](NodeId n, double v) {
+      if (n < out.size()) out[n] = v;
+    });
   } else {
     out = Exclusive(metric);
     for (NodeId n = static_cast<NodeId>(tree_.size()) - 1; n > 0; --n) out[tree_.parent(n)] += out[n];

@@ -4,7 +4,8 @@
 // Inclusive values of additive metrics are subtree sums: one reverse pass
 // over node ids (children have larger ids than parents). Derived metrics are
 // evaluated node by node from the inclusive (or exclusive) values of their
-// operands. Borrows the Tree, which must outlive it and not change meanwhile.
+// operands. Summary metrics (aggregate runs) read both from the tree as
+// stored. Borrows the Tree, which must outlive it and not change meanwhile.
 // Not thread-safe (lazy caches).
 #pragma once
 

@@ -173,17 +173,29 @@ void Tree::SetColumn(MetricId metric, SparseColumn column) {
   columns_[metric] = std::move(column);
 }
 
+const SparseColumn& Tree::inclusive_column(MetricId metric) const {
+  static const SparseColumn kEmpty;
+  return metric < inclusive_columns_.size() ? inclusive_columns_[metric] : kEmpty;
+}
+
+void Tree::SetInclusiveColumn(MetricId metric, SparseColumn column) {
+  if (metric >= inclusive_columns_.size()) inclusive_columns_.resize(metric + 1);
+  inclusive_columns_[metric] = std::move(column);
+}
+
 void Tree::EnsureIndexes() const {
   EnsureChildIndex();
   strings_.Find("");
   frames_.Find(Frame{});
   for (const SparseColumn& c : columns_) c.Get(0);
+  for (const SparseColumn& c : inclusive_columns_) c.Get(0);
 }
 
 size_t Tree::MemoryBytes() const {
   size_t b = strings_.MemoryBytes() + frames_.MemoryBytes() + parent_.capacity() * 4 + frame_.capacity() * 4 +
              child_index_.MemoryBytes();
   for (const SparseColumn& c : columns_) b += c.MemoryBytes();
+  for (const SparseColumn& c : inclusive_columns_) b += c.MemoryBytes();
   return b;
 }
 

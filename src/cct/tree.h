@@ -104,6 +104,11 @@ class Tree {
   double Value(NodeId node, MetricId metric) const;  // exclusive; 0 when absent or derived
   const SparseColumn& column(MetricId metric) const;
   void SetColumn(MetricId metric, SparseColumn column);
+  // A summary metric's stored inclusive values (its exclusive ones are
+  // column()): statistics across units are not subtree sums, so they are
+  // kept rather than derived. Empty for other kinds.
+  const SparseColumn& inclusive_column(MetricId metric) const;
+  void SetInclusiveColumn(MetricId metric, SparseColumn column);
 
   // Builds lazy lookup indexes now, so concurrent readers can use Find*.
   void EnsureIndexes() const;
@@ -125,6 +130,7 @@ class Tree {
   std::vector<NodeId> parent_;
   std::vector<FrameId> frame_;
   std::vector<SparseColumn> columns_;  // by MetricId
+  std::vector<SparseColumn> inclusive_columns_;  // by MetricId; summary metrics only
   mutable FlatIndex child_index_;
   mutable bool child_indexed_ = true;
 };

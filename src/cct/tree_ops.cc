@@ -103,6 +103,39 @@ std::vector<std::string> PathNames(const Tree& tree, NodeId node) {
   return names;
 }
 
+namespace {
+
+// Values of `src` onto `dst` through `nodes` (src node -> dst node; folded[n]
+// when n went into an ancestor). Additive values add up. A summary metric's
+// values (statistics across units, not sums) stay on the nodes that stay as
+// they were: a folded node's, and those of nodes merged into one, are
+// dropped, since no statistic of the merged node follows from them.
+void CopyValues(const Tree& src, Tree& dst, const std::vector<NodeId>& nodes, const std::vector<char>& folded) {
+  std::vector<uint32_t> hits;
+  for (MetricId m = 0; m < src.metrics().size(); ++m) {
+    if (src.metrics().Get(m).kind != MetricKind::kSummary) {
+      src.column(m).ForEach([&](NodeId n, double v) { dst.AddValue(nodes[n], m, v); });
+      continue;
+    }
+    if (hits.empty()) {
+      hits.assign(dst.size(), 0);
+      for (NodeId n = 0; n < src.size(); ++n)
+        if (!folded[n]) ++hits[nodes[n]];
+    }
+    auto keep = [&](NodeId n) { return n < nodes.size() && !folded[n] && hits[nodes[n]] == 1; };
+    SparseColumn inc;
+    src.column(m).ForEach([&](NodeId n, double v) {
+      if (keep(n)) dst.SetValue(nodes[n], m, v);
+    });
+    src.inclusive_column(m).ForEach([&](NodeId n, double v) {
+      if (keep(n)) inc.Set(nodes[n], v);
+    });
+    dst.SetInclusiveColumn(m, std::move(inc));
+  }
+}
+
+}  // namespace
+
 Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src_frame)>& map,
              bool fold_recursion, std::vector<NodeId>* node_map) {
   Tree dst;
@@ -114,18 +147,19 @@ Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src
   constexpr FrameId kUnmapped = UINT32_MAX - 1;
   std::vector<FrameId> frame_map(src.frames().size(), kUnmapped);
   std::vector<NodeId> nodes(src.size(), kRootNode);
+  std::vector<char> folded(src.size(), 0);
   for (NodeId n = 1; n < src.size(); ++n) {
     FrameId& f = frame_map[src.frame_id(n)];
     if (f == kUnmapped) f = map(dst, src.frame_id(n));
     const NodeId parent = nodes[src.parent(n)];
     if (f == kFoldFrame || (fold_recursion && parent != kRootNode && dst.frame_id(parent) == f)) {
       nodes[n] = parent;
+      folded[n] = 1;
     } else {
       nodes[n] = dst.InternChild(parent, f);
     }
   }
-  for (MetricId m = 0; m < src.metrics().size(); ++m)
-    src.column(m).ForEach([&](NodeId n, double v) { dst.AddValue(nodes[n], m, v); });
+  CopyValues(src, dst, nodes, folded);
   if (node_map) *node_map = std::move(nodes);
   return dst;
 }
@@ -141,8 +175,9 @@ Tree FoldNodes(const Tree& src, const std::vector<char>& fold, std::vector<NodeI
     const NodeId parent = nodes[src.parent(n)];
     nodes[n] = n < fold.size() && fold[n] ? parent : dst.InternChild(parent, src.frame_id(n));
   }
-  for (MetricId m = 0; m < src.metrics().size(); ++m)
-    src.column(m).ForEach([&](NodeId n, double v) { dst.AddValue(nodes[n], m, v); });
+  std::vector<char> folded(src.size(), 0);
+  for (NodeId n = 1; n < src.size() && n < fold.size(); ++n) folded[n] = fold[n];
+  CopyValues(src, dst, nodes, folded);
   if (node_map) *node_map = std::move(nodes);
   return dst;
 }
@@ -162,6 +197,10 @@ Status MergeInto(Tree& dst, const Tree& src, double scale, std::vector<NodeId>* 
   std::vector<MetricId> metric_map(src.metrics().size(), kNoMetric);
   for (MetricId m = 0; m < src.metrics().size(); ++m) {
     const MetricDesc& desc = src.metrics().Get(m);
+    if (desc.kind == MetricKind::kSummary)
+      return InvalidArgument("metric '" + desc.name +
+                             "' is a summary statistic of an aggregate run (cct-aggregate): statistics across "
+                             "units do not add up, so the run cannot be merged with other trees");
     if (desc.kind == MetricKind::kDerived) continue;  // registered below, after operands
     CCT_ASSIGN_OR_RETURN(metric_map[m], dst.metrics().Register(desc));
   }

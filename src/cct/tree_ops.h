@@ -76,13 +76,16 @@ Tree Rebuild(const Tree& src, const std::function<FrameId(Tree& dst, FrameId src
 // src node, its node in the result.
 Tree FoldNodes(const Tree& src, const std::vector<char>& fold, std::vector<NodeId>* node_map = nullptr);
 
+// (Rebuild and FoldNodes keep a summary metric's values only on nodes that
+// stay as they were; see metric.h.)
 // Folds away every node whose frame kind is `kind` (e.g. kLine, kThread).
 Tree FoldKind(const Tree& src, FrameKind kind);
 bool HasKind(const Tree& tree, FrameKind kind);
 
 // Adds `src`'s nodes and values (times `scale`) into `dst`, matching nodes
 // by path identity. Metrics are matched by name; a metric src has and dst
-// lacks is registered; one registered with another unit is an error.
+// lacks is registered; one registered with another unit is an error, and
+// so is a summary metric in src (statistics across units do not add up).
 // Optionally returns, for every src node, its node in dst.
 Status MergeInto(Tree& dst, const Tree& src, double scale = 1.0, std::vector<NodeId>* node_map = nullptr);
 

@@ -45,6 +45,7 @@ std::string MetricList(const cct::Tree& t) {
 std::string Describe(const cct::MetricDesc& d) {
   std::string s(cct::UnitName(d.unit));
   if (d.kind == cct::MetricKind::kDerived) s += " derived (" + d.formula + ")";
+  if (d.kind == cct::MetricKind::kSummary) s += " summary";
   return s;
 }
 
@@ -140,6 +141,23 @@ RunValues AdditiveValues(const cct::Tree& tree, const std::vector<NodeId>& map, 
   });
   v.inc = v.exc;
   Accumulate(u, v.inc);
+  return v;
+}
+
+// A summary metric (an aggregate run's statistic): its stored exclusive and
+// inclusive values, node by node; a statistic is not summed, so a union
+// node reached by no node of the run holds 0 and one reached by several
+// (path identity merged them) the last one's.
+RunValues SummaryValues(const cct::Tree& tree, const std::vector<NodeId>& map, MetricId m, const cct::Tree& u) {
+  RunValues v;
+  v.exc.assign(u.size(), 0.0);
+  v.inc.assign(u.size(), 0.0);
+  tree.column(m).ForEach([&](NodeId n, double x) {
+    if (n < map.size() && map[n] != cct::kNoNode) v.exc[map[n]] = x;
+  });
+  tree.inclusive_column(m).ForEach([&](NodeId n, double x) {
+    if (n < map.size() && map[n] != cct::kNoNode) v.inc[map[n]] = x;
+  });
   return v;
 }
 
@@ -360,7 +378,10 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
     for (size_t i = 0; i < inputs.size(); ++i) {
       const cct::Tree& t = inputs[i].run->tree;
       const MetricId id = t.metrics().Find(desc.name);
-      RunValues v = md.additive ? AdditiveValues(t, maps[i], id, ut) : DerivedValues(t, maps[i], id, ut);
+      const cct::MetricKind kind = t.metrics().Get(id).kind;
+      RunValues v = kind == cct::MetricKind::kAdditive  ? AdditiveValues(t, maps[i], id, ut)
+                    : kind == cct::MetricKind::kSummary ? SummaryValues(t, maps[i], id, ut)
+                                                        : DerivedValues(t, maps[i], id, ut);
       if (shares && v.inc[cct::kRootNode] != 0) {
         const double scale = 100.0 / v.inc[cct::kRootNode];
         for (double& x : v.exc) x *= scale;

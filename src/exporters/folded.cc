@@ -25,7 +25,7 @@ Status WriteFolded(const cct::Tree& tree, const std::vector<std::string>& names,
   const MetricId m = ids.front();
   const cct::MetricDesc& desc = tree.metrics().Get(m);
   if (desc.kind != cct::MetricKind::kAdditive)
-    return cct::InvalidArgument("folded stacks carry additive metrics; '" + desc.name + "' is derived");
+    return cct::InvalidArgument("folded stacks carry additive metrics; '" + desc.name + "' is " + std::string(cct::MetricKindName(desc.kind)));
   if (unit_comment) {
     if (desc.name.find_first_of(" \t\n") != std::string::npos)
       return cct::InvalidArgument("--unit-comment: the metric name '" + desc.name + "' has white space");

@@ -184,7 +184,7 @@ Status WritePprof(const query::Profile& profile, const std::vector<std::string>&
     for (MetricId m : ids)
       if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive)
         return cct::InvalidArgument("pprof samples carry additive metrics; '" + tree.metrics().Get(m).name +
-                                    "' is derived");
+                                    "' is " + std::string(cct::MetricKindName(tree.metrics().Get(m).kind)));
   }
   if (progress) progress->SetTotal(tree.size());
 

@@ -38,7 +38,7 @@ Status WriteSpeedscope(const query::Profile& profile, const std::vector<std::str
   const MetricId m = ids.front();
   const cct::MetricDesc& desc = tree.metrics().Get(m);
   if (desc.kind != cct::MetricKind::kAdditive)
-    return cct::InvalidArgument("speedscope samples carry an additive metric; '" + desc.name + "' is derived");
+    return cct::InvalidArgument("speedscope samples carry an additive metric; '" + desc.name + "' is " + std::string(cct::MetricKindName(desc.kind)));
   cct::NodeValues values(tree);
   const std::vector<double>& exc = values.Exclusive(m);
   const cct::Children children = cct::BuildChildren(tree);

@@ -6,6 +6,8 @@
 #include <map>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 #include "cct/tree_ops.h"
 
 namespace query {
@@ -141,9 +143,15 @@ cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cc
 }
 
 cct::Result<Units> ProfileUnits(const Profile& profile) {
-  // A job's ranks (job:ID, job:ID/all; not one rank's processes): a unit per
-  // rank, its processes' trees merged.
-  const bool ranks = profile.selector.is_job() && !profile.selector.rank;
+  // A job's ranks (job:ID, job:ID/all; not one rank's processes), or a
+  // group whose runs all carry a launcher rank (what cct-aggregate forms,
+  // src/aggregate/job.cc): a unit per rank, in rank order, its processes'
+  // trees merged.
+  const bool ranked_group =
+      !profile.selector.is_invocation() && profile.runs.size() > 1 &&
+      std::all_of(profile.runs.begin(), profile.runs.end(),
+                  [](const store::RunMeta& r) { return r.launcher && r.launcher->rank >= 0; });
+  const bool ranks = (profile.selector.is_job() && !profile.selector.rank) || ranked_group;
   if (!profile.selector.is_invocation() && !ranks) return ThreadUnits(profile.tree);
   if (profile.run_trees.size() != profile.runs.size())
     return cct::Status(cct::ErrorCode::kInternal, "the processes' trees were not kept (LoadOptions::keep_run_trees)");
@@ -177,6 +185,17 @@ cct::Result<Units> ProfileUnits(const Profile& profile) {
     trees.push_back(&profile.run_trees[i]);
   }
   return TreeUnits(std::move(units), trees, /*fold_threads=*/true);
+}
+
+std::optional<std::vector<std::string>> StoredUnitLabels(const store::RunMeta& run) {
+  // Not only source "aggregate": a run derived from one keeps the record's
+  // members, and its statistics.
+  if (!run.extra->contains(std::string(kAggregateUnitsKey))) return std::nullopt;
+  const nlohmann::json& a = (*run.extra)[std::string(kAggregateUnitsKey)];
+  if (!a.is_object() || !a.contains("units") || !a["units"].is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const nlohmann::json& u : a["units"]) out.push_back(u.is_string() ? u.get<std::string>() : u.dump());
+  return out;
 }
 
 void ForEachUnit(const Units& units, const std::function<void(size_t unit, cct::NodeValues& values)>& f) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,11 +55,20 @@ Units ThreadUnits(const cct::Tree& tree);
 // threads align by name). Errors: a metric registered with two units.
 cct::Result<Units> TreeUnits(std::vector<Unit> units, const std::vector<const cct::Tree*>& trees, bool fold_threads);
 
-// The units of a loaded profile: a job's ranks (job:ID, job:ID/all: each
-// rank's processes merged), an invocation's processes (ranks when the
-// launcher gave them one, else runs), both needing
-// LoadOptions::keep_run_trees; else the threads of its tree.
+// The units of a loaded profile: a job's ranks (job:ID, job:ID/all), or a
+// group whose runs all carry a launcher rank (an MPI job's ranks, each
+// recorded on its own), as its ranks (in rank order, each rank's processes
+// merged); an invocation's processes (ranks when the launcher gave them
+// one, else runs); all of these need LoadOptions::keep_run_trees; else the
+// threads of its tree.
 cct::Result<Units> ProfileUnits(const Profile& profile);
+
+// An aggregate run (cct-aggregate, src/aggregate) stores its statistics as
+// summary metrics (M@mean, M@min, M@max, M@imbalance, M@argmax) and names
+// its units in meta.extra[kAggregateUnitsKey]["units"], in unit order.
+inline constexpr std::string_view kAggregateUnitsKey = "aggregate";
+// Those labels ("rank 3", "run 7 'name'"); nullopt for other runs.
+std::optional<std::vector<std::string>> StoredUnitLabels(const store::RunMeta& run);
 
 // Calls f(u, values) for each unit u in order, `values` being unit u's
 // values on merged's nodes (inclusive, exclusive and derived metrics as

@@ -45,6 +45,9 @@ class AggregateView {
   const query::Units& units() const { return units_; }
   cct::NodeValues& values() { return *values_; }
   const output::MetricColumns& columns() const { return *columns_; }
+  // An aggregate run's stored statistics (cct-aggregate): the columns read
+  // its summary metrics, and units() has labels but no values.
+  bool stored() const { return stored_; }
   // " across 4 ranks", " across 3 threads", " across 2 processes".
   std::string Across() const;
   // The metric ids of the columns, in order, and their aggregations.
@@ -53,6 +56,10 @@ class AggregateView {
 
  private:
   AggregateView() = default;
+  // The columns of an aggregate run, from its stored summary metrics.
+  static cct::Result<std::unique_ptr<AggregateView>> MakeStored(const query::Profile& profile,
+                                                                const std::vector<MetricSpec>& specs,
+                                                                const std::vector<std::string>& labels);
 
   query::Units units_;
   std::unique_ptr<cct::NodeValues> values_;
@@ -60,7 +67,9 @@ class AggregateView {
   std::vector<std::optional<query::Aggregation>> aggregations_;
   std::vector<query::UnitAggregate> aggregates_;  // per column: inclusive, exclusive
   std::vector<std::vector<double>> materialized_;  // per column: inclusive, exclusive values
+  std::vector<std::vector<uint32_t>> stored_at_;   // per imbalance column: inclusive, exclusive argmax
   std::unique_ptr<output::MetricColumns> columns_;
+  bool stored_ = false;
 };
 
 }  // namespace reports

@@ -513,7 +513,8 @@ Status WriteFlameGraph(const cct::Tree& tree, const FlameOptions& opt, std::ostr
     CCT_ASSIGN_OR_RETURN(std::vector<MetricId> ids, query::ResolveMetrics(tree, {opt.metric}));
     metric = ids.front();
     if (reg.Get(metric).kind != cct::MetricKind::kAdditive)
-      return cct::InvalidArgument("flame graph widths need an additive metric; '" + opt.metric + "' is derived");
+      return cct::InvalidArgument("flame graph widths need an additive metric; '" + opt.metric + "' is " +
+                                  std::string(cct::MetricKindName(reg.Get(metric).kind)));
   }
   std::vector<MetricId> detail_ids;
   if (!opt.details.empty()) {

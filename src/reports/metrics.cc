@@ -22,7 +22,7 @@ Status WriteMetricsReport(query::Profile& profile, const ReportOptions& opt, std
         const double total = values.Total(m);
         std::string desc = d.description;
         if (d.kind == cct::MetricKind::kDerived) desc += desc.empty() ? "= " + d.formula : " (= " + d.formula + ")";
-        t.AddRow({d.name, std::string(cct::UnitName(d.unit)), d.kind == cct::MetricKind::kDerived ? "derived" : "additive",
+        t.AddRow({d.name, std::string(cct::UnitName(d.unit)), std::string(cct::MetricKindName(d.kind)),
                   d.kind == cct::MetricKind::kDerived && total == 0 ? "-" : FormatValue(total, d.unit, opt.ascii)},
                  "", desc);
       }
@@ -35,7 +35,7 @@ Status WriteMetricsReport(query::Profile& profile, const ReportOptions& opt, std
       for (cct::MetricId m = 0; m < reg.size(); ++m) {
         const cct::MetricDesc& d = reg.Get(m);
         w.BeginObject().Field("name", d.name).Field("unit", cct::UnitName(d.unit));
-        w.Field("kind", d.kind == cct::MetricKind::kDerived ? "derived" : "additive");
+        w.Field("kind", cct::MetricKindName(d.kind));
         w.Field("description", d.description);
         if (!d.formula.empty()) w.Field("formula", d.formula);
         w.Field("total", ExportValue(values.Total(m), d.unit));
@@ -50,7 +50,7 @@ Status WriteMetricsReport(query::Profile& profile, const ReportOptions& opt, std
       for (cct::MetricId m = 0; m < reg.size(); ++m) {
         const cct::MetricDesc& d = reg.Get(m);
         out << CsvField(d.name) << ',' << cct::UnitName(d.unit) << ','
-            << (d.kind == cct::MetricKind::kDerived ? "derived" : "additive") << ','
+            << cct::MetricKindName(d.kind) << ','
             << NumberText(ExportValue(values.Total(m), d.unit)) << ',' << CsvField(d.description) << ','
             << CsvField(d.formula) << '\n';
       }

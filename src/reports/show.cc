@@ -25,6 +25,7 @@ std::string_view SectionName(store::SectionKind k) {
     case store::SectionKind::kValues: return "values";
     case store::SectionKind::kIterations: return "iterations";
     case store::SectionKind::kTrace: return "trace";
+    case store::SectionKind::kInclusiveValues: return "inclusive values";
   }
   return "other";
 }

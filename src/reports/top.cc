@@ -35,6 +35,14 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   std::vector<MetricId> ids;
   if (AnyAggregation(specs)) {
     CCT_ASSIGN_OR_RETURN(view, AggregateView::Make(profile, specs));
+    // A function's statistics need each unit's own values (the sum of a
+    // function's nodes per unit, then across units); an aggregate run
+    // keeps only per-node statistics.
+    if (view->stored())
+      return cct::InvalidArgument(
+          "top -m METRIC@AGG needs each unit's own values, and " + query::RunLabel(profile.runs.front()) +
+          " is an aggregate run, which keeps per-node statistics only: use `tree` on it, or `top` over its "
+          "input runs (`show` lists them)");
     ids = view->ids();
   } else {
     CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(profile.tree, opt.metrics));

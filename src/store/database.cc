@@ -228,7 +228,8 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
         if (!existing) return cct::NotFound("no run " + std::to_string(run.meta.id) + " in " + path());
         if (!run.sections.empty()) {
           for (SectionKind k : {SectionKind::kStrings, SectionKind::kFrames, SectionKind::kNodes, SectionKind::kMetrics,
-                                SectionKind::kValues, SectionKind::kIterations, SectionKind::kTrace}) {
+                                SectionKind::kValues, SectionKind::kIterations, SectionKind::kTrace,
+                                SectionKind::kInclusiveValues}) {
             std::string prefix = U32BE(run.meta.id);
             prefix.push_back(static_cast<char>(k));
             CCT_RETURN_IF_ERROR(txn.DeletePrefix(blobs_, prefix));
@@ -292,8 +293,9 @@ Result<std::vector<Section>> Database::GetTreeSections(LmdbTxn& txn, RunId id) {
     const auto kind = static_cast<SectionKind>(key[4]);
     // Not the tree's: iterations, the trace, and kinds of later formats
     // (which this reader cannot decode and must not fail on).
-    if (static_cast<uint8_t>(kind) < static_cast<uint8_t>(SectionKind::kStrings) ||
-        static_cast<uint8_t>(kind) > static_cast<uint8_t>(SectionKind::kValues))
+    if ((static_cast<uint8_t>(kind) < static_cast<uint8_t>(SectionKind::kStrings) ||
+         static_cast<uint8_t>(kind) > static_cast<uint8_t>(SectionKind::kValues)) &&
+        kind != SectionKind::kInclusiveValues)
       return true;
     const uint16_t arg = static_cast<uint16_t>((static_cast<unsigned char>(key[5]) << 8) |
                                                static_cast<unsigned char>(key[6]));

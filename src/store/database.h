@@ -26,9 +26,12 @@
 namespace store {
 
 // Version 2 (docs/format.md): run records name their invocation's root run
-// (root_run), and `latest`/NAME select invocation roots; version 1 files are
-// read as they are and upgraded to 2 when opened for writing.
-inline constexpr uint32_t kFormatVersion = 2;
+// (root_run), and `latest`/NAME select invocation roots. Version 3: summary
+// metrics (kind "summary", aggregate runs) with their inclusive values in
+// sections of kind 9, which a version 2 reader would sum as additive.
+// Older files are read as they are and upgraded when opened for writing
+// (every version 1 or 2 file is a valid version 3 file).
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr std::string_view kMagic = "cctdb-profile-database";
 
 // The database path to use: the explicit one, else $CCT_DB, else ./cct.db.

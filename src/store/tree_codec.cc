@@ -66,13 +66,16 @@ std::string EncodeMetrics(const cct::MetricRegistry& metrics) {
     const cct::MetricDesc& d = metrics.Get(m);
     nlohmann::json j = {{"name", d.name},
                         {"unit", cct::UnitName(d.unit)},
-                        {"kind", d.kind == cct::MetricKind::kDerived ? "derived" : "additive"},
+                        {"kind", cct::MetricKindName(d.kind)},
                         {"description", d.description}};
     if (!d.formula.empty()) j["formula"] = d.formula;
     arr.push_back(std::move(j));
   }
   return arr.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+// One column's values, as stored ids (defined below, beside their decoder).
+std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, const std::vector<NodeId>& new_id);
 
 }  // namespace
 
@@ -106,46 +109,55 @@ std::vector<Section> EncodeTree(const Tree& tree, std::vector<NodeId>* stored_id
     out.push_back({SectionKind::kNodes, 0, w.Take()});
   }
   out.push_back({SectionKind::kMetrics, 0, EncodeMetrics(tree.metrics())});
+  // Additive metrics store exclusive values; summary metrics exclusive and
+  // inclusive ones (never derived from each other).
   for (MetricId m = 0; m < tree.metrics().size(); ++m) {
-    if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive) continue;
-    std::vector<std::pair<NodeId, double>> entries;
-    tree.column(m).ForEach([&](NodeId n, double v) {
-      if (v != 0 && n < tree.size()) entries.emplace_back(new_id[n], v);
-    });
-    std::sort(entries.begin(), entries.end());
-    // Merge duplicates (a column never has them, but stay exact if it did).
-    size_t k = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (k > 0 && entries[k - 1].first == entries[i].first) entries[k - 1].second += entries[i].second;
-      else entries[k++] = entries[i];
-    }
-    entries.resize(k);
-    ByteWriter w;
-    if (entries.size() * 12 > tree.size() * 8) {
-      std::vector<double> dense(tree.size(), 0.0);
-      for (auto& [n, v] : entries) dense[n] = v;
-      w.U8(kValuesDense);
-      w.U32(static_cast<uint32_t>(tree.size()));
-      w.Array(dense);
-    } else {
-      std::vector<uint32_t> nodes(k);
-      std::vector<double> values(k);
-      for (size_t i = 0; i < k; ++i) {
-        nodes[i] = entries[i].first;
-        values[i] = entries[i].second;
-      }
-      w.U8(kValuesSparse);
-      w.U32(static_cast<uint32_t>(k));
-      w.Array(nodes);
-      w.Array(values);
-    }
-    out.push_back({SectionKind::kValues, m, w.Take()});
+    const cct::MetricKind kind = tree.metrics().Get(m).kind;
+    if (kind == cct::MetricKind::kDerived) continue;
+    out.push_back({SectionKind::kValues, m, EncodeValues(tree, tree.column(m), new_id)});
+    if (kind == cct::MetricKind::kSummary)
+      out.push_back({SectionKind::kInclusiveValues, m, EncodeValues(tree, tree.inclusive_column(m), new_id)});
   }
   if (stored_ids) *stored_ids = std::move(new_id);
   return out;
 }
 
 namespace {
+
+std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, const std::vector<NodeId>& new_id) {
+  std::vector<std::pair<NodeId, double>> entries;
+  column.ForEach([&](NodeId n, double v) {
+    if (v != 0 && n < tree.size()) entries.emplace_back(new_id[n], v);
+  });
+  std::sort(entries.begin(), entries.end());
+  // Merge duplicates (a column never has them, but stay exact if it did).
+  size_t k = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (k > 0 && entries[k - 1].first == entries[i].first) entries[k - 1].second += entries[i].second;
+    else entries[k++] = entries[i];
+  }
+  entries.resize(k);
+  ByteWriter w;
+  if (entries.size() * 12 > tree.size() * 8) {
+    std::vector<double> dense(tree.size(), 0.0);
+    for (auto& [n, v] : entries) dense[n] = v;
+    w.U8(kValuesDense);
+    w.U32(static_cast<uint32_t>(tree.size()));
+    w.Array(dense);
+  } else {
+    std::vector<uint32_t> nodes(k);
+    std::vector<double> values(k);
+    for (size_t i = 0; i < k; ++i) {
+      nodes[i] = entries[i].first;
+      values[i] = entries[i].second;
+    }
+    w.U8(kValuesSparse);
+    w.U32(static_cast<uint32_t>(k));
+    w.Array(nodes);
+    w.Array(values);
+  }
+  return w.Take();
+}
 
 Status DecodeStrings(std::string_view payload, cct::StringTable& strings) {
   ByteReader r(payload);
@@ -192,8 +204,9 @@ Status DecodeMetrics(std::string_view payload, cct::MetricRegistry& metrics) {
     const auto unit = cct::ParseUnit(j["unit"].get<std::string>());
     if (!unit) return Corrupt("metric '" + d.name + "' has an unknown unit");
     d.unit = *unit;
-    d.kind = j.value("kind", std::string("additive")) == "derived" ? cct::MetricKind::kDerived
-                                                                   : cct::MetricKind::kAdditive;
+    const auto kind = cct::ParseMetricKind(j.value("kind", std::string("additive")));
+    if (!kind) return Corrupt("metric '" + d.name + "' has an unknown kind");
+    d.kind = *kind;
     d.description = j.value("description", std::string());
     d.formula = j.value("formula", std::string());
     auto id = metrics.Register(d);
@@ -202,7 +215,11 @@ Status DecodeMetrics(std::string_view payload, cct::MetricRegistry& metrics) {
   return Status::Ok();
 }
 
-Status DecodeValues(std::string_view payload, MetricId m, Tree& tree) {
+Status DecodeValues(std::string_view payload, MetricId m, Tree& tree, bool inclusive) {
+  auto set = [&](cct::SparseColumn c) {
+    if (inclusive) tree.SetInclusiveColumn(m, std::move(c));
+    else tree.SetColumn(m, std::move(c));
+  };
   ByteReader r(payload);
   uint8_t encoding = 0;
   uint32_t count = 0;
@@ -210,7 +227,7 @@ Status DecodeValues(std::string_view payload, MetricId m, Tree& tree) {
   if (encoding == kValuesDense) {
     std::vector<double> dense;
     if (count != tree.size() || !r.Array(dense, count)) return Corrupt("dense metric values are truncated");
-    tree.SetColumn(m, cct::SparseColumn::FromDense(std::move(dense)));
+    set(cct::SparseColumn::FromDense(std::move(dense)));
   } else if (encoding == kValuesSparse) {
     std::vector<uint32_t> nodes;
     std::vector<double> values;
@@ -220,7 +237,7 @@ Status DecodeValues(std::string_view payload, MetricId m, Tree& tree) {
       if (nodes[i] >= tree.size() || (i > 0 && nodes[i] <= nodes[i - 1]))
         return Corrupt("metric values refer to nodes out of order or beyond the tree");
     }
-    tree.SetColumn(m, cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
+    set(cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
   } else {
     return Corrupt("metric values have an unknown encoding");
   }
@@ -257,10 +274,13 @@ Result<Tree> DecodeTree(const std::vector<Section>& sections) {
   }
   CCT_RETURN_IF_ERROR(DecodeMetrics(metrics->payload, tree.metrics()));
   for (const Section& s : sections) {
-    if (s.kind != SectionKind::kValues) continue;
-    if (s.arg >= tree.metrics().size() || tree.metrics().Get(s.arg).kind != cct::MetricKind::kAdditive)
+    if (s.kind != SectionKind::kValues && s.kind != SectionKind::kInclusiveValues) continue;
+    const bool inclusive = s.kind == SectionKind::kInclusiveValues;
+    if (s.arg >= tree.metrics().size()) return Corrupt("values stored for an unknown metric");
+    const cct::MetricKind kind = tree.metrics().Get(s.arg).kind;
+    if (inclusive ? kind != cct::MetricKind::kSummary : kind == cct::MetricKind::kDerived)
       return Corrupt("values stored for an unknown metric");
-    CCT_RETURN_IF_ERROR(DecodeValues(s.payload, s.arg, tree));
+    CCT_RETURN_IF_ERROR(DecodeValues(s.payload, s.arg, tree, inclusive));
   }
   return tree;
 }

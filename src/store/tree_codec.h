@@ -24,10 +24,11 @@ enum class SectionKind : uint8_t {
   kFrames = 2,
   kNodes = 3,
   kMetrics = 4,
-  kValues = 5,      // one per additive metric; arg = metric id
+  kValues = 5,      // one per additive or summary metric (exclusive values); arg = metric id
   kIterations = 6,  // per-iteration values (iteration_codec.h)
   // 7 is run files' run record (run_file.cc), never stored in a database.
   kTrace = 8,       // the run's events in time order (trace_codec.h)
+  kInclusiveValues = 9,  // a summary metric's stored inclusive values (format 3); arg = metric id
 };
 
 struct Section {

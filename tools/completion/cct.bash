@@ -1,5 +1,5 @@
-# bash completion for cctdb's tools: cct-record, cct-query, cct-import and
-# cct-diff. Installed once per tool name where bash-completion looks
+# bash completion for cctdb's tools: cct-record, cct-query, cct-import,
+# cct-diff, cct-merge and cct-aggregate. Installed once per tool name where bash-completion looks
 # (share/bash-completion/completions); also works sourced on its own, without
 # the bash-completion package: it uses only bash's own `complete`.
 #
@@ -182,7 +182,7 @@ _cct_complete() {
           else
             candidates=$(_cct_selectors)
           fi ;;
-        cct-diff) candidates=$(_cct_selectors) ;;
+        cct-diff | cct-aggregate) candidates=$(_cct_selectors) ;;
         *) mode=files ;;
       esac
     fi
@@ -207,7 +207,11 @@ _cct_record() { _cct_complete cct-record; }
 _cct_query() { _cct_complete cct-query; }
 _cct_import() { _cct_complete cct-import; }
 _cct_diff() { _cct_complete cct-diff; }
+_cct_merge() { _cct_complete cct-merge; }
+_cct_aggregate() { _cct_complete cct-aggregate; }
 complete -F _cct_record -o filenames cct-record
 complete -F _cct_query -o filenames cct-query
 complete -F _cct_import -o filenames cct-import
 complete -F _cct_diff -o filenames cct-diff
+complete -F _cct_merge -o filenames cct-merge
+complete -F _cct_aggregate -o filenames cct-aggregate
