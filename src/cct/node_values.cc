@@ -24,19 +24,28 @@ std::vector<double> NodeValues::Derive(MetricId metric, bool inclusive) {
 // others (a derived metric's operands), so no reference into the cache is
 // held across that work.
 const std::vector<double>& NodeValues::Exclusive(MetricId metric) {
-  if (exclusive_.size() < tree_.metrics().size()) exclusive_.resize(tree_.metrics().size());
-  if (exclusive_[metric]) return *exclusive_[metric];
+  if (exclusive_ref_.size() < tree_.metrics().size()) {
+    exclusive_.resize(tree_.metrics().size());
+    exclusive_ref_.resize(tree_.metrics().size(), nullptr);
+  }
+  if (exclusive_ref_[metric]) return *exclusive_ref_[metric];
   std::vector<double> out;
   if (tree_.metrics().Get(metric).kind == MetricKind::kDerived) {
     out = Derive(metric, false);
   } else {
+    const std::vector<double>* dense = tree_.column(metric).dense_values();
+    if (dense && dense->size() == tree_.size()) {
+      exclusive_ref_[metric] = dense;
+      return *dense;
+    }
     out.assign(tree_.size(), 0.0);
     tree_.column(metric).ForEach([&](NodeId n, double v) {
       if (n < out.size()) out[n] += v;
     });
   }
   exclusive_[metric] = std::make_unique<std::vector<double>>(std::move(out));
-  return *exclusive_[metric];
+  exclusive_ref_[metric] = exclusive_[metric].get();
+  return *exclusive_ref_[metric];
 }
 
 const std::vector<double>& NodeValues::Inclusive(MetricId metric) {

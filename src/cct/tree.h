@@ -53,6 +53,9 @@ class SparseColumn {
       for (size_t i = 0; i < nodes_.size(); ++i) f(nodes_[i], values_[i]);
     }
   }
+  // The dense values (one per node up to size()), or null for a sparse
+  // column: readers that want one value per node can use them in place.
+  const std::vector<double>* dense_values() const { return dense_mode_ ? &dense_ : nullptr; }
   size_t count() const;  // stored entries
   bool empty() const { return count() == 0; }
   size_t MemoryBytes() const;

@@ -8,18 +8,28 @@ namespace output {
 
 namespace {
 
+// "%.*f" of v. std::to_chars formats as printf does (the same correctly
+// rounded digits) without its locale and stream machinery: a streamed tree
+// formats four cells per row.
+std::string_view FixedText(char (&buf)[64], double v, int decimals) {
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  return r.ec == std::errc() ? std::string_view(buf, static_cast<size_t>(r.ptr - buf)) : std::string_view();
+}
+
 // Three significant digits: 1.23, 12.3, 123, 1234 (no exponent).
 std::string Sig3(double v) {
   char buf[64];
   const double a = std::fabs(v);
-  int decimals = a >= 100 ? 0 : a >= 10 ? 1 : 2;
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  const int decimals = a >= 100 ? 0 : a >= 10 ? 1 : 2;
+  std::string_view s = FixedText(buf, v, decimals);
   // Rounding can carry into another digit (9.995 -> "10.00"): redo with one
-  // decimal fewer so the width stays three digits.
-  const double printed = std::fabs(std::strtod(buf, nullptr));
-  if (decimals > 0 && ((decimals == 2 && printed >= 10) || (decimals == 1 && printed >= 100)))
-    std::snprintf(buf, sizeof buf, "%.*f", decimals - 1, v);
-  return buf;
+  // decimal fewer so the width stays three digits. The integer digits tell:
+  // one before the point for 2 decimals, two for 1.
+  if (decimals > 0) {
+    const size_t digits = s.find('.') - (s.front() == '-' ? 1 : 0);
+    if ((decimals == 2 && digits >= 2) || (decimals == 1 && digits >= 3)) s = FixedText(buf, v, decimals - 1);
+  }
+  return std::string(s);
 }
 
 std::string Scaled(double v, const double* steps, const char* const* names, int n) {
@@ -69,9 +79,10 @@ std::string FormatValue(double v, cct::Unit unit, bool ascii) {
 
 std::string FormatPercent(double part, double total) {
   if (total == 0 || std::isnan(part)) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * part / total);
-  return buf;
+  char buf[64];
+  std::string s(FixedText(buf, 100.0 * part / total, 1));
+  s += '%';
+  return s;
 }
 
 double ExportValue(double v, cct::Unit unit) { return unit == cct::Unit::kNanoseconds ? v / 1e9 : v; }

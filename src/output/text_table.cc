@@ -102,10 +102,17 @@ TextTable::Layout TextTable::Fit(size_t width, const std::vector<size_t>* bounds
 
 void TextTable::Emit(std::ostream& out, const Layout& l, bool ascii, const std::vector<std::string>& cells,
                      const std::string& prefix, const std::string& name) const {
+  // Padding is appended in place (no padded copy per cell): a streamed tree
+  // writes hundreds of thousands of rows.
   std::string line;
+  line.reserve(128 + prefix.size() + name.size());
   for (size_t c = 0; c < columns_.size(); ++c) {
     if (!l.shown[c] || l.widths[c] == 0) continue;
-    line += columns_[c].left ? PadRight(cells[c], l.widths[c]) : PadLeft(cells[c], l.widths[c]);
+    const size_t w = DisplayWidth(cells[c]);
+    const size_t pad = w < l.widths[c] ? l.widths[c] - w : 0;
+    if (!columns_[c].left) line.append(pad, ' ');
+    line += cells[c];
+    if (columns_[c].left) line.append(pad, ' ');
     line.append(kGap, ' ');
   }
   line += prefix;

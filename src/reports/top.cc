@@ -124,7 +124,8 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const FlatGroup& g = groups[gi];
     if (g.nodes == 0) continue;
-    Row r{&g, group_inc[gi], group_exc[gi], view ? &group_inc_at[gi] : nullptr, view ? &group_exc_at[gi] : nullptr};
+    Row r{&g, std::move(group_inc[gi]), std::move(group_exc[gi]), view ? &group_inc_at[gi] : nullptr,
+          view ? &group_exc_at[gi] : nullptr};
     // Groups with no value in any selected metric say nothing.
     bool any = false;
     for (size_t i = 0; i < ids.size(); ++i)
@@ -136,13 +137,22 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
     const double k = opt.sort_exclusive ? r.exc[0] : r.inc[0];
     return std::isnan(k) ? -1.0 : std::fabs(k);
   };
-  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+  // Only the first -n rows are ordered (10^5 functions, 20 shown); the
+  // groups' own order breaks the last ties, so the rows shown do not depend
+  // on how much is sorted.
+  auto before = [&](const Row& a, const Row& b) {
     const double ka = sort_key(a), kb = sort_key(b);
     if (ka != kb) return ka > kb;
     if (a.g->name != b.g->name) return a.g->name < b.g->name;
-    return a.g->module < b.g->module;
-  });
-  if (opt.limit > 0 && rows.size() > opt.limit) rows.resize(opt.limit);
+    if (a.g->module != b.g->module) return a.g->module < b.g->module;
+    return a.g < b.g;
+  };
+  if (opt.limit > 0 && rows.size() > opt.limit) {
+    std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(opt.limit), rows.end(), before);
+    rows.resize(opt.limit);
+  } else {
+    std::sort(rows.begin(), rows.end(), before);
+  }
 
   auto label = [&](const Row& r) {
     std::string s = r.g->name;

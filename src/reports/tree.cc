@@ -43,25 +43,34 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   const size_t max_prefix = 3 * (opt.depth >= 0 ? std::min<size_t>(levels, static_cast<size_t>(opt.depth)) : levels);
   table.Stream(out, opt.width, opt.ascii, kStreamAfterRows, cols.TextCellBounds(opt.ascii), max_prefix);
   const output::TreeGlyphs& g = output::Glyphs(opt.ascii);
+  // A row's prefix is its ancestors' continuation glyphs ("│  " or "   ")
+  // and its own branch: the continuations live in one string, cut back to a
+  // row's depth when it is reached, instead of two strings per pushed child
+  // (a --depth 4 tree of 10^7 nodes has 7.7·10^5 rows).
   struct Item {
     NodeId node;
     int depth;
-    std::string prefix;  // drawn before this node's name
-    std::string child_prefix;
+    bool last;  // the last of its siblings shown
   };
-  std::vector<Item> stack{{top, 0, "", ""}};
+  std::string trail;                 // continuations of the current row's ancestors
+  std::vector<size_t> trail_at{0};   // per depth: trail's length for rows at that depth
+  std::vector<Item> stack{{top, 0, false}};
   while (!stack.empty()) {
-    Item it = std::move(stack.back());
+    const Item it = stack.back();
     stack.pop_back();
+    trail.resize(trail_at[static_cast<size_t>(it.depth)]);
+    std::string prefix;
+    if (it.depth > 0) prefix = trail + (it.last ? g.last : g.branch);
     std::string name = output::DisplayName(tree, it.node);
     if (ends && (*ends)[it.node]) name.insert(0, std::string(opt.ascii ? kEndMarkAscii : kEndMark) + " ");
-    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), it.prefix, std::move(name));
+    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), std::move(prefix), std::move(name));
     const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
-    for (size_t i = kids.size(); i-- > 0;) {
-      const bool last = i + 1 == kids.size();
-      stack.push_back({kids[i], it.depth + 1, it.child_prefix + (last ? g.last : g.branch),
-                       it.child_prefix + (last ? g.space : g.pipe)});
-    }
+    if (kids.empty()) continue;
+    if (it.depth > 0) trail += it.last ? g.space : g.pipe;
+    const size_t child_depth = static_cast<size_t>(it.depth) + 1;
+    if (trail_at.size() <= child_depth) trail_at.resize(child_depth + 1);
+    trail_at[child_depth] = trail.size();
+    for (size_t i = kids.size(); i-- > 0;) stack.push_back({kids[i], it.depth + 1, i + 1 == kids.size()});
   }
   table.Finish();
 }

@@ -273,11 +273,13 @@ Status Database::WriteSection(RunId id, const Section& section) {
   });
 }
 
-// Collects the run's chunks (keys sort by kind, arg, chunk) and joins each
-// section's payload, copying every byte once out of the memory map.
-Result<std::vector<Section>> Database::GetTreeSections(LmdbTxn& txn, RunId id) {
+// Collects the run's chunks (keys sort by kind, arg, chunk) as views of each
+// section's payload in the memory map: the decoder copies every byte once,
+// straight into the tree's arrays.
+Result<std::vector<SectionPieces>> Database::GetTreePieces(LmdbTxn& txn, RunId id) {
   const std::string prefix = U32BE(id);
-  std::vector<Section> out;
+  std::vector<SectionPieces> out;
+  std::vector<uint64_t> have;     // payload bytes collected per section
   std::vector<uint32_t> crcs;
   std::vector<uint64_t> lengths;  // payload bytes each header announces
   uint32_t expect_chunk = 0;
@@ -301,14 +303,13 @@ Result<std::vector<Section>> Database::GetTreeSections(LmdbTxn& txn, RunId id) {
                                                static_cast<unsigned char>(key[6]));
     const uint32_t chunk = ReadU32BE(key.substr(7));
     if (chunk == 0) {
-      if (!out.empty() && out.back().payload.size() != lengths.back()) return damaged("a section is missing chunks");
+      if (!out.empty() && have.back() != lengths.back()) return damaged("a section is missing chunks");
       auto h = ParseSectionHeader(value);
       if (!h.ok()) return damaged(h.status().message());
       if (h->kind != kind || h->arg != arg) return damaged("section stored under the wrong key");
       if (h->length > (uint64_t{1} << 40)) return damaged("section length is implausible");
-      Section s{kind, arg, {}};
-      s.payload.reserve(h->length);
-      out.push_back(std::move(s));
+      out.push_back(SectionPieces{kind, arg, {}});
+      have.push_back(0);
       crcs.push_back(h->crc);
       lengths.push_back(h->length);
       expect_chunk = 0;
@@ -319,17 +320,20 @@ Result<std::vector<Section>> Database::GetTreeSections(LmdbTxn& txn, RunId id) {
     ++expect_chunk;
     const std::string_view data = value.substr(std::min(skip, value.size()));
     skip -= std::min(skip, value.size());
-    std::string& payload = out.back().payload;
-    if (payload.size() + data.size() > lengths.back()) return damaged("a section is longer than its header says");
-    payload.append(data);
+    if (have.back() + data.size() > lengths.back()) return damaged("a section is longer than its header says");
+    if (!data.empty()) out.back().pieces.push_back(data);
+    have.back() += data.size();
     return true;
   }));
   CCT_RETURN_IF_ERROR(bad);
   for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i].payload.size() != lengths[i])
+    if (have[i] != lengths[i])
       return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": a section is missing chunks");
-    Status v = VerifySection(out[i], crcs[i]);
-    if (!v.ok()) return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + v.message());
+    uint32_t crc = 0;  // zlib's CRC-32 continues from one piece to the next
+    for (std::string_view piece : out[i].pieces)
+      crc = Crc32Extend(crc, piece);
+    if (crc != crcs[i])
+      return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": section checksum mismatch");
   }
   return out;
 }
@@ -342,10 +346,10 @@ Result<cct::Tree> Database::ReadTree(RunId id, RunMeta* record) {
     if (Status st = ParseRun(*meta, *record); !st.ok())
       return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + st.message());
   }
-  CCT_ASSIGN_OR_RETURN(std::vector<Section> sections, GetTreeSections(*txn, id));
-  txn->Abort();
+  CCT_ASSIGN_OR_RETURN(std::vector<SectionPieces> sections, GetTreePieces(*txn, id));
   if (sections.empty()) return cct::NotFound("run " + std::to_string(id) + " has no profile data yet");
-  auto tree = DecodeTree(sections);
+  auto tree = DecodeTree(sections);  // from the map: before the transaction ends
+  txn->Abort();
   if (!tree.ok())
     return Corrupt(path() + " is damaged: run " + std::to_string(id) + ": " + tree.status().message());
   return tree;

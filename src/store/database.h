@@ -108,8 +108,10 @@ class Database {
   cct::Status Init(Mode mode);
   cct::Result<RunId> ReadRunCounter(LmdbTxn& txn);  // meta "next_run_id"
   cct::Status PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections);
-  // The tree's sections of the run (kinds 1-5; no iterations, no trace).
-  cct::Result<std::vector<Section>> GetTreeSections(LmdbTxn& txn, RunId id);
+  // The tree's sections of the run (kinds 1-5; no iterations, no trace),
+  // viewed in place in the map (valid while `txn` is open), checksums
+  // verified.
+  cct::Result<std::vector<SectionPieces>> GetTreePieces(LmdbTxn& txn, RunId id);
   // The stored tree's node count, from its nodes section's first chunk (its
   // checksum is ReadTree's to verify): what iteration and trace node ids
   // are checked against.

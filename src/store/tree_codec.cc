@@ -86,6 +86,10 @@ uint32_t Crc32(std::string_view data) {
   return crc32_gzip_refl(0, reinterpret_cast<const unsigned char*>(data.data()), data.size());
 }
 
+uint32_t Crc32Extend(uint32_t crc, std::string_view data) {
+  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+}
+
 std::vector<Section> EncodeTree(const Tree& tree, std::vector<NodeId>* stored_ids) {
   const cct::Children children = cct::BuildChildren(tree);
   const std::vector<NodeId> order = cct::Preorder(tree, children);
@@ -159,8 +163,53 @@ std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, cons
   return w.Take();
 }
 
-Status DecodeStrings(std::string_view payload, cct::StringTable& strings) {
-  ByteReader r(payload);
+// ByteReader's reading interface over a payload in pieces: a field may
+// straddle two pieces (chunks are cut at 1 MiB, whatever the layout).
+class PieceReader {
+ public:
+  explicit PieceReader(const std::vector<std::string_view>& pieces) : pieces_(pieces) {
+    for (std::string_view p : pieces) remaining_ += p.size();
+  }
+  bool U8(uint8_t& v) { return Raw(&v, 1); }
+  bool U32(uint32_t& v) { return Raw(&v, 4); }
+  template <class T>
+  bool Array(std::vector<T>& v, size_t count) {
+    if (count > remaining() / sizeof(T)) return false;
+    v.resize(count);
+    return Raw(v.data(), count * sizeof(T));
+  }
+  bool Bytes(std::string& s, size_t count) {
+    if (count > remaining()) return false;
+    s.resize(count);
+    return Raw(s.data(), count);
+  }
+  size_t remaining() const { return remaining_; }
+
+ private:
+  bool Raw(void* p, size_t n) {
+    if (n > remaining_) return false;
+    remaining_ -= n;
+    auto* out = static_cast<char*>(p);
+    while (n > 0) {
+      const std::string_view piece = pieces_[index_];
+      const size_t take = std::min(n, piece.size() - offset_);
+      std::memcpy(out, piece.data() + offset_, take);
+      out += take;
+      n -= take;
+      offset_ += take;
+      if (offset_ == piece.size()) {
+        ++index_;
+        offset_ = 0;
+      }
+    }
+    return true;
+  }
+  const std::vector<std::string_view>& pieces_;
+  size_t index_ = 0, offset_ = 0, remaining_ = 0;
+};
+
+Status DecodeStrings(const std::vector<std::string_view>& payload, cct::StringTable& strings) {
+  PieceReader r(payload);
   uint32_t count = 0;
   std::vector<uint32_t> offsets32;
   if (!r.U32(count) || count == UINT32_MAX || !r.Array(offsets32, static_cast<size_t>(count) + 1))
@@ -172,8 +221,8 @@ Status DecodeStrings(std::string_view payload, cct::StringTable& strings) {
   return Status::Ok();
 }
 
-Status DecodeFrames(std::string_view payload, size_t string_count, cct::FrameTable& frames) {
-  ByteReader r(payload);
+Status DecodeFrames(const std::vector<std::string_view>& payload, size_t string_count, cct::FrameTable& frames) {
+  PieceReader r(payload);
   uint32_t n = 0;
   std::vector<uint8_t> kind, flags;
   std::vector<uint32_t> name, module, file, line;
@@ -215,12 +264,12 @@ Status DecodeMetrics(std::string_view payload, cct::MetricRegistry& metrics) {
   return Status::Ok();
 }
 
-Status DecodeValues(std::string_view payload, MetricId m, Tree& tree, bool inclusive) {
+Status DecodeValues(const std::vector<std::string_view>& payload, MetricId m, Tree& tree, bool inclusive) {
   auto set = [&](cct::SparseColumn c) {
     if (inclusive) tree.SetInclusiveColumn(m, std::move(c));
     else tree.SetColumn(m, std::move(c));
   };
-  ByteReader r(payload);
+  PieceReader r(payload);
   uint8_t encoding = 0;
   uint32_t count = 0;
   if (!r.U8(encoding) || !r.U32(count)) return Corrupt("metric values are truncated");
@@ -244,8 +293,8 @@ Status DecodeValues(std::string_view payload, MetricId m, Tree& tree, bool inclu
   return Status::Ok();
 }
 
-const Section* FindSection(const std::vector<Section>& sections, SectionKind kind) {
-  for (const Section& s : sections)
+const SectionPieces* FindSection(const std::vector<SectionPieces>& sections, SectionKind kind) {
+  for (const SectionPieces& s : sections)
     if (s.kind == kind) return &s;
   return nullptr;
 }
@@ -257,30 +306,46 @@ Status DecodeMetricTable(std::string_view payload, cct::MetricRegistry& metrics)
 }
 
 Result<Tree> DecodeTree(const std::vector<Section>& sections) {
-  const Section* strings = FindSection(sections, SectionKind::kStrings);
-  const Section* frames = FindSection(sections, SectionKind::kFrames);
-  const Section* nodes = FindSection(sections, SectionKind::kNodes);
-  const Section* metrics = FindSection(sections, SectionKind::kMetrics);
+  std::vector<SectionPieces> pieces;
+  pieces.reserve(sections.size());
+  for (const Section& s : sections) pieces.push_back({s.kind, s.arg, {std::string_view(s.payload)}});
+  return DecodeTree(pieces);
+}
+
+Result<Tree> DecodeTree(const std::vector<SectionPieces>& sections) {
+  const SectionPieces* strings = FindSection(sections, SectionKind::kStrings);
+  const SectionPieces* frames = FindSection(sections, SectionKind::kFrames);
+  const SectionPieces* nodes = FindSection(sections, SectionKind::kNodes);
+  const SectionPieces* metrics = FindSection(sections, SectionKind::kMetrics);
   if (!strings || !frames || !nodes || !metrics) return Corrupt("the run's tree is incomplete");
   Tree tree;
-  CCT_RETURN_IF_ERROR(DecodeStrings(strings->payload, tree.strings()));
-  CCT_RETURN_IF_ERROR(DecodeFrames(frames->payload, tree.strings().size(), tree.frames()));
+  CCT_RETURN_IF_ERROR(DecodeStrings(strings->pieces, tree.strings()));
+  CCT_RETURN_IF_ERROR(DecodeFrames(frames->pieces, tree.strings().size(), tree.frames()));
   {
-    ByteReader r(nodes->payload);
+    PieceReader r(nodes->pieces);
     uint32_t n = 0;
     std::vector<uint32_t> parent, frame;
     if (!r.U32(n) || !r.Array(parent, n) || !r.Array(frame, n)) return Corrupt("node table is truncated");
     CCT_RETURN_IF_ERROR(tree.AssignNodes(std::move(parent), std::move(frame)));
   }
-  CCT_RETURN_IF_ERROR(DecodeMetrics(metrics->payload, tree.metrics()));
-  for (const Section& s : sections) {
+  {
+    // The metric table is small JSON: one piece, or joined.
+    std::string joined;
+    std::string_view json = metrics->pieces.size() == 1 ? metrics->pieces.front() : std::string_view();
+    if (metrics->pieces.size() > 1) {
+      for (std::string_view p : metrics->pieces) joined.append(p);
+      json = joined;
+    }
+    CCT_RETURN_IF_ERROR(DecodeMetrics(json, tree.metrics()));
+  }
+  for (const SectionPieces& s : sections) {
     if (s.kind != SectionKind::kValues && s.kind != SectionKind::kInclusiveValues) continue;
     const bool inclusive = s.kind == SectionKind::kInclusiveValues;
     if (s.arg >= tree.metrics().size()) return Corrupt("values stored for an unknown metric");
     const cct::MetricKind kind = tree.metrics().Get(s.arg).kind;
     if (inclusive ? kind != cct::MetricKind::kSummary : kind == cct::MetricKind::kDerived)
       return Corrupt("values stored for an unknown metric");
-    CCT_RETURN_IF_ERROR(DecodeValues(s.payload, s.arg, tree, inclusive));
+    CCT_RETURN_IF_ERROR(DecodeValues(s.pieces, s.arg, tree, inclusive));
   }
   return tree;
 }

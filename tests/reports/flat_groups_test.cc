@@ -1,0 +1,83 @@
+// FlatGroups walks a stored tree's ids in order (they are its preorder) and
+// falls back to a computed preorder for trees built in another order: both
+// give the same groups, counts, representative nodes and sums.
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "cct/node_values.h"
+#include "reports/flat_groups.h"
+#include "store/tree_codec.h"
+
+using namespace cct;
+
+namespace {
+
+struct FlatOrderSums {
+  size_t nodes;
+  std::string first_parent;  // the name of the representative node's parent
+  double exc, inc;
+};
+
+std::map<std::string, FlatOrderSums> FlatOrderGroups(const Tree& t) {
+  const reports::FlatGroups flat(t, reports::GroupBy::kFunction);
+  NodeValues values(t);
+  std::vector<double> exc, inc;
+  flat.Accumulate(values.Exclusive(0), values.Inclusive(0), exc, inc);
+  std::map<std::string, FlatOrderSums> out;
+  for (size_t g = 0; g < flat.groups().size(); ++g) {
+    const reports::FlatGroup& grp = flat.groups()[g];
+    if (grp.nodes == 0) continue;
+    out[grp.name] = {grp.nodes, std::string(t.name(t.parent(grp.first_node))), exc[g], inc[g]};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("flat groups: a tree out of preorder groups as its stored (preorder) copy does") {
+  Tree t;
+  const MetricId cpu = t.metrics().RegisterStandard("cputime").value();
+  auto fn = [&](const char* name) { return t.InternFrame(FrameKind::kFunction, name); };
+  // Ids in creation order, not preorder: main's second child (solve) comes
+  // before main's first child's (work's) children.
+  const NodeId main = t.InternChild(kRootNode, fn("main"));
+  const NodeId work = t.InternChild(main, fn("work"));
+  const NodeId solve = t.InternChild(main, fn("solve"));
+  const NodeId work_solve = t.InternChild(work, fn("solve"));
+  const NodeId inner_work = t.InternChild(work_solve, fn("work"));  // work inside work: recursion
+  const NodeId leaf = t.InternChild(inner_work, fn("leaf"));
+  t.AddValue(work, cpu, 1);
+  t.AddValue(solve, cpu, 2);
+  t.AddValue(work_solve, cpu, 4);
+  t.AddValue(inner_work, cpu, 8);
+  t.AddValue(leaf, cpu, 16);
+  REQUIRE(t.parent(work_solve) < solve);  // the ids are not the preorder
+
+  const auto built = FlatOrderGroups(t);
+  auto stored = store::DecodeTree(store::EncodeTree(t));
+  REQUIRE(stored.ok());
+  const auto read = FlatOrderGroups(*stored);
+
+  // Expected from the construction: work's inclusive value counts the outer
+  // work's subtree once (1+4+8+16), its exclusive both work nodes (1+8).
+  REQUIRE(built.count("work"));
+  CHECK(built.at("work").nodes == 2);
+  CHECK(built.at("work").exc == 9);
+  CHECK(built.at("work").inc == 29);
+  CHECK(built.at("work").first_parent == "main");
+  CHECK(built.at("solve").nodes == 2);
+  CHECK(built.at("solve").exc == 6);
+  CHECK(built.at("solve").inc == 2 + 28);  // two outermost solve nodes: main>solve and main>work>solve
+  // The first node in preorder: main > work > solve comes before main > solve.
+  CHECK(built.at("solve").first_parent == "work");
+  CHECK(built.at("leaf").inc == 16);
+  REQUIRE(read.size() == built.size());
+  for (const auto& [name, sums] : built) {
+    REQUIRE(read.count(name));
+    CHECK(read.at(name).nodes == sums.nodes);
+    CHECK(read.at(name).first_parent == sums.first_parent);
+    CHECK(read.at(name).exc == sums.exc);
+    CHECK(read.at(name).inc == sums.inc);
+  }
+}
