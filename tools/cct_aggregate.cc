@@ -32,27 +32,7 @@ int main(int argc, char** argv) {
       ("threads,j", po::value<unsigned>(), "reading and reducing threads per process (default: the hardware threads)")
       ("dry-run,n", "compute and print the summary; store nothing");
   cli::AddTerminalOptions(visible, /*text=*/false);
-  po::options_description hidden;
-  hidden.add_options()("run", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("run", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    cli::Fail(kTool, std::string(e.what()) + " (see cct-aggregate --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << visible << '\n';
-    return 0;
-  }
-  if (vm.count("version")) {
-    cli::PrintVersion(kTool);
-    return 0;
-  }
+  const po::variables_map vm = cli::ParseCommandLine(kTool, argc, argv, visible, "run");
   cli::ReadTerminalOptions(kTool, vm);
   aggregate::AggregateRequest request;
   if (vm.count("run")) request.selectors = vm["run"].as<std::vector<std::string>>();

@@ -48,27 +48,7 @@ int main(int argc, char** argv) {
       ("unit", po::value<std::string>(), "ns|us|ms|s|bytes|count|percent|1 (times are stored in ns)")
       ("skip-bad-lines", "import what is well-formed and report how much was skipped");
   cli::AddTerminalOptions(visible, /*text=*/false);
-  po::options_description hidden;
-  hidden.add_options()("file", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("file", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    cli::Fail(kTool, std::string(e.what()) + " (see cct-import --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << visible << '\n';
-    return 0;
-  }
-  if (vm.count("version")) {
-    cli::PrintVersion(kTool);
-    return 0;
-  }
+  const po::variables_map vm = cli::ParseCommandLine(kTool, argc, argv, visible, "file");
   cli::ReadTerminalOptions(kTool, vm);  // nothing it prints is coloured; a bad --color is still an error
   if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (" + importers::ImporterNames() + ")");
   const std::vector<std::string> files =

@@ -24,27 +24,7 @@ int main(int argc, char** argv) {
       ("version", "show the version")
       ("dry-run,n", "list what would be merged; write nothing");
   cli::AddTerminalOptions(visible, /*text=*/false);
-  po::options_description hidden;
-  hidden.add_options()("file", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description pos;
-  pos.add("file", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    cli::Fail(kTool, std::string(e.what()) + " (see cct-merge --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << visible << '\n';
-    return 0;
-  }
-  if (vm.count("version")) {
-    cli::PrintVersion(kTool);
-    return 0;
-  }
+  const po::variables_map vm = cli::ParseCommandLine(kTool, argc, argv, visible, "file");
   cli::ReadTerminalOptions(kTool, vm);
   const std::vector<std::string> files =
       vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>();

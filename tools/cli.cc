@@ -75,6 +75,34 @@ cct::Result<unsigned> ParseFileMode(const std::string& text) {
   return mode;
 }
 
+boost::program_options::variables_map ParseCommandLine(const std::string& tool, int argc, char** argv,
+                                                       const boost::program_options::options_description& visible,
+                                                       const std::string& positional) {
+  namespace po = boost::program_options;
+  po::options_description hidden;
+  hidden.add_options()(positional.c_str(), po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add(positional.c_str(), -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    Fail(tool, std::string(e.what()) + " (see " + tool + " --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << visible << '\n';
+    std::exit(kExitOk);
+  }
+  if (vm.count("version")) {
+    PrintVersion(tool);
+    std::exit(kExitOk);
+  }
+  return vm;
+}
+
 cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items) {
   std::map<std::string, std::string> tags;
   for (const std::string& item : items) {

@@ -38,6 +38,15 @@ void ExitOnOutOfMemory(const std::string& tool, int code = kExitError);
 // octal (600, 0640, 0660). The owner must be able to read and write it.
 cct::Result<unsigned> ParseFileMode(const std::string& text);
 
+// Parses the command line: the `visible` options and, after them, the
+// positional arguments, collected as the (hidden) option `positional`.
+// --help prints `visible` and exits 0, --version prints the version and
+// exits 0; a malformed command line is one line and exit 2 ("(see TOOL
+// --help)"). What each tool's main would otherwise repeat.
+boost::program_options::variables_map ParseCommandLine(const std::string& tool, int argc, char** argv,
+                                                       const boost::program_options::options_description& visible,
+                                                       const std::string& positional);
+
 // Parses repeated K=V options.
 cct::Result<std::map<std::string, std::string>> ParseTags(const std::vector<std::string>& items);
 
