@@ -33,15 +33,21 @@ def run_rss(argv, ok=(0,)):
     return wall, rss
 
 
-def best_cpu(argv, repeat):
-    """Best wall time, best CPU time and largest peak RSS over `repeat` runs:
-    on a shared machine the CPU time moves less than the wall time."""
+def usage_runs(argv, repeat):
+    """Wall times and CPU times of `repeat` runs, and their largest peak RSS."""
     walls, cpus, rss = [], [], 0.0
     for _ in range(repeat):
         w, c, r = run_usage(argv)
         walls.append(w)
         cpus.append(c)
         rss = max(rss, r)
+    return walls, cpus, rss
+
+
+def best_cpu(argv, repeat):
+    """Best wall time, best CPU time and largest peak RSS over `repeat` runs:
+    on a shared machine the CPU time moves less than the wall time."""
+    walls, cpus, rss = usage_runs(argv, repeat)
     return min(walls), min(cpus), rss
 
 

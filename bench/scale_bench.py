@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import built_programs, run_usage  # noqa: E402
+from bench_util import built_programs, usage_runs  # noqa: E402
 
 TARGETS = {"top": (1.0, 1024.0), "tree": (1.0, 1024.0), "diff": (5.0, None)}
 
@@ -65,12 +65,7 @@ def make_db(gen, imp, query, work, nodes):
 
 def measure(argv, repeat):
     """Median wall time, median CPU time and largest peak RSS (MiB)."""
-    walls, cpus, rss = [], [], 0.0
-    for _ in range(repeat):
-        w, c, r = run_usage(argv)
-        walls.append(w)
-        cpus.append(c)
-        rss = max(rss, r)
+    walls, cpus, rss = usage_runs(argv, repeat)
     return statistics.median(walls), statistics.median(cpus), rss
 
 

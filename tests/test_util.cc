@@ -1,5 +1,7 @@
 #include "tests/test_util.h"
 
+#include "store/lmdb_env.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -228,6 +230,30 @@ std::string CheckGolden(const std::string& name, const std::string& actual) {
              "\n  actual:   " + (ga ? la : "<end>");
   }
   return "golden " + name + " differs (line endings)";
+}
+
+uint32_t StoredFormatVersion(const std::string& db_path) {
+  auto env = store::LmdbEnv::Open(db_path, store::LmdbEnv::Mode::kReadOnly);
+  if (!env.ok()) return 0;
+  auto txn = (*env)->Begin(false);
+  if (!txn.ok()) return 0;
+  auto dbi = (*txn)->OpenDb("meta", false);
+  if (!dbi.ok() || !dbi->has_value()) return 0;
+  auto v = (*txn)->Get(**dbi, "format_version");
+  if (!v.ok() || !v->has_value() || (*v)->size() != 4) return 0;
+  uint32_t version = 0;
+  std::memcpy(&version, (*v)->data(), 4);
+  return version;
+}
+
+bool StampFormatVersion(const std::string& db_path, uint32_t version) {
+  auto env = store::LmdbEnv::Open(db_path, store::LmdbEnv::Mode::kReadWrite);
+  if (!env.ok()) return false;
+  return store::WithWriteTxn(**env, [version](store::LmdbTxn& txn) {
+           auto dbi = txn.OpenDb("meta", false);
+           if (!dbi.ok()) return dbi.status();
+           return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&version), 4));
+         }).ok();
 }
 
 }  // namespace testutil

@@ -5,6 +5,7 @@
 // to rewrite them, then review the change as a diff before committing.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,12 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
 // Runs `cct-query -d DB ARGS...`: its stdout; its exit status in *rc and,
 // when err is given, its stderr.
 std::string Query(const std::string& db, std::vector<std::string> args, int* rc, std::string* err = nullptr);
+
+// The format version a database file is stamped with (its "meta" table;
+// 0 when it cannot be read), and stamping another one: what the tests of
+// version upgrades and of refusing newer files do to a file.
+uint32_t StoredFormatVersion(const std::string& db_path);
+bool StampFormatVersion(const std::string& db_path, uint32_t version);
 
 // Number of lines in s (a final line without '\n' counts).
 size_t LineCount(const std::string& s);

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <random>
 
@@ -13,9 +12,9 @@
 #include "cct/tree_ops.h"
 #include "query/aggregate.h"
 #include "store/database.h"
-#include "store/lmdb_env.h"
 #include "store/tree_codec.h"
 #include "tests/interop_util.h"
+#include "tests/test_util.h"
 
 using cct::FrameKind;
 using cct::NodeId;
@@ -224,29 +223,8 @@ TEST_CASE("format version 3: a version 2 file reads as it is, a writer stamps it
     t.AddValue(interop::AddPath(t, {{FrameKind::kFunction, "f"}}), *t.metrics().RegisterStandard("cputime"), 5);
     REQUIRE((*db)->CreateRun(m, &t).ok());
   }
-  auto version = [&]() {
-    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadOnly);
-    REQUIRE(env.ok());
-    auto txn = (*env)->Begin(false);
-    REQUIRE(txn.ok());
-    auto dbi = (*txn)->OpenDb("meta", false);
-    REQUIRE((dbi.ok() && dbi->has_value()));
-    auto v = (*txn)->Get(**dbi, "format_version");
-    REQUIRE((v.ok() && v->has_value() && (*v)->size() == 4));
-    uint32_t out = 0;
-    std::memcpy(&out, (*v)->data(), 4);
-    return out;
-  };
-  {
-    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
-    REQUIRE(env.ok());
-    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
-              auto dbi = txn.OpenDb("meta", false);
-              if (!dbi.ok()) return dbi.status();
-              const uint32_t v = 2;
-              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
-            }).ok());
-  }
+  auto version = [&]() { return testutil::StoredFormatVersion(path); };
+  REQUIRE(testutil::StampFormatVersion(path, 2));
   REQUIRE(version() == 2);
   {
     auto db = store::Database::Open(path, store::Database::Mode::kRead);

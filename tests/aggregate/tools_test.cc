@@ -43,7 +43,11 @@ store::RunId AggStoreRank(const std::string& db_path, int rank, int size, const 
   m.state = store::RunState::kComplete;
   m.source = "test";
   m.tags = {{"job", job}};
-  m.launcher = store::LauncherRank{rank, size, rank, "OMPI_COMM_WORLD_RANK"};
+  m.launcher = store::LauncherRank{};
+  m.launcher->rank = rank;
+  m.launcher->size = size;
+  m.launcher->local_rank = rank;
+  m.launcher->source = "OMPI_COMM_WORLD_RANK";
   if (!key.empty()) (*m.extra)["run_key"] = key;
   REQUIRE((*db)->CreateRun(m, &t).ok());
   return m.id;

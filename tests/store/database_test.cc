@@ -302,14 +302,7 @@ TEST_CASE("damaged and foreign database files: exit 2 with one clear line") {
   const std::string newer = dir / "newer.db";
   std::filesystem::copy_file(good, newer);
   {
-    auto env = store::LmdbEnv::Open(newer, store::LmdbEnv::Mode::kReadWrite);
-    REQUIRE(env.ok());
-    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
-              auto dbi = txn.OpenDb("meta", false);
-              if (!dbi.ok()) return dbi.status();
-              const uint32_t v = store::kFormatVersion + 1;
-              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
-            }).ok());
+    REQUIRE(testutil::StampFormatVersion(newer, store::kFormatVersion + 1));
   }
   Query(newer, {"runs"}, &rc, &err);
   CHECK(rc == 2);
@@ -704,14 +697,7 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   }
   {
     // Stamped as a version 1 file.
-    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
-    REQUIRE(env.ok());
-    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) {
-              auto dbi = txn.OpenDb("meta", false);
-              if (!dbi.ok()) return dbi.status();
-              const uint32_t v = 1;
-              return txn.Put(**dbi, "format_version", std::string(reinterpret_cast<const char*>(&v), 4));
-            }).ok());
+    REQUIRE(testutil::StampFormatVersion(path, 1));
   }
   auto db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
@@ -745,16 +731,7 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   db->reset();
   REQUIRE(Database::Open(path, Database::Mode::kWrite).ok());
   {
-    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadOnly);
-    REQUIRE(env.ok());
-    auto txn = (*env)->Begin(false);
-    REQUIRE(txn.ok());
-    auto dbi = (*txn)->OpenDb("meta", false);
-    REQUIRE((dbi.ok() && dbi->has_value()));
-    auto v = (*txn)->Get(**dbi, "format_version");
-    REQUIRE((v.ok() && v->has_value() && (*v)->size() == 4));
-    uint32_t version = 0;
-    std::memcpy(&version, (*v)->data(), 4);
+    const uint32_t version = testutil::StoredFormatVersion(path);
     CHECK(version == store::kFormatVersion);
     CHECK(version == 3);  // summary metrics (aggregate runs) came with version 3
   }
