@@ -343,36 +343,63 @@ TEST_CASE("Python: 1,000 threads started and ended by Python, sampled at 4 kHz")
   CHECK(InclusiveOf(t, "short") > 0);
 }
 
-TEST_CASE("Python: an NVTX range pushed from Python sits between the Python function that pushed it and its callees") {
-  if (!HaveExtension()) return;
+// One range node for `range` under the Python function `pusher`, above
+// `inside_range`, holding the samples and the range's own duration; `want`
+// (the pusher's CPU time) is read from the workload's output.
+void CheckPythonRange(const std::string& mode, const std::string& range, const std::string& pusher,
+                      std::string_view native_inside = {}) {
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, "nvtx");
+  const auto r = Record(db, kPython, mode);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   if (r.out.find("NVTX available 1") == std::string::npos) {
     MESSAGE("skipped: the test extension was built without NVTX3's headers");
     return;
   }
-  const double want = testutil::Measured(r.out).at("with_range");
+  const double want = testutil::Measured(r.out).at(pusher);
   const cct::Tree t = OnlyTree(db);
   const cct::MetricId cpu = t.metrics().Find("cputime"), wall = t.metrics().Find("nvtx:time");
   REQUIRE(wall != cct::kNoMetric);
-  // One range node: under with_range (pushed there), above inside_range
-  // (called inside it), holding the samples and the range's own duration.
   int ranges = 0;
   for (cct::NodeId n = 1; n < t.size(); ++n) {
-    if (t.kind(n) != cct::FrameKind::kNvtx || t.name(n) != "py-range") continue;
+    if (t.kind(n) != cct::FrameKind::kNvtx || t.name(n) != range) continue;
     ++ranges;
-    CHECK(IsFunction(t, t.parent(n), "with_range"));
+    INFO("range node ", n, " under ", t.name(t.parent(n)));
+    CHECK(IsFunction(t, t.parent(n), pusher));
     bool inside = false;
     for (cct::NodeId c = 1; c < t.size(); ++c)
       if (t.parent(c) == n && IsFunction(t, c, "inside_range")) inside = true;
     CHECK(inside);
     CHECK(std::abs(SubtreeValue(t, n, cpu) - want) <= 0.10 * want);
     CHECK(t.Value(n, wall) >= 0.9 * want);
+    if (!native_inside.empty()) {
+      // The pushing C function's own work after the push is inside the range.
+      double native = 0;
+      for (cct::NodeId c = n + 1; c < t.size(); ++c) {
+        cct::NodeId a = c;
+        while (a != 0 && a != n) a = t.parent(a);
+        if (a == n && t.kind(c) == cct::FrameKind::kFunction && t.name(c) == native_inside)
+          native += SubtreeValue(t, c, cpu);
+      }
+      CHECK(native >= 0.15e9);
+    }
   }
   CHECK(ranges == 1);
+}
+
+TEST_CASE("Python: an NVTX range pushed from Python sits between the Python function that pushed it and its callees") {
+  if (!HaveExtension()) return;
+  CheckPythonRange("nvtx", "py-range", "with_range");
+}
+
+TEST_CASE("Python: a range pushed by a C function that then works natively is one node under the Python caller") {
+  // Samples after the push inside the pushing C function (in every push,
+  // briefly: there a sample once made a second range node under the C
+  // function; here for 0.2 s) place the range as the pop and the samples in
+  // Python do.
+  if (!HaveExtension()) return;
+  CheckPythonRange("nvtx_native", "py-native-range", "with_native_range", "cct_ext_spin_native");
 }
 
 TEST_CASE("Python: a kernel launched from a Python method sits under it, its line and its caller") {

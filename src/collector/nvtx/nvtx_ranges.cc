@@ -315,6 +315,21 @@ void NvtxPush(uint32_t domain, uint32_t name) {
       e.py_groups = py.groups;
       e.py_complete = py.complete;
     }
+    // The native frames past the innermost eval-loop frame are the push
+    // call's own (an extension's push function, its C-API call machinery):
+    // the range belongs to the Python frame that called it, as its pop
+    // places it. Kept, they would anchor samples taken inside that call
+    // after the push (its return, or native work it does next) below the
+    // C function: a second node for the same range.
+    if (e.py_count > 0) {
+      const python::InterpreterCode& code = python::Process().code;
+      const uintptr_t* frames = t->range_frames + e.frames_offset;
+      for (int i = static_cast<int>(e.depth) - 1; i >= 0; --i)
+        if (frames[i] >= code.eval_lo && frames[i] < code.eval_hi) {
+          e.depth = static_cast<uint32_t>(i + 1);
+          break;
+        }
+    }
   }
   e.key = MakeRangeKey(name);
   e.domain = domain;

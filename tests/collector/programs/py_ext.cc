@@ -49,6 +49,20 @@ static PyObject* Push(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// Pushes NAME, then spins SECONDS natively before returning: samples taken
+// after the push inside the C function that made it (the push call's own
+// frames, briefly, in every push; here for long enough to be sampled).
+static PyObject* PushSpin(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name = NULL;
+  double seconds = 0;
+  if (!PyArg_ParseTuple(args, "sd", &name, &seconds)) return NULL;
+#ifdef CCT_TEST_NVTX
+  nvtxRangePushA(name);
+#endif
+  return PyFloat_FromDouble(cct_ext_spin_native(seconds));
+}
+
 static PyObject* Pop(PyObject* self, PyObject* args) {
   (void)self;
   (void)args;
@@ -62,6 +76,7 @@ static PyMethodDef kMethods[] = {
     {"spin", Spin, METH_VARARGS, "burn SECONDS of thread CPU time in native code"},
     {"call", cct_ext_call, METH_VARARGS, "call a Python callable from C"},
     {"push", Push, METH_VARARGS, "nvtxRangePushA(NAME)"},
+    {"push_spin", PushSpin, METH_VARARGS, "nvtxRangePushA(NAME), then spin SECONDS natively"},
     {"pop", Pop, METH_NOARGS, "nvtxRangePop()"},
     {NULL, NULL, 0, NULL},
 };

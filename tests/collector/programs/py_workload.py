@@ -13,6 +13,8 @@
 #                           prints "THREAD NAME<tab>FUNCTION" for each, the
 #                           name Python gives the thread as the function ends
 #   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
+#   py_workload.py nvtx_native  a range pushed by a C function that then
+#                           spins 0.2 s natively before Python goes on in it
 #   py_workload.py pool     a multiprocessing pool started and terminated
 #                           (its workers get SIGTERM as they exit)
 #   py_workload.py gpu LIB  kernels launched from Python through the tests'
@@ -247,6 +249,19 @@ def nvtx():
     measured("with_range", time.thread_time() - t0)
 
 
+def with_native_range():
+    ext.push_spin("py-native-range", 0.2)
+    inside_range()
+    ext.pop()
+
+
+def nvtx_native():
+    print(f"NVTX available {ext.HAVE_NVTX}", flush=True)
+    t0 = time.thread_time()
+    with_native_range()
+    measured("with_native_range", time.thread_time() - t0)
+
+
 def square(n):
     return n * n
 
@@ -286,5 +301,6 @@ def gpu():
 
 
 if __name__ == "__main__":
-    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx, "gpu": gpu,
+    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx,
+     "nvtx_native": nvtx_native, "gpu": gpu,
      "pool": pool, "names": names, "daemons": daemons}[sys.argv[1]]()
