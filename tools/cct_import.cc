@@ -2,6 +2,7 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "aggregate/merge.h"
 #include "importers/registry.h"
 #include "store/database.h"
 #include "tools/cli.h"
@@ -10,6 +11,14 @@ namespace po = boost::program_options;
 
 namespace {
 constexpr const char* kTool = "cct-import";
+
+// `--from cctdb`: other cctdb databases, merged as cct-merge merges them (an
+// importer's flow makes one run from one file; this copies every run of
+// each file, with its links, iterations and trace).
+constexpr const char* kCctdbFormat = "cctdb";
+constexpr const char* kCctdbHelp =
+    "cctdb databases (one or more FILE.db): every run with its metadata,\n            "
+    "tree, iterations and trace, as `cct-merge DB FILE.db...` copies them";
 
 // The usage text: the formats come from the importers' registry.
 std::string Usage() {
@@ -22,6 +31,7 @@ std::string Usage() {
       help.insert(nl + 1, 12, ' ');
     usage += "  " + name + (name.size() < 10 ? std::string(10 - name.size(), ' ') : std::string(2, ' ')) + help + "\n";
   }
+  usage += "  " + std::string(kCctdbFormat) + std::string(10 - std::string_view(kCctdbFormat).size(), ' ') + kCctdbHelp + "\n";
   usage += "\nOptions";
   return usage;
 }
@@ -35,7 +45,8 @@ int main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version", "show the version")
       ("db,d", po::value<std::string>(), "database file (default: $CCT_DB, else ./cct.db)")
-      ("from", po::value<std::string>(), ("input format: " + importers::ImporterNames()).c_str())
+      ("from", po::value<std::string>(),
+       ("input format: " + importers::ImporterNames() + "; " + kCctdbFormat + " merges databases").c_str())
       ("run", po::value<std::string>(), "ncu-csv: the run whose kernel nodes get the metrics (a RUN selector)")
       ("name", po::value<std::string>(), "run name (default: the file's name; cupti-raw: the recorded run's name, "
                                          "else the file's)")
@@ -50,9 +61,26 @@ int main(int argc, char** argv) {
   cli::AddTerminalOptions(visible, /*text=*/false);
   const po::variables_map vm = cli::ParseCommandLine(kTool, argc, argv, visible, "file");
   cli::ReadTerminalOptions(kTool, vm);  // nothing it prints is coloured; a bad --color is still an error
-  if (!vm.count("from")) cli::Fail(kTool, "--from FORMAT is required (" + importers::ImporterNames() + ")");
+  if (!vm.count("from"))
+    cli::Fail(kTool, "--from FORMAT is required (" + importers::ImporterNames() + "; " + kCctdbFormat + ")");
   const std::vector<std::string> files =
       vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>();
+  const std::string db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
+  if (vm["from"].as<std::string>() == kCctdbFormat) {
+    // The runs keep their own names, tags and metrics: options that would
+    // change them are refused rather than ignored.
+    for (const char* o : {"name", "tag", "metric", "unit", "skip-bad-lines", "run", "db-mode"})
+      if (vm.count(o)) cli::Fail(kTool, std::string("--") + o + " does not apply to --from cctdb (runs are copied as they are)");
+    if (files.empty()) cli::Fail(kTool, "expected at least one input FILE.db (see cct-import --help)");
+    aggregate::MergeRequest merge;
+    merge.out_db = db_path;
+    merge.inputs = files;
+    std::vector<aggregate::MergeInputReport> done;
+    auto reports = aggregate::MergeDatabases(merge, &done);
+    std::cout << aggregate::DescribeMerge(merge, reports.ok() ? *reports : done) << std::flush;
+    if (!reports.ok()) cli::Fail(kTool, reports.status());
+    return 0;
+  }
   if (files.size() != 1) cli::Fail(kTool, "expected one input FILE (see cct-import --help)");
 
   importers::ImportRequest request;
@@ -68,7 +96,7 @@ int main(int argc, char** argv) {
   auto tags = cli::ParseTags(vm.count("tag") ? vm["tag"].as<std::vector<std::string>>() : std::vector<std::string>());
   if (!tags.ok()) cli::Fail(kTool, tags.status());
   request.tags = std::move(*tags);
-  request.db_path = store::DefaultDatabasePath(vm.count("db") ? vm["db"].as<std::string>() : "");
+  request.db_path = db_path;
   if (vm.count("db-mode")) {
     auto mode = cli::ParseFileMode(vm["db-mode"].as<std::string>());
     if (!mode.ok()) cli::Fail(kTool, mode.status());

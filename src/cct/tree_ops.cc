@@ -1,19 +1,27 @@
 #include "cct/tree_ops.h"
 
+#include "cct/huge_pages.h"
+
 #include <algorithm>
 #include <unordered_map>
 
 namespace cct {
 
+// A counting sort with no second cursor array: counts go two slots ahead,
+// so that after the prefix sum offsets[p + 1] is p's start, and filling
+// advances it to p's end, which is p + 1's start (10^7-node trees: one
+// 40 MB array fewer to fault in and copy).
 Children BuildChildren(const Tree& tree) {
   const size_t n = tree.size();
   Children c;
-  c.offsets.assign(n + 1, 0);
-  for (NodeId i = 1; i < n; ++i) ++c.offsets[tree.parent(i) + 1];
-  for (size_t i = 1; i <= n; ++i) c.offsets[i] += c.offsets[i - 1];
+  ReserveHugePages(c.offsets, n + 2);
+  c.offsets.assign(n + 2, 0);
+  for (NodeId i = 1; i < n; ++i) ++c.offsets[tree.parent(i) + 2];
+  for (size_t i = 1; i < n + 2; ++i) c.offsets[i] += c.offsets[i - 1];
+  ReserveHugePages(c.ids, n);
   c.ids.resize(n > 0 ? n - 1 : 0);
-  std::vector<uint32_t> fill(c.offsets.begin(), c.offsets.end() - 1);
-  for (NodeId i = 1; i < n; ++i) c.ids[fill[tree.parent(i)]++] = i;
+  for (NodeId i = 1; i < n; ++i) c.ids[c.offsets[tree.parent(i) + 1]++] = i;
+  c.offsets.pop_back();
   return c;
 }
 
@@ -31,9 +39,24 @@ std::vector<NodeId> Preorder(const Tree& tree, const Children& children) {
 }
 
 std::vector<uint32_t> Depths(const Tree& tree) {
-  std::vector<uint32_t> d(tree.size(), 0);
+  std::vector<uint32_t> d;
+  ReserveHugePages(d, tree.size());
+  d.assign(tree.size(), 0);
   for (NodeId n = 1; n < tree.size(); ++n) d[n] = d[tree.parent(n)] + 1;
   return d;
+}
+
+size_t LevelsBelow(const Tree& tree, NodeId top, size_t limit) {
+  // A parent's id is below its children's: depths are known in id order, and
+  // top's before any node after it.
+  std::vector<uint32_t> d{0};
+  size_t deepest = 0;
+  for (NodeId n = 1; n < tree.size(); ++n) {
+    d.push_back(d[tree.parent(n)] + 1);
+    deepest = std::max<size_t>(deepest, d[n]);
+    if (n >= top && deepest - d[top] >= limit) break;
+  }
+  return top < d.size() ? std::min(deepest - std::min<size_t>(deepest, d[top]), limit) : 0;
 }
 
 std::string_view ModuleIdentity(std::string_view module) {

@@ -32,6 +32,10 @@ std::vector<NodeId> Preorder(const Tree& tree, const Children& children);
 
 // Depth of every node (root 0).
 std::vector<uint32_t> Depths(const Tree& tree);
+// How many levels the tree's deepest node lies below `top`'s depth, at most
+// `limit` (0 when none is deeper). Reads only as far as it must: a 10^7-node
+// tree reaches a --depth limit within its first nodes.
+size_t LevelsBelow(const Tree& tree, NodeId top, size_t limit);
 
 // The identity of a frame for matching nodes across runs: kind and name;
 // for functions, kernels and loops the module's file name without directory or

@@ -1,9 +1,8 @@
 #include "diff/align.h"
 
-#include <sys/mman.h>
-
 #include <cstdint>
 
+#include "cct/huge_pages.h"
 #include "cct/tree_ops.h"
 
 namespace diff {
@@ -16,17 +15,9 @@ using cct::BaseName;
 void Aligner::ChildIndex::Grow(size_t capacity) {
   std::vector<Slot> old = std::move(slots_);
   slots_ = {};
-  slots_.reserve(capacity);
   // Every probe lands on a random slot: at 10^7 nodes the table is 200 MB and
   // with 4 KiB pages nearly every probe (and prefetch) also missed the TLB.
-  // Transparent huge pages where the system offers them on request.
-  const size_t bytes = capacity * sizeof(Slot);
-  if (bytes >= (size_t{4} << 20)) {
-    const auto begin = reinterpret_cast<uintptr_t>(slots_.data());
-    const uintptr_t huge = uintptr_t{2} << 20;
-    const uintptr_t from = (begin + huge - 1) & ~(huge - 1), to = (begin + bytes) & ~(huge - 1);
-    if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
-  }
+  cct::ReserveHugePages(slots_, capacity);
   slots_.assign(capacity, Slot{0, 0, kEmpty});
   mask_ = capacity - 1;
   for (const Slot& s : old) {

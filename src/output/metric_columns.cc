@@ -12,12 +12,18 @@ using cct::MetricId;
 using cct::NodeId;
 
 std::string DisplayName(const cct::Tree& tree, NodeId node) {
-  const std::string_view name = tree.name(node);
+  std::string name;
+  AppendDisplayName(tree, node, name);
+  return name;
+}
+
+void AppendDisplayName(const cct::Tree& tree, NodeId node, std::string& out) {
   switch (tree.kind(node)) {
-    case cct::FrameKind::kNvtx: return "[nvtx] " + std::string(name);
-    case cct::FrameKind::kThread: return "[thread] " + std::string(name);
-    default: return std::string(name);
+    case cct::FrameKind::kNvtx: out += "[nvtx] "; break;
+    case cct::FrameKind::kThread: out += "[thread] "; break;
+    default: break;
   }
+  out += tree.name(node);
 }
 
 MetricColumns::MetricColumns(cct::NodeValues& values, std::vector<MetricId> ids)
@@ -92,24 +98,42 @@ std::vector<TextTable::Column> MetricColumns::TextColumns(bool show_exclusive) c
 }
 
 // Zeros print blank in text: a tree of mostly empty cells reads faster.
+// Cells from per-column accessors, into `cells` (its strings' buffers are
+// reused: a streamed tree fills one vector for each of its rows).
+template <class Inc, class Exc, class IncAt, class ExcAt>
+void MetricColumns::FillTextCells(Inc inc, Exc exc, IncAt inc_at, ExcAt exc_at, bool ascii, bool show_exclusive,
+                                  std::vector<std::string>& cells) const {
+  cells.resize(cols_.size() * (show_exclusive ? 4 : 2));
+  auto value = [&](std::string& cell, size_t i, double v, uint32_t at) {
+    if (v == 0 || std::isnan(v)) return cell.clear();
+    if (!ratio(i)) return void(cell = FormatValue(v, desc(i).unit, ascii));
+    const std::string where = AtLabel(at);
+    cell = RatioText(v) + (where.empty() ? "" : " (" + where + ")");
+  };
+  auto percent = [&](std::string& cell, size_t i, double v) {
+    if (additive(i) && v != 0) cell = FormatPercent(v, totals_[i]);
+    else cell.clear();
+  };
+  size_t k = 0;
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    const double in = inc(i);
+    value(cells[k++], i, in, inc_at(i));
+    percent(cells[k++], i, in);
+    if (!show_exclusive) continue;
+    const double ex = exc(i);
+    value(cells[k++], i, ex, exc_at(i));
+    percent(cells[k++], i, ex);
+  }
+}
+
 std::vector<std::string> MetricColumns::TextCells(const std::vector<double>& inc, const std::vector<double>& exc,
                                                   bool ascii, bool show_exclusive,
                                                   const std::vector<uint32_t>* inc_at,
                                                   const std::vector<uint32_t>* exc_at) const {
   std::vector<std::string> cells;
-  auto value = [&](size_t i, double v, uint32_t at) -> std::string {
-    if (v == 0 || std::isnan(v)) return "";
-    if (!ratio(i)) return FormatValue(v, desc(i).unit, ascii);
-    const std::string where = AtLabel(at);
-    return RatioText(v) + (where.empty() ? "" : " (" + where + ")");
-  };
-  for (size_t i = 0; i < cols_.size(); ++i) {
-    cells.push_back(value(i, inc[i], AtOf(inc_at, i)));
-    cells.push_back(additive(i) && inc[i] != 0 ? FormatPercent(inc[i], totals_[i]) : "");
-    if (!show_exclusive) continue;
-    cells.push_back(value(i, exc[i], AtOf(exc_at, i)));
-    cells.push_back(additive(i) && exc[i] != 0 ? FormatPercent(exc[i], totals_[i]) : "");
-  }
+  FillTextCells([&](size_t i) { return inc[i]; }, [&](size_t i) { return exc[i]; },
+                [&](size_t i) { return AtOf(inc_at, i); }, [&](size_t i) { return AtOf(exc_at, i); }, ascii,
+                show_exclusive, cells);
   return cells;
 }
 
@@ -170,12 +194,19 @@ std::vector<double> MetricColumns::NodeExclusive(NodeId n) const {
   return v;
 }
 
-// Plain metric columns (no unit labels) skip the per-node unit vectors: a
-// million-row tree builds them for nothing.
 std::vector<std::string> MetricColumns::NodeTextCells(NodeId n, bool ascii) const {
-  if (unit_labels_.empty()) return TextCells(NodeInclusive(n), NodeExclusive(n), ascii);
-  const std::vector<uint32_t> inc_at = NodeAt(n, true), exc_at = NodeAt(n, false);
-  return TextCells(NodeInclusive(n), NodeExclusive(n), ascii, true, &inc_at, &exc_at);
+  std::vector<std::string> cells;
+  NodeTextCells(n, ascii, cells);
+  return cells;
+}
+
+// Straight from the columns' vectors: a million-row tree builds no per-node
+// value or unit vectors.
+void MetricColumns::NodeTextCells(NodeId n, bool ascii, std::vector<std::string>& cells) const {
+  auto at = [&](const std::vector<uint32_t>* v) { return v ? (*v)[n] : UINT32_MAX; };
+  FillTextCells([&](size_t i) { return (*cols_[i].inc)[n]; }, [&](size_t i) { return (*cols_[i].exc)[n]; },
+                [&](size_t i) { return at(cols_[i].inc_at); }, [&](size_t i) { return at(cols_[i].exc_at); },
+                ascii, true, cells);
 }
 
 void MetricColumns::WriteJson(JsonWriter& w, const std::vector<double>& inc, const std::vector<double>& exc,

@@ -20,6 +20,8 @@ namespace output {
 // The display name of a node's frame: NVTX ranges and threads are marked
 // ("[nvtx] step", "[thread] main").
 std::string DisplayName(const cct::Tree& tree, cct::NodeId node);
+// The same appended to `out`.
+void AppendDisplayName(const cct::Tree& tree, cct::NodeId node, std::string& out);
 
 // Values of the selected metrics, laid out the same way by every report.
 class MetricColumns {
@@ -62,6 +64,16 @@ class MetricColumns {
                                      bool show_exclusive = true, const std::vector<uint32_t>* inc_at = nullptr,
                                      const std::vector<uint32_t>* exc_at = nullptr) const;
   std::vector<std::string> NodeTextCells(cct::NodeId n, bool ascii) const;
+  // The same into `cells`, reusing its strings (one vector for every row).
+  void NodeTextCells(cct::NodeId n, bool ascii, std::vector<std::string>& cells) const;
+  // Asks for node n's values ahead of NodeTextCells (a hint; no effect on
+  // results): rows of a large tree are far apart in its value vectors.
+  void Prefetch(cct::NodeId n) const {
+    for (const Source& c : cols_) {
+      __builtin_prefetch(c.inc->data() + n);
+      __builtin_prefetch(c.exc->data() + n);
+    }
+  }
   // Per text column the widest cell any node of the tree can have (for
   // TextTable::Stream): from each metric's largest magnitude, not by
   // formatting every node.
@@ -86,6 +98,9 @@ class MetricColumns {
   std::vector<double> NodeExclusive(cct::NodeId n) const;
 
  private:
+  template <class Inc, class Exc, class IncAt, class ExcAt>
+  void FillTextCells(Inc inc, Exc exc, IncAt inc_at, ExcAt exc_at, bool ascii, bool show_exclusive,
+                     std::vector<std::string>& cells) const;
   std::vector<uint32_t> NodeAt(cct::NodeId n, bool inclusive) const;
   std::string AtLabel(uint32_t unit) const;
 

@@ -34,6 +34,11 @@ void TextTable::AddRow(std::vector<std::string> cells, std::string name_prefix, 
   }
 }
 
+void TextTable::AddRowView(const std::vector<std::string>& cells, std::string_view name_prefix, std::string_view name) {
+  if (fixed_ && cells.size() >= columns_.size()) return Emit(*stream_, *fixed_, stream_ascii_, cells, name_prefix, name);
+  AddRow(std::vector<std::string>(cells), std::string(name_prefix), std::string(name));
+}
+
 void TextTable::Stream(std::ostream& out, size_t width, bool ascii, size_t after, std::vector<size_t> bounds,
                        size_t max_prefix) {
   stream_ = &out;
@@ -101,11 +106,11 @@ TextTable::Layout TextTable::Fit(size_t width, const std::vector<size_t>* bounds
 }
 
 void TextTable::Emit(std::ostream& out, const Layout& l, bool ascii, const std::vector<std::string>& cells,
-                     const std::string& prefix, const std::string& name) const {
-  // Padding is appended in place (no padded copy per cell): a streamed tree
-  // writes hundreds of thousands of rows.
-  std::string line;
-  line.reserve(128 + prefix.size() + name.size());
+                     std::string_view prefix, std::string_view name) const {
+  // Padding is appended in place (no padded copy per cell) to one line
+  // buffer kept between rows: a streamed tree writes hundreds of thousands.
+  std::string& line = line_;
+  line.clear();
   for (size_t c = 0; c < columns_.size(); ++c) {
     if (!l.shown[c] || l.widths[c] == 0) continue;
     const size_t w = DisplayWidth(cells[c]);
@@ -119,12 +124,14 @@ void TextTable::Emit(std::ostream& out, const Layout& l, bool ascii, const std::
   if (l.name_width > 0) {
     const size_t pw = DisplayWidth(prefix);
     const size_t avail = l.name_width > pw + 8 ? l.name_width - pw : 8;
-    line += ElideMiddle(name, avail, ascii);
+    if (DisplayWidth(name) <= avail) line += name;
+    else line += ElideMiddle(name, avail, ascii);
   } else {
     line += name;
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
-  out << line << '\n';
+  line += '\n';
+  out.write(line.data(), static_cast<std::streamsize>(line.size()));
 }
 
 void TextTable::EmitHeader(std::ostream& out, const Layout& l, bool ascii) const {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace output {
@@ -31,6 +32,9 @@ class TextTable {
       : columns_(std::move(columns)), name_header_(std::move(name_header)) {}
 
   void AddRow(std::vector<std::string> cells, std::string name_prefix, std::string name);
+  // The same without taking the strings: once streaming, the row is written
+  // at once and nothing is copied (a streamed tree's rows reuse buffers).
+  void AddRowView(const std::vector<std::string>& cells, std::string_view name_prefix, std::string_view name);
   size_t rows() const { return rows_.size(); }
 
   // Writes the header and rows to fit `width` columns (0: no limit).
@@ -63,7 +67,7 @@ class TextTable {
   // `bounds`: widest cells beyond the rows held (streaming); null: none.
   Layout Fit(size_t width, const std::vector<size_t>* bounds) const;
   void Emit(std::ostream& out, const Layout& layout, bool ascii, const std::vector<std::string>& cells,
-            const std::string& prefix, const std::string& name) const;
+            std::string_view prefix, std::string_view name) const;
   void EmitHeader(std::ostream& out, const Layout& layout, bool ascii) const;
 
   std::vector<Column> columns_;
@@ -75,6 +79,7 @@ class TextTable {
   bool stream_ascii_ = false;
   std::vector<size_t> stream_bounds_;
   std::optional<Layout> fixed_;  // set once rows are written as they come
+  mutable std::string line_;     // Emit's line, its buffer kept between rows
 };
 
 // Tree-drawing prefixes: "├─ ", "└─ ", "│  ", "   " (or ASCII "|- ", "`- ", "|  ").

@@ -36,11 +36,8 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
                NodeId top, const std::vector<char>* ends, std::ostream& out) {
   output::TextTable table(cols.TextColumns(), "calling context");
   // The deepest row's prefix: three columns a level below `top`, bounded by
-  // --depth and by the tree's depth (a parent's id is below its children's).
-  const std::vector<uint32_t> depth = cct::Depths(tree);
-  const uint32_t deepest = *std::max_element(depth.begin(), depth.end());
-  const size_t levels = deepest - depth[top];
-  const size_t max_prefix = 3 * (opt.depth >= 0 ? std::min<size_t>(levels, static_cast<size_t>(opt.depth)) : levels);
+  // --depth and by the tree's depth.
+  const size_t max_prefix = 3 * cct::LevelsBelow(tree, top, opt.depth >= 0 ? static_cast<size_t>(opt.depth) : SIZE_MAX);
   table.Stream(out, opt.width, opt.ascii, kStreamAfterRows, cols.TextCellBounds(opt.ascii), max_prefix);
   const output::TreeGlyphs& g = output::Glyphs(opt.ascii);
   // A row's prefix is its ancestors' continuation glyphs ("│  " or "   ")
@@ -55,17 +52,31 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   std::string trail;                 // continuations of the current row's ancestors
   std::vector<size_t> trail_at{0};   // per depth: trail's length for rows at that depth
   std::vector<Item> stack{{top, 0, false}};
+  // Buffers reused by every row.
+  std::string prefix, name;
+  std::vector<std::string> cells;
+  std::vector<NodeId> kids;
+  const std::string_view end_mark = opt.ascii ? kEndMarkAscii : kEndMark;
   while (!stack.empty()) {
     const Item it = stack.back();
     stack.pop_back();
     trail.resize(trail_at[static_cast<size_t>(it.depth)]);
-    std::string prefix;
-    if (it.depth > 0) prefix = trail + (it.last ? g.last : g.branch);
-    std::string name = output::DisplayName(tree, it.node);
-    if (ends && (*ends)[it.node]) name.insert(0, std::string(opt.ascii ? kEndMarkAscii : kEndMark) + " ");
-    table.AddRow(cols.NodeTextCells(it.node, opt.ascii), std::move(prefix), std::move(name));
-    const std::vector<NodeId> kids = vis.Children(it.node, it.depth);
+    prefix.clear();
+    if (it.depth > 0) (prefix += trail) += it.last ? g.last : g.branch;
+    name.clear();
+    if (ends && (*ends)[it.node]) (name += end_mark) += ' ';
+    output::AppendDisplayName(tree, it.node, name);
+    cols.NodeTextCells(it.node, opt.ascii, cells);
+    table.AddRowView(cells, prefix, name);
+    vis.Children(it.node, it.depth, kids);
     if (kids.empty()) continue;
+    // The children's rows come next (or after their siblings' subtrees): their
+    // names and values, scattered over a large tree's arrays, are fetched
+    // here together, where the loads overlap, rather than one row at a time.
+    for (NodeId k : kids) {
+      cols.Prefetch(k);
+      __builtin_prefetch(tree.name(k).data());
+    }
     if (it.depth > 0) trail += it.last ? g.space : g.pipe;
     const size_t child_depth = static_cast<size_t>(it.depth) + 1;
     if (trail_at.size() <= child_depth) trail_at.resize(child_depth + 1);

@@ -329,6 +329,44 @@ TEST_CASE("cct-merge: per-rank databases into one, run by run; twice changes not
   CHECK(AggTool("cct-merge", {out, dir / "missing.db"}).exit_code == 2);
 }
 
+TEST_CASE("cct-import --from cctdb merges databases as cct-merge does; options that would change the runs are refused") {
+  testutil::TempDir dir;
+  std::vector<std::string> inputs;
+  for (int r = 0; r < 2; ++r) {
+    inputs.push_back(dir / ("r" + std::to_string(r) + ".db"));
+    AggStoreRank(inputs.back(), r, 2, "7", "key-import-" + std::to_string(r));
+  }
+  const std::string by_merge = dir / "merge.db", by_import = dir / "import.db";
+  std::vector<std::string> merge_args{by_merge}, import_args{"-d", by_import, "--from", "cctdb"};
+  merge_args.insert(merge_args.end(), inputs.begin(), inputs.end());
+  import_args.insert(import_args.end(), inputs.begin(), inputs.end());
+  REQUIRE(AggTool("cct-merge", merge_args).exit_code == 0);
+  auto imported = AggTool("cct-import", import_args);
+  REQUIRE_MESSAGE(imported.exit_code == 0, imported.err);
+  const std::vector<AggRunContent> want = AggContents(by_merge), got = AggContents(by_import);
+  REQUIRE(got.size() == 2);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].meta == want[i].meta);
+    CHECK(got[i].sections == want[i].sections);
+  }
+  // Again: stored once.
+  auto again = AggTool("cct-import", import_args);
+  REQUIRE(again.exit_code == 0);
+  CHECK(again.out.find("nothing new") != std::string::npos);
+  CHECK(AggContents(by_import).size() == 2);
+  // Renaming or retagging copied runs is refused, as is no input.
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{{"--name", "x"}, {"--tag", "a=b"}}) {
+    std::vector<std::string> args = import_args;
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto refused = AggTool("cct-import", args);
+    CHECK(refused.exit_code == 2);
+    CHECK(testutil::LineCount(refused.err) == 1);
+  }
+  CHECK(AggTool("cct-import", {"-d", by_import, "--from", "cctdb"}).exit_code == 2);
+  CHECK(AggTool("cct-import", {"-d", by_import, "--from", "cctdb", dir / "missing.db"}).exit_code == 2);
+}
+
 TEST_CASE("cct-aggregate: a rank's several runs (its child processes) are one unit, as tree -m METRIC@AGG has it") {
   testutil::TempDir dir;
   const std::string db = dir / "job.db";

@@ -387,3 +387,41 @@ TEST_CASE("metric registry: a name that is not valid UTF-8 is refused (stored me
   CHECK_FALSE(m.Register({"\xed\xa0\x80", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());  // a surrogate
   CHECK(m.Register({"λ:acc", cct::Unit::kCount, cct::MetricKind::kAdditive, "", ""}).ok());
 }
+
+// A random tree (parents drawn among earlier nodes), checked against counts
+// made by brute force from the parent array alone.
+TEST_CASE("BuildChildren, Depths and LevelsBelow agree with brute force on random trees") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    Tree t;
+    const int n = 1 + static_cast<int>(rng() % 600);
+    std::vector<FrameId> frames;
+    for (int f = 0; f < 40; ++f) frames.push_back(t.InternFrame(FrameKind::kFunction, "f" + std::to_string(f)));
+    for (int i = 1; i < n; ++i) {
+      // Mostly below recent nodes (chains), sometimes anywhere (fan-out).
+      const NodeId size = static_cast<NodeId>(t.size());
+      const NodeId p = rng() % 4 == 0 ? static_cast<NodeId>(rng() % size) : size - 1 - static_cast<NodeId>(rng() % std::min<NodeId>(size, 3));
+      t.InternChild(p, frames[rng() % frames.size()]);
+    }
+    const Children c = BuildChildren(t);
+    REQUIRE(c.offsets.size() == t.size() + 1);
+    std::vector<uint32_t> depth(t.size(), 0);
+    for (NodeId v = 1; v < t.size(); ++v) {
+      NodeId a = v;
+      while (a != kRootNode) a = t.parent(a), ++depth[v];
+    }
+    CHECK(Depths(t) == depth);
+    for (NodeId v = 0; v < t.size(); ++v) {
+      std::vector<NodeId> want;
+      for (NodeId u = 1; u < t.size(); ++u)
+        if (t.parent(u) == v) want.push_back(u);
+      CHECK(std::vector<NodeId>(c.begin(v), c.end(v)) == want);
+    }
+    const uint32_t deepest = *std::max_element(depth.begin(), depth.end());
+    for (int probe = 0; probe < 10; ++probe) {
+      const NodeId top = static_cast<NodeId>(rng() % t.size());
+      for (size_t limit : {size_t{0}, size_t{1}, size_t{2}, size_t{5}, SIZE_MAX})
+        CHECK(LevelsBelow(t, top, limit) == std::min<size_t>(deepest - depth[top], limit));
+    }
+  }
+}

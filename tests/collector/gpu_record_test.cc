@@ -51,7 +51,7 @@ GpuRecorded Load(const std::string& db, size_t index = 0) {
   return out;
 }
 
-GpuRecorded Record(const std::string& db, const std::vector<std::string>& opts,
+GpuRecorded RecordGpu(const std::string& db, const std::vector<std::string>& opts,
                 std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv{Tool("cct-record"), "-o", db};
   argv.insert(argv.end(), opts.begin(), opts.end());
@@ -133,7 +133,7 @@ TEST_SUITE_BEGIN("preload");
 TEST_CASE("gpu record: every operation lands under the CPU and NVTX context that launched it, with its metrics") {
   if (!Available()) return;
   TempDir dir;
-  const GpuRecorded r = Record(dir / "gpu.db", {}, {{"FAKEGPU_DROPPED", "5"}});
+  const GpuRecorded r = RecordGpu(dir / "gpu.db", {}, {{"FAKEGPU_DROPPED", "5"}});
   const cct::Tree& t = r.tree;
 
   // Copies, memset and allocation in upload() inside [upload].
@@ -219,7 +219,7 @@ TEST_CASE("gpu record: every operation lands under the CPU and NVTX context that
 TEST_CASE("gpu record: --gpu on attaches before main, PC samples give gins per kernel source line") {
   if (!Available()) return;
   TempDir dir;
-  const GpuRecorded r = Record(dir / "pc.db", {"--gpu", "on", "--gpu-pc-sampling"});
+  const GpuRecorded r = RecordGpu(dir / "pc.db", {"--gpu", "on", "--gpu-pc-sampling"});
   const cct::Tree& t = r.tree;
   const cct::NodeId k = One(t, {"function:sampled()", "gpu-op:<gpu kernel>", kScale});
   CHECK(Value(t, k, "gker:count") == 1);
@@ -242,7 +242,7 @@ TEST_CASE("gpu record: --gpu off touches nothing; failures are one line, 125 wit
   if (!Available()) return;
   TempDir dir;
   {
-    const GpuRecorded r = Record(dir / "off.db", {"--gpu", "off"});
+    const GpuRecorded r = RecordGpu(dir / "off.db", {"--gpu", "off"});
     for (cct::NodeId n = 1; n < r.tree.size(); ++n) CHECK(r.tree.kind(n) != cct::FrameKind::kGpuOp);
     CHECK(r.meta.extra["gpu"]["tracing"] == "off (--gpu off)");
   }
@@ -327,7 +327,7 @@ TEST_CASE("gpu record: the real CUPTI adapter module exports its entry point") {
 TEST_CASE("gpu record: a raw dump replays into the same run") {
   if (!Available()) return;
   TempDir dir;
-  const GpuRecorded r = Record(dir / "raw.db", {"--gpu-pc-sampling", "--gpu-raw", dir / "raw"},
+  const GpuRecorded r = RecordGpu(dir / "raw.db", {"--gpu-pc-sampling", "--gpu-raw", dir / "raw"},
                             {{"FAKEGPU_DROPPED", "3"}});
   const std::string dump = dir / ("raw/gpu-" + std::to_string(r.meta.pid) + ".cctraw");
   REQUIRE(std::filesystem::exists(dump));
@@ -531,7 +531,7 @@ TEST_CASE("gpu record: GPU work launched inside an --iteration range counts towa
 TEST_CASE("gpu record --trace: one trace event per GPU operation, on its node, with its bytes and duration") {
   if (!Available()) return;
   TempDir dir;
-  const GpuRecorded r = Record(dir / "gpu.db", {"--trace"});
+  const GpuRecorded r = RecordGpu(dir / "gpu.db", {"--trace"});
   const cct::Tree& t = r.tree;
   auto d = store::Database::Open(dir / "gpu.db", store::Database::Mode::kRead);
   REQUIRE(d.ok());

@@ -35,7 +35,7 @@ bool HaveExtension() {
   return false;
 }
 
-testutil::RunResult Record(const std::string& db, const std::string& python, const std::string& mode,
+testutil::RunResult RecordPython(const std::string& db, const std::string& python, const std::string& mode,
                            std::vector<std::string> opts = {}, std::vector<std::string> args = {}) {
   std::vector<std::string> argv{Tool("cct-record"), "-o", db};
   argv.insert(argv.end(), opts.begin(), opts.end());
@@ -125,7 +125,7 @@ void ForEachPython(const std::string& mode,
     CAPTURE(python);
     TempDir dir;
     const std::string db = dir / "py.db";
-    const auto r = Record(db, python, mode);
+    const auto r = RecordPython(db, python, mode);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     check(db, r);
@@ -189,7 +189,7 @@ TEST_CASE("Python: functions within 10% of time.thread_time(); C extension frame
   }
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, "split");
+  const auto r = RecordPython(db, kPython, "split");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto measured = testutil::Measured(r.out);
@@ -292,7 +292,7 @@ TEST_CASE("Python: daemon threads running as the interpreter exits: every run co
   for (int i = 0; i < 10; ++i) {
     CAPTURE(i);
     const std::string db = dir / ("d" + std::to_string(i) + ".db");
-    const auto r = Record(db, kPython, "daemons", {}, {std::to_string(0.02 * i)});
+    const auto r = RecordPython(db, kPython, "daemons", {}, {std::to_string(0.02 * i)});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     store::RunMeta meta;
@@ -305,7 +305,7 @@ TEST_CASE("Python: generators, coroutines, a 50-frame exception and the script's
   if (!HaveExtension()) return;
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, "shapes");
+  const auto r = RecordPython(db, kPython, "shapes");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("GENERATED 4") != std::string::npos);
@@ -332,7 +332,7 @@ TEST_CASE("Python: 1,000 threads started and ended by Python, sampled at 4 kHz")
   if (!HaveExtension()) return;
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, "threads", {"--freq", "4000"});
+  const auto r = RecordPython(db, kPython, "threads", {"--freq", "4000"});
   INFO(r.err);
   CHECK_FALSE(r.timed_out);
   REQUIRE(r.exit_code == 0);
@@ -350,7 +350,7 @@ void CheckPythonRange(const std::string& mode, const std::string& range, const s
                       std::string_view native_inside = {}) {
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, mode);
+  const auto r = RecordPython(db, kPython, mode);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   if (r.out.find("NVTX available 1") == std::string::npos) {
@@ -442,7 +442,7 @@ TEST_CASE("Python: a multiprocessing pool's shutdown is not held up by its worke
   // waited for that mutex. The signal now waits for the write to end.
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, "pool");
+  const auto r = RecordPython(db, kPython, "pool");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::istringstream in(r.out.substr(r.out.find("POOL")));
@@ -464,7 +464,7 @@ TEST_CASE("Python: --python off keeps the interpreter's native frames") {
   if (!HaveExtension()) return;
   TempDir dir;
   const std::string db = dir / "py.db";
-  const auto r = Record(db, kPython, "pure", {"--python", "off"});
+  const auto r = RecordPython(db, kPython, "pure", {"--python", "off"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   store::RunMeta meta;
