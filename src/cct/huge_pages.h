@@ -1,13 +1,12 @@
-// Transparent huge pages for the large per-node arrays of 10^7-node trees.
+// Transparent huge pages for large, randomly indexed arrays.
 //
-// A tree of 10^7 nodes has arrays of 40-80 MB each (parents, frames,
-// values, children). Touched for the first time with 4 KiB pages they cost
-// a page fault per 4 KiB (a third of `tree --depth 4`'s time on this VM was
-// spent faulting), and randomly indexed later, a TLB miss per access. Where
-// the system grants huge pages on request (transparent_hugepage=madvise,
-// Debian's default), asking for them before the first touch turns 512
-// faults into one. A hint only: results never depend on it.
-// Thread-safe (no shared state).
+// A table probed at random over hundreds of MB (cct-diff's alignment table
+// at 10^7 nodes: 200 MB) misses the TLB on nearly every probe with 4 KiB
+// pages. Where the system grants huge pages on request
+// (transparent_hugepage=madvise, Debian's default), asking for them before
+// the first touch avoids that. Arrays read in order gained nothing
+// measurable (docs/performance.md, "Scale"), so only such tables ask. A
+// hint only: results never depend on it. Thread-safe (no shared state).
 #pragma once
 
 #include <cstddef>

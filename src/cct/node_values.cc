@@ -1,7 +1,5 @@
 #include "cct/node_values.h"
 
-#include "cct/huge_pages.h"
-
 namespace cct {
 
 std::vector<double> NodeValues::Derive(MetricId metric, bool inclusive) {
@@ -10,9 +8,7 @@ std::vector<double> NodeValues::Derive(MetricId metric, bool inclusive) {
   const std::vector<MetricId>& ops = reg.operand_ids(metric);
   std::vector<const std::vector<double>*> operand_values;
   for (MetricId op : ops) operand_values.push_back(inclusive ? &Inclusive(op) : &Exclusive(op));
-  std::vector<double> out;
-  ReserveHugePages(out, tree_.size());
-  out.resize(tree_.size());
+  std::vector<double> out(tree_.size());
   for (NodeId n = 0; n < tree_.size(); ++n) {
     bool any = false;
     for (const auto* v : operand_values) any |= ((*v)[n] != 0);
@@ -42,7 +38,6 @@ const std::vector<double>& NodeValues::Exclusive(MetricId metric) {
       exclusive_ref_[metric] = dense;
       return *dense;
     }
-    ReserveHugePages(out, tree_.size());
     out.assign(tree_.size(), 0.0);
     tree_.column(metric).ForEach([&](NodeId n, double v) {
       if (n < out.size()) out[n] += v;
@@ -60,15 +55,12 @@ const std::vector<double>& NodeValues::Inclusive(MetricId metric) {
   if (tree_.metrics().Get(metric).kind == MetricKind::kDerived) {
     out = Derive(metric, true);
   } else if (tree_.metrics().Get(metric).kind == MetricKind::kSummary) {
-    ReserveHugePages(out, tree_.size());
     out.assign(tree_.size(), 0.0);
     tree_.inclusive_column(metric).ForEach([&](NodeId n, double v) {
       if (n < out.size()) out[n] = v;
     });
   } else {
-    const std::vector<double>& exclusive = Exclusive(metric);
-    ReserveHugePages(out, exclusive.size());
-    out.assign(exclusive.begin(), exclusive.end());
+    out = Exclusive(metric);
     for (NodeId n = static_cast<NodeId>(tree_.size()) - 1; n > 0; --n) out[tree_.parent(n)] += out[n];
   }
   inclusive_[metric] = std::make_unique<std::vector<double>>(std::move(out));

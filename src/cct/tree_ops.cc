@@ -1,7 +1,5 @@
 #include "cct/tree_ops.h"
 
-#include "cct/huge_pages.h"
-
 #include <algorithm>
 #include <unordered_map>
 
@@ -14,11 +12,9 @@ namespace cct {
 Children BuildChildren(const Tree& tree) {
   const size_t n = tree.size();
   Children c;
-  ReserveHugePages(c.offsets, n + 2);
   c.offsets.assign(n + 2, 0);
   for (NodeId i = 1; i < n; ++i) ++c.offsets[tree.parent(i) + 2];
   for (size_t i = 1; i < n + 2; ++i) c.offsets[i] += c.offsets[i - 1];
-  ReserveHugePages(c.ids, n);
   c.ids.resize(n > 0 ? n - 1 : 0);
   for (NodeId i = 1; i < n; ++i) c.ids[c.offsets[tree.parent(i) + 1]++] = i;
   c.offsets.pop_back();
@@ -39,9 +35,7 @@ std::vector<NodeId> Preorder(const Tree& tree, const Children& children) {
 }
 
 std::vector<uint32_t> Depths(const Tree& tree) {
-  std::vector<uint32_t> d;
-  ReserveHugePages(d, tree.size());
-  d.assign(tree.size(), 0);
+  std::vector<uint32_t> d(tree.size(), 0);
   for (NodeId n = 1; n < tree.size(); ++n) d[n] = d[tree.parent(n)] + 1;
   return d;
 }

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "cct/huge_pages.h"
 #include "cct/tree_ops.h"
 
 namespace store {
@@ -176,7 +175,6 @@ class PieceReader {
   template <class T>
   bool Array(std::vector<T>& v, size_t count) {
     if (count > remaining() / sizeof(T)) return false;
-    cct::ReserveHugePages(v, count);  // a 10^7-node tree's arrays: 40-80 MB each
     v.resize(count);
     return Raw(v.data(), count * sizeof(T));
   }

@@ -1795,6 +1795,40 @@ TEST_CASE("cct-record --trace: SIGKILL keeps the trace up to the last checkpoint
   CHECK(ranges.count("B") == 1);
   CHECK(ranges.count("C") == 1);
   CHECK(ranges.count("D") == 1);
+  // The ranges the kill found open ("hold", "spin" in it, the start/end
+  // range "waiting") are there, open, after every phase, the inner one's
+  // node below the outer one's.
+  int64_t phases_end = 0;
+  const store::TraceRange* hold = nullptr;
+  const store::TraceRange* spin = nullptr;
+  const store::TraceRange* waiting = nullptr;
+  for (const store::TraceRange& x : trace.ranges) {
+    const std::string name(t.name(x.node));
+    if (name == "hold") hold = &x;
+    else if (name == "spin") spin = &x;
+    else if (name == "waiting") waiting = &x;
+    else {
+      CHECK_FALSE(x.open());
+      phases_end = std::max(phases_end, x.end_ns);
+    }
+  }
+  CHECK(ranges.count("hold") == 1);
+  CHECK(ranges.count("spin") == 1);
+  REQUIRE(hold != nullptr);
+  REQUIRE(spin != nullptr);
+  CHECK(hold->open());
+  CHECK(spin->open());
+  CHECK(hold->start_ns >= phases_end);
+  CHECK(spin->start_ns >= hold->start_ns);
+  CHECK(t.parent(spin->node) == hold->node);
+  CHECK(t.kind(hold->node) == cct::FrameKind::kNvtx);
+  REQUIRE(waiting != nullptr);
+  CHECK(ranges.count("waiting") == 1);
+  CHECK(waiting->open());
+  CHECK(waiting->start_ns >= phases_end);
+  CHECK(waiting->start_ns <= hold->start_ns);
+  CHECK(t.kind(waiting->node) == cct::FrameKind::kNvtx);
+  CHECK(t.kind(waiting->thread) == cct::FrameKind::kThread);
   std::map<std::string, size_t> per_function;
   for (const store::TraceSamples& s : trace.samples)
     for (cct::NodeId n : s.node)

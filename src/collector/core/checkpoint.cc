@@ -138,6 +138,18 @@ void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::Node
       if (thread == cct::kNoNode) continue;
       trace.ranges.push_back({thread, node, r.start_ns + to_epoch_ns, r.end_ns + to_epoch_ns});
     }
+    // Ranges not popped yet: open in this write (the next one has them
+    // again, open or ended); a crash after it keeps them.
+    int64_t open_start[kMaxRanges];
+    uint32_t open_node[kMaxRanges];
+    const int open = t->open_trace.Read(open_start, open_node);
+    for (int k = 0; k < open; ++k) {
+      if (open_node[k] >= range_nodes[i].size() || range_nodes[i][open_node[k]] == cct::kNoNode) continue;
+      const cct::NodeId node = range_nodes[i][open_node[k]];
+      const cct::NodeId thread = ThreadNodeOf(tree, node);
+      if (thread == cct::kNoNode) continue;
+      trace.ranges.push_back({thread, node, open_start[k] + to_epoch_ns, store::kTraceOpenEnd});
+    }
   }
   // Ranges are logged at their pop (inner ones first); EncodeTrace puts
   // them in start order.

@@ -116,6 +116,12 @@ void ForkChild() {
   if (self) {
     self->trie.Reset();
     self->range_trie.Reset();
+    // Ranges the parent had open stay open here, but their nodes were in
+    // the parent's trie: the child's trace has them at their pop only.
+    for (int r = 0, n = self->range_count.load(); r < n && r < kMaxRanges; ++r)
+      self->ranges[r].trace_node = SampleTrie::kNoIndex;
+    self->open_trace.seq.store(0, std::memory_order_relaxed);
+    self->open_trace.count.store(0, std::memory_order_relaxed);
     self->launch_trie.Reset();
     self->sample_trace.Reset();
     self->range_trace.Reset();

@@ -225,7 +225,13 @@ void ProfileBuilder::Add(std::string_view thread_name, const SampleTrie& trie, c
     }
 
     const uint32_t samples = trie.samples(i);
-    if (samples == 0 && trie.time_ns(i) == 0) continue;  // time without samples: a thread's unsampled tail
+    if (samples == 0 && trie.time_ns(i) == 0) {
+      // A range not popped yet (--trace makes its node at the push): its
+      // node, for the trace's open range. Otherwise time without samples:
+      // a thread's unsampled tail.
+      if (role == Role::kRanges && value_nodes) (*value_nodes)[i] = node;
+      continue;
+    }
     if (role == Role::kRanges) {
       if (value_nodes) (*value_nodes)[i] = node;
       if (IsMarkKey(key)) {

@@ -202,6 +202,15 @@ struct ThreadState {
     int32_t py_count = -1;
     int32_t py_groups = 0;
     bool py_complete = false;
+    // --trace: the range's node in range_trie, made at the push, so that a
+    // checkpoint can write the range as open before it pops; the pop adds
+    // to it when its path is still the push's: the same `below` ranges
+    // under it (pushes go on top, so only a pop out of order below it
+    // changes them, and its index with them) and the same loader epoch.
+    // SampleTrie::kNoIndex without --trace.
+    uint32_t trace_node = UINT32_MAX;
+    int32_t below = 0;
+    uint32_t epoch = 0;
   };
   OpenRange ranges[kMaxRanges];
   // How many Python frames were active at a range's push, for the splice
@@ -217,6 +226,33 @@ struct ThreadState {
   // NVTX range instances (written at pop), trie leaves with their times.
   SampleTraceLog sample_trace;
   RangeTraceLog range_trace;
+  // --trace: the open ranges (start, range_trie node), outermost first,
+  // republished by the owner at each push and pop and read by checkpoints,
+  // which write them as ranges still open (a crash keeps them). A seqlock:
+  // seq is odd while the owner rewrites them.
+  struct OpenTraceRanges {
+    std::atomic<uint32_t> seq{0};
+    std::atomic<int> count{0};
+    std::atomic<int64_t> start_ns[kMaxRanges];
+    std::atomic<uint32_t> node[kMaxRanges];
+    // A consistent copy into start/node (kMaxRanges each); the count, 0
+    // when the owner kept rewriting them.
+    int Read(int64_t* start, uint32_t* nodes) const {
+      for (int attempt = 0; attempt < 64; ++attempt) {
+        const uint32_t before = seq.load(std::memory_order_acquire);
+        if (before & 1) continue;
+        int n = count.load(std::memory_order_relaxed);
+        n = n < 0 ? 0 : n > kMaxRanges ? kMaxRanges : n;
+        for (int i = 0; i < n; ++i) {
+          start[i] = start_ns[i].load(std::memory_order_relaxed);
+          nodes[i] = node[i].load(std::memory_order_relaxed);
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (seq.load(std::memory_order_relaxed) == before) return n;
+      }
+      return 0;
+    }
+  } open_trace;
   // Names given to the thread (ThreadName prefers them in this order):
   // nvtxNameOsThread's, then its Python threading.Thread's
   // (python/python_threads.cc), then the kernel's (comm: what

@@ -94,12 +94,16 @@ SampleTrie::NodeIndex SampleTrie::AddSampleAt(const uint64_t* keys, int depth, i
     }
   }
   last_depth_ = depth < kCacheDepth ? depth : kCacheDepth;
+  AddToNode(node, time_ns_delta, samples);
+  return node;
+}
+
+void SampleTrie::AddToNode(NodeIndex node, int64_t time_ns_delta, uint32_t samples) {
   NodeChunk* chunk = Chunk(node);
   std::atomic_ref<int64_t> t(chunk->time_ns[node % kChunkNodes]);
   t.store(t.load(std::memory_order_relaxed) + time_ns_delta, std::memory_order_relaxed);
   std::atomic_ref<uint32_t> s(chunk->samples[node % kChunkNodes]);
   s.store(s.load(std::memory_order_relaxed) + samples, std::memory_order_relaxed);
-  return node;
 }
 
 void SampleTrie::Reset() {

@@ -109,6 +109,8 @@ class SampleTrie {
   bool AddSample(const uint64_t* keys, int depth, int64_t time_ns, uint32_t samples = 1);
   // The same, returning the leaf's index (kNoIndex on failure).
   NodeIndex AddSampleAt(const uint64_t* keys, int depth, int64_t time_ns, uint32_t samples = 1);
+  // Adds to node n, an index AddSampleAt returned. Async-signal-safe.
+  void AddToNode(NodeIndex n, int64_t time_ns, uint32_t samples);
 
   // Forgets everything (a forked child starts empty). Not signal-safe; the
   // caller makes sure no sample is being recorded.

@@ -169,10 +169,14 @@ void AddNvtxToRun(RunContext& run) {
   const size_t n = run.thread_count;
   std::map<std::pair<uint32_t, uint32_t>, Runtime::EndedRanges> ended;
   std::vector<Runtime::EndedInstance> instances;
+  std::vector<Runtime::StartedRange> open;  // --trace: start/end ranges not ended yet
   {
     std::lock_guard<std::mutex> lock(rt->nvtx_mutex);
     ended = rt->ended;
-    if (run.trace) instances = rt->ended_instances;
+    if (run.trace) {
+      instances = rt->ended_instances;
+      for (const auto& [id, s] : rt->started) open.push_back(s);
+    }
     for (const auto& [what, count] : rt->nvtx_problems) rt->meta.diagnostics[what] = count;
     int64_t open_ranges = 0;
     for (size_t i = 0; i < n; ++i)
@@ -186,7 +190,7 @@ void AddNvtxToRun(RunContext& run) {
   for (const auto& [key, totals] : ended)
     if (key.first < n && totals.count > 0)
       nodes[key] = run.builder.AddStartEndRange(run.thread_names[key.first], key.second, totals.time_ns, totals.count);
-  if (run.trace && !instances.empty()) {
+  if (run.trace) {
     // --trace: each instance on its range's node (under the thread that
     // started it), in the trace's time (the epoch); EncodeTrace orders them.
     for (const Runtime::EndedInstance& e : instances) {
@@ -194,6 +198,17 @@ void AddNvtxToRun(RunContext& run) {
       if (it == nodes.end()) continue;
       run.trace->ranges.push_back({run.tree.parent(it->second), it->second, e.start_ns + rt->epoch_offset_ns,
                                    e.end_ns + rt->epoch_offset_ns});
+    }
+    // Those still open, as open ranges (a crash after this write keeps
+    // them); one never ended before has a node with no values yet.
+    for (const Runtime::StartedRange& s : open) {
+      if (s.thread >= n) continue;
+      auto it = nodes.find({s.thread, s.name});
+      if (it == nodes.end())
+        it = nodes.emplace(std::make_pair(s.thread, s.name),
+                           run.builder.AddStartEndRange(run.thread_names[s.thread], s.name, 0, 0)).first;
+      run.trace->ranges.push_back({run.tree.parent(it->second), it->second, s.start_ns + rt->epoch_offset_ns,
+                                   store::kTraceOpenEnd});
     }
   }
 }
@@ -265,6 +280,63 @@ void PublishMainRanges(const ThreadState* t) {
   for (int i = 0; i < n; ++i) s.keys[i].store(t->ranges[i].key, std::memory_order_relaxed);
   s.count.store(n, std::memory_order_relaxed);
   s.seq.store(seq + 2, std::memory_order_release);
+}
+
+// --trace: the thread's open ranges for checkpoints (ThreadState::open_trace),
+// after each push and pop.
+void PublishOpenTrace(ThreadState* t) {
+  if (!rt->config.trace) return;
+  auto& s = t->open_trace;
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const int n = t->range_count.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    s.start_ns[i].store(t->ranges[i].start_ns, std::memory_order_relaxed);
+    s.node[i].store(t->ranges[i].trace_node, std::memory_order_relaxed);
+  }
+  s.count.store(n, std::memory_order_relaxed);
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+// Python frames kept in a range's own path (its pop-time splice).
+constexpr int kPythonRangeFrames = kMaxDepth;
+
+// Room for a range's own path (RangePath).
+struct RangePathBuffers {
+  uint64_t keys[kMaxDepth + kMaxRanges + 2];
+  uint64_t spliced[kMaxDepth + kPythonRangeFrames + kMaxRanges + 3];
+};
+
+// Range e's own path in range_trie, the `below` ranges under it first: its
+// push-time stack with those ranges, with the push's Python frames as
+// samples have them (so that the range's node is the samples' one), then
+// its key. Returns the key count; *path points into `b`.
+int RangePath(const ThreadState* t, const ThreadState::OpenRange& e, int below, RangePathBuffers& b,
+              const uint64_t** path) {
+  int k = PathKeys(t, t->range_frames + e.frames_offset, static_cast<int>(e.depth), false, below,
+                   rt->epoch.load(std::memory_order_relaxed), b.keys);
+  uint64_t* out = b.keys;
+  if (e.py_count > 0) {
+    int32_t depths[kMaxRanges];
+    for (int r = 0; r < below; ++r) depths[r] = ThreadState::RangePythonDepth(t->ranges[r]);
+    python::PythonStack py;
+    py.count = std::min(e.py_count, kPythonRangeFrames);
+    py.groups = e.py_groups;
+    py.complete = e.py_complete && e.py_count <= kPythonRangeFrames;
+    while (py.groups > 0 && t->range_py_groups[e.py_offset + py.groups - 1] > py.count) --py.groups;
+    python::SpliceOptions options;
+    options.line_key = false;
+    options.cut_after_innermost = true;
+    options.range_py_depth = depths;
+    options.ranges = below;
+    k = python::SplicePython(b.keys, k, t->range_py + e.py_offset, t->range_py_groups + e.py_offset, py,
+                             python::Process().code, b.spliced, static_cast<int>(std::size(b.spliced)) - 1, options);
+    out = b.spliced;
+  }
+  out[k++] = e.key;
+  *path = out;
+  return k;
 }
 
 }  // namespace
@@ -340,15 +412,24 @@ void NvtxPush(uint32_t domain, uint32_t name) {
   }
   e.iteration = iteration;
   e.nested_ns = 0;
+  e.trace_node = SampleTrie::kNoIndex;
+  if (rt->config.trace) {
+    // Its node now, with nothing added (the pop adds its time and count):
+    // a checkpoint before the pop writes the range as open.
+    RangePathBuffers b;
+    const uint64_t* path = nullptr;
+    e.below = c;
+    e.epoch = rt->epoch.load(std::memory_order_relaxed);
+    const int k = RangePath(t, e, c, b, &path);
+    e.trace_node = t->range_trie.AddSampleAt(path, k, 0, 0);
+  }
   e.start_ns = Now(CLOCK_MONOTONIC);
   std::atomic_signal_fence(std::memory_order_release);
   t->range_count.store(c + 1, std::memory_order_relaxed);
   PublishMainRanges(t);
+  PublishOpenTrace(t);
   if (iteration) IterationBegin(e.start_ns);
 }
-
-// Python frames kept in a range's own path (its pop-time splice).
-constexpr int kPythonRangeFrames = kMaxDepth;
 
 void NvtxPop(uint32_t domain) {
   if (!rt || !rt->active.load(std::memory_order_relaxed)) return;
@@ -364,39 +445,25 @@ void NvtxPop(uint32_t domain) {
   if (idx < 0) return Problem("nvtx_pop_without_push");
   const int64_t now = Now(CLOCK_MONOTONIC);
   const ThreadState::OpenRange e = t->ranges[idx];
-  // The range's own path: its push-time stack with the ranges below it.
-  uint64_t keys[kMaxDepth + kMaxRanges + 2];
-  int k = PathKeys(t, t->range_frames + e.frames_offset, static_cast<int>(e.depth), false, idx,
-                   rt->epoch.load(std::memory_order_relaxed), keys);
-  uint64_t* path = keys;
-  // With the Python frames of the push, as samples have them, so that the
-  // range's node is the samples' one.
-  uint64_t spliced[kMaxDepth + kPythonRangeFrames + kMaxRanges + 3];
-  if (e.py_count > 0) {
-    int32_t depths[kMaxRanges];
-    for (int r = 0; r < idx; ++r) depths[r] = ThreadState::RangePythonDepth(t->ranges[r]);
-    python::PythonStack py;
-    py.count = std::min(e.py_count, kPythonRangeFrames);
-    py.groups = e.py_groups;
-    py.complete = e.py_complete && e.py_count <= kPythonRangeFrames;
-    while (py.groups > 0 && t->range_py_groups[e.py_offset + py.groups - 1] > py.count) --py.groups;
-    python::SpliceOptions options;
-    options.line_key = false;
-    options.cut_after_innermost = true;
-    options.range_py_depth = depths;
-    options.ranges = idx;
-    k = python::SplicePython(keys, k, t->range_py + e.py_offset, t->range_py_groups + e.py_offset, py,
-                             python::Process().code, spliced, static_cast<int>(std::size(spliced)) - 1, options);
-    path = spliced;
-  }
-  path[k++] = e.key;
   // Its own time: the ranges nested in it are their own nodes below its
   // node, with theirs. The enclosing range's nested time grows by our wall
   // time (ranges of other domains popped out of order included: they were
   // pushed inside it).
   const int64_t wall = now - e.start_ns;
   if (idx > 0) t->ranges[idx - 1].nested_ns += wall;
-  const SampleTrie::NodeIndex leaf = t->range_trie.AddSampleAt(path, k, std::max<int64_t>(wall - e.nested_ns, 0));
+  const int64_t own = std::max<int64_t>(wall - e.nested_ns, 0);
+  SampleTrie::NodeIndex leaf;
+  if (e.trace_node != SampleTrie::kNoIndex && e.below == idx && e.epoch == rt->epoch.load(std::memory_order_relaxed)) {
+    // The path the push made its node for (--trace).
+    leaf = e.trace_node;
+    t->range_trie.AddToNode(leaf, own, 1);
+  } else {
+    // The range's own path: its push-time stack with the ranges below it.
+    RangePathBuffers b;
+    const uint64_t* path = nullptr;
+    const int k = RangePath(t, e, idx, b, &path);
+    leaf = t->range_trie.AddSampleAt(path, k, own);
+  }
   if (leaf == SampleTrie::kNoIndex) Problem("nvtx_lost_ranges");
   else if (rt->config.trace) t->range_trace.Append({e.start_ns, now, leaf}, rt->trace_budget);
   // Hide the entries from idx up while they move (the handler may run).
@@ -406,6 +473,7 @@ void NvtxPop(uint32_t domain) {
   std::atomic_signal_fence(std::memory_order_release);
   t->range_count.store(c - 1, std::memory_order_relaxed);
   PublishMainRanges(t);
+  PublishOpenTrace(t);
   if (e.iteration) IterationEnd(now);
 }
 

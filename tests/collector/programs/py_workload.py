@@ -242,24 +242,18 @@ def with_range():
     ext.pop()
 
 
-def nvtx():
-    print(f"NVTX available {ext.HAVE_NVTX}", flush=True)
-    t0 = time.thread_time()
-    with_range()
-    measured("with_range", time.thread_time() - t0)
-
-
 def with_native_range():
     ext.push_spin("py-native-range", 0.2)
     inside_range()
     ext.pop()
 
 
-def nvtx_native():
+def timed_pusher(pusher):
+    """Runs `pusher`, printing whether NVTX is built in and its CPU time."""
     print(f"NVTX available {ext.HAVE_NVTX}", flush=True)
     t0 = time.thread_time()
-    with_native_range()
-    measured("with_native_range", time.thread_time() - t0)
+    pusher()
+    measured(pusher.__name__, time.thread_time() - t0)
 
 
 def square(n):
@@ -301,6 +295,6 @@ def gpu():
 
 
 if __name__ == "__main__":
-    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": nvtx,
-     "nvtx_native": nvtx_native, "gpu": gpu,
+    {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": lambda: timed_pusher(with_range),
+     "nvtx_native": lambda: timed_pusher(with_native_range), "gpu": gpu,
      "pool": pool, "names": names, "daemons": daemons}[sys.argv[1]]()

@@ -4,7 +4,9 @@
 // 0.2 s of phase_c, 0.1 s asleep, 0.2 s of phase_d. Phases burn their
 // thread's CPU time; each is printed with its wall span on CLOCK_REALTIME
 // (ns since the epoch, the trace's clock) as "PHASE thread name start end".
-//   trace-phases [hold]   hold: after the phases, burn until killed
+//   trace-phases [hold]   hold: after the phases, burn until killed inside
+//                         two nested ranges, "hold" and "spin" in it, and
+//                         a start/end range "waiting" never ended
 #include <nvtx3/nvtx3.hpp>
 #include <pthread.h>
 #include <stdio.h>
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "hold") == 0) {
     printf("HOLDING\n");
     fflush(stdout);
+    nvtxRangeStartA("waiting");
+    nvtxRangePushA("hold");
+    nvtxRangePushA("spin");
     hold_on();
   }
   return 0;
