@@ -84,6 +84,9 @@ class Tree {
   Frame frame(NodeId n) const { return frames_.Get(frame_[n]); }
   FrameKind kind(NodeId n) const { return frames_.kind(frame_[n]); }
   std::string_view name(NodeId n) const { return strings_.Get(frames_.name(frame_[n])); }
+  // Asks for node n's frame id ahead of name()/kind() (a hint; readers of
+  // many scattered nodes issue it a few nodes ahead).
+  void Prefetch(NodeId n) const { __builtin_prefetch(frame_.data() + n); }
 
   NodeId InternChild(NodeId parent, FrameId frame);
   NodeId FindChild(NodeId parent, FrameId frame) const;  // kNoNode when absent

@@ -107,10 +107,26 @@ TextTable::Layout TextTable::Fit(size_t width, const std::vector<size_t>* bounds
 
 void TextTable::Emit(std::ostream& out, const Layout& l, bool ascii, const std::vector<std::string>& cells,
                      std::string_view prefix, std::string_view name) const {
-  // Padding is appended in place (no padded copy per cell) to one line
-  // buffer kept between rows: a streamed tree writes hundreds of thousands.
-  std::string& line = line_;
-  line.clear();
+  // One line buffer kept between rows: a streamed tree writes hundreds of
+  // thousands.
+  line_.clear();
+  AppendLine(line_, l, ascii, cells, prefix, name);
+  out.write(line_.data(), static_cast<std::streamsize>(line_.size()));
+}
+
+void TextTable::FormatRow(const std::vector<std::string>& cells, std::string_view prefix, std::string_view name,
+                          std::string& out) const {
+  if (!fixed_) return;
+  if (cells.size() >= columns_.size()) return AppendLine(out, *fixed_, stream_ascii_, cells, prefix, name);
+  std::vector<std::string> padded(cells);  // fewer cells than columns: the rest blank
+  padded.resize(columns_.size());
+  AppendLine(out, *fixed_, stream_ascii_, padded, prefix, name);
+}
+
+void TextTable::AppendLine(std::string& line, const Layout& l, bool ascii, const std::vector<std::string>& cells,
+                           std::string_view prefix, std::string_view name) const {
+  // Padding is appended in place (no padded copy per cell).
+  const size_t line_start = line.size();
   for (size_t c = 0; c < columns_.size(); ++c) {
     if (!l.shown[c] || l.widths[c] == 0) continue;
     const size_t w = DisplayWidth(cells[c]);
@@ -129,9 +145,8 @@ void TextTable::Emit(std::ostream& out, const Layout& l, bool ascii, const std::
   } else {
     line += name;
   }
-  while (!line.empty() && line.back() == ' ') line.pop_back();
+  while (line.size() > line_start && line.back() == ' ') line.pop_back();
   line += '\n';
-  out.write(line.data(), static_cast<std::streamsize>(line.size()));
 }
 
 void TextTable::EmitHeader(std::ostream& out, const Layout& l, bool ascii) const {

@@ -53,6 +53,14 @@ class TextTable {
               size_t max_prefix);
   void Finish();
 
+  // Once streaming has fixed the layout (after `after` rows): a row's line,
+  // with its newline, appended to `out`, as AddRowView would write it. Const
+  // and touching no shared state: threads may format rows of one table
+  // into their own buffers, for the caller to write in order.
+  bool LayoutFixed() const { return fixed_.has_value(); }
+  void FormatRow(const std::vector<std::string>& cells, std::string_view prefix, std::string_view name,
+                 std::string& out) const;
+
  private:
   struct Row {
     std::vector<std::string> cells;
@@ -68,6 +76,9 @@ class TextTable {
   Layout Fit(size_t width, const std::vector<size_t>* bounds) const;
   void Emit(std::ostream& out, const Layout& layout, bool ascii, const std::vector<std::string>& cells,
             std::string_view prefix, std::string_view name) const;
+  // The line Emit writes, appended to `line`.
+  void AppendLine(std::string& line, const Layout& layout, bool ascii, const std::vector<std::string>& cells,
+                  std::string_view prefix, std::string_view name) const;
   void EmitHeader(std::ostream& out, const Layout& layout, bool ascii) const;
 
   std::vector<Column> columns_;

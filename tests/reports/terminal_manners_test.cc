@@ -247,3 +247,64 @@ TEST_CASE("tree prints its first row before formatting the rest (a 400,000-node 
   // (most of the time); streamed, after the first few thousand.
   CHECK(first < total * 0.2);
 }
+
+TEST_CASE("tree: rows formatted by several threads come out once each, in order, with their prefixes (100,000 rows)") {
+  // 100 functions under main, 1000 callees each: rounds of rows are formatted
+  // in parts on threads and written in order. The order expected is derived
+  // from the construction: functions by their total, callees by their value,
+  // ties by name.
+  query::Profile profile;
+  profile.label = "rounds";
+  cct::Tree& t = profile.tree;
+  const cct::MetricId cpu = *t.metrics().RegisterStandard("cputime");
+  const cct::NodeId main = t.InternChild(cct::kRootNode, t.InternFrame(cct::FrameKind::kFunction, "main"));
+  constexpr int kFunctions = 100, kCallees = 1000;
+  struct Callee {
+    double value;
+    std::string name;
+  };
+  std::vector<std::pair<double, std::string>> functions;  // (total, name)
+  std::map<std::string, std::vector<Callee>> callees;
+  for (int f = 0; f < kFunctions; ++f) {
+    const std::string fname = "f" + std::to_string(f);
+    const cct::NodeId fn = t.InternChild(main, t.InternFrame(cct::FrameKind::kFunction, fname));
+    double total = 0;
+    for (int g = 0; g < kCallees; ++g) {
+      const std::string gname = "g" + std::to_string(g);
+      const double v = 1e3 * (1 + (f * 7919 + g * 104729) % 97);  // many ties
+      t.AddValue(t.InternChild(fn, t.InternFrame(cct::FrameKind::kFunction, gname)), cpu, v);
+      callees[fname].push_back({v, gname});
+      total += v;
+    }
+    functions.emplace_back(total, fname);
+  }
+  auto by_value_then_name = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  std::sort(functions.begin(), functions.end(), by_value_then_name);
+  std::vector<std::string> want{"<root>", "`- main"};
+  for (size_t f = 0; f < functions.size(); ++f) {
+    const bool last_f = f + 1 == functions.size();
+    want.push_back(std::string("   ") + (last_f ? "`- " : "|- ") + functions[f].second);
+    std::vector<std::pair<double, std::string>> gs;
+    for (const Callee& c : callees[functions[f].second]) gs.emplace_back(c.value, c.name);
+    std::sort(gs.begin(), gs.end(), by_value_then_name);
+    for (size_t g = 0; g < gs.size(); ++g)
+      want.push_back(std::string("   ") + (last_f ? "   " : "|  ") + (g + 1 == gs.size() ? "`- " : "|- ") + gs[g].second);
+  }
+  reports::ReportOptions opt;
+  opt.width = 0;
+  opt.ascii = true;
+  std::ostringstream out;
+  REQUIRE(reports::WriteTreeReport(profile, opt, out).ok());
+  const std::vector<std::string> lines = MannersLines(out.str());
+  REQUIRE(lines.size() == want.size() + 2);  // the totals line and the header first
+  size_t wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::string& line = lines[i + 2];
+    if (line.size() < want[i].size() || line.compare(line.size() - want[i].size(), want[i].size(), want[i]) != 0) {
+      if (++wrong <= 5) MESSAGE("row " << i << ": '" << line << "', expected it to end with '" << want[i] << "'");
+    }
+  }
+  CHECK(wrong == 0);
+}
