@@ -1,6 +1,8 @@
 // cct-import: turns profiles written by other tools into runs.
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include "aggregate/merge.h"
 #include "importers/registry.h"
@@ -17,21 +19,21 @@ constexpr const char* kTool = "cct-import";
 // each file, with its links, iterations and trace).
 constexpr const char* kCctdbFormat = "cctdb";
 constexpr const char* kCctdbHelp =
-    "cctdb databases (one or more FILE.db): every run with its metadata,\n            "
+    "cctdb databases (one or more FILE.db): every run with its metadata,\n"
     "tree, iterations and trace, as `cct-merge DB FILE.db...` copies them";
 
-// The usage text: the formats come from the importers' registry.
+// The usage text: the formats come from the importers' registry, then cctdb.
 std::string Usage() {
+  std::vector<std::pair<std::string, std::string>> formats;
+  for (const importers::ImporterInfo& i : importers::Importers()) formats.emplace_back(i.name, i.help);
+  formats.emplace_back(kCctdbFormat, kCctdbHelp);
   std::string usage = "usage: cct-import [-d DB] --from FORMAT FILE [OPTIONS]\n\nFormats:\n";
-  for (const importers::ImporterInfo& i : importers::Importers()) {
-    const std::string name(i.name);
-    std::string help(i.help);
+  for (auto& [name, help] : formats) {
     // Continuation lines are indented like the first line's text.
     for (size_t nl = help.find('\n'); nl != std::string::npos; nl = help.find('\n', nl + 1))
       help.insert(nl + 1, 12, ' ');
     usage += "  " + name + (name.size() < 10 ? std::string(10 - name.size(), ' ') : std::string(2, ' ')) + help + "\n";
   }
-  usage += "  " + std::string(kCctdbFormat) + std::string(10 - std::string_view(kCctdbFormat).size(), ' ') + kCctdbHelp + "\n";
   usage += "\nOptions";
   return usage;
 }
