@@ -21,10 +21,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool EndsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 
 // "0x" followed by at least one hex digit and nothing else.
 bool IsHexAddress(std::string_view s) {
@@ -37,7 +33,7 @@ bool IsHexAddress(std::string_view s) {
 // A name that stands for a load module rather than a symbol.
 bool LooksLikeModule(std::string_view s) {
   return s.find('/') != std::string_view::npos || s.find(".so") != std::string_view::npos ||
-         EndsWith(s, ".dll") || EndsWith(s, ".exe") || EndsWith(s, ".dylib");
+         s.ends_with(".dll") || s.ends_with(".exe") || s.ends_with(".dylib");
 }
 
 // Position of a trailing "+0xHEX" (optionally "/0xHEX", the kernel's
@@ -72,10 +68,10 @@ bool NamesModule(std::string_view base, std::string_view module) {
 // `module_offset` is set when the result is an offset into a module.
 std::string StripAddresses(std::string_view s, std::string_view module, bool* module_offset) {
   // backtrace_symbols style: "./prog(func+0x21) [0x4008e5]".
-  if (const size_t sp = s.rfind(" ["); sp != std::string_view::npos && EndsWith(s, "]") &&
+  if (const size_t sp = s.rfind(" ["); sp != std::string_view::npos && s.ends_with("]") &&
                                       IsHexAddress(s.substr(sp + 2, s.size() - sp - 3)))
     s = Trim(s.substr(0, sp));
-  if (EndsWith(s, ")")) {
+  if (s.ends_with(")")) {
     const size_t open = s.rfind('(');
     if (open != std::string_view::npos && open > 0) {
       const std::string_view inner = s.substr(open + 1, s.size() - open - 2);
@@ -237,7 +233,7 @@ bool OnlyQualifiers(std::string_view tail) {
   while (!tail.empty()) {
     bool matched = false;
     for (std::string_view q : {"const", "volatile", "noexcept", "override", "final", "&&", "&"}) {
-      if (StartsWith(tail, q) && (q[0] == '&' || tail.size() == q.size() || !IsIdent(tail[q.size()]))) {
+      if (tail.starts_with(q) && (q[0] == '&' || tail.size() == q.size() || !IsIdent(tail[q.size()]))) {
         tail = Trim(tail.substr(q.size()));
         matched = true;
         break;

@@ -78,10 +78,6 @@ struct CaliColumn {
   cct::MetricId id = cct::kNoMetric;
 };
 
-bool StartsWith(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
-bool EndsWith(const std::string& s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
 
 bool IsRankColumn(const std::string& c) { return c == "mpi.rank" || c == "rank"; }
 // Not measurements: the aggregation's record order (Hatchet's "Node order"),
@@ -111,10 +107,10 @@ Result<std::optional<CaliColumn>> ClassifyColumn(const std::string& key, const s
   // Aggregation prefixes: "sum#", "inclusive#", and cross-run "sum#avg#"
   // (Hatchet's "sum#avg#sum#time.duration"), outermost first.
   for (;;) {
-    if (StartsWith(base, "sum#")) base = base.substr(4);
-    else if (StartsWith(base, "inclusive#")) base = base.substr(10), inclusive = true;
-    else if (StartsWith(base, "avg#") || StartsWith(base, "min#") || StartsWith(base, "max#") ||
-             StartsWith(base, "variance#") || StartsWith(base, "stddev#"))
+    if (base.starts_with("sum#")) base = base.substr(4);
+    else if (base.starts_with("inclusive#")) base = base.substr(10), inclusive = true;
+    else if (base.starts_with("avg#") || base.starts_with("min#") || base.starts_with("max#") ||
+             base.starts_with("variance#") || base.starts_with("stddev#"))
       return std::optional<CaliColumn>();  // averages and extremes do not add up
     else break;
   }
@@ -145,7 +141,7 @@ Result<std::optional<CaliColumn>> ClassifyColumn(const std::string& key, const s
     } else if (auto s = TimeScale(stated_unit)) {
       c.scale = *s;
     } else {
-      c.scale = EndsWith(base, ".ns") ? 1 : 1e3;  // Caliper's classic time.duration: microseconds
+      c.scale = base.ends_with(".ns") ? 1 : 1e3;  // Caliper's classic time.duration: microseconds
     }
     return std::optional<CaliColumn>(c);
   }
@@ -810,7 +806,7 @@ class CaliperReader {
     // Lists (Adiak's libraries, cmdline: "[a,b,...]") stay in the globals
     // only: as tags they would be long and never grouped by.
     const bool list = v.is_array() || v.is_object() || (!text.empty() && text.front() == '[' && text.back() == ']');
-    if (!StartsWith(key, "cali.") && !StartsWith(key, "spot.") && !list &&
+    if (!key.starts_with("cali.") && !key.starts_with("spot.") && !list &&
         (v.is_string() || v.is_number() || v.is_boolean()))
       result_.tags[key] = cct::CutToBytes(text, 256);
   }

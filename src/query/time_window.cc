@@ -10,14 +10,13 @@ namespace {
 
 enum class WindowClass { kSamples, kRanges, kGpu, kDerived, kDropped };
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 WindowClass ClassOf(const cct::MetricDesc& m) {
   if (m.kind == cct::MetricKind::kDerived) return WindowClass::kDerived;
   if (m.name == "cputime" || m.name == "realtime" || m.name == "samples") return WindowClass::kSamples;
   if (m.name == "nvtx:time" || m.name == "nvtx:count") return WindowClass::kRanges;
   for (std::string_view p : {"gker", "gxcopy", "gmset", "gmem", "gsync"})
-    if (StartsWith(m.name, p)) return WindowClass::kGpu;
+    if (m.name.starts_with(p)) return WindowClass::kGpu;
   return WindowClass::kDropped;
 }
 

@@ -17,9 +17,6 @@
 namespace record {
 namespace {
 
-bool EndsWithText(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 bool IsDirectory(const std::string& path) {
   struct stat st {};
@@ -115,7 +112,7 @@ cct::Result<std::string> NetworkFsOf(const std::string& dir, const std::function
 
 std::string RankFileName(const std::string& db_path, std::string_view rank) {
   const std::string suffix = ".r" + std::string(rank);
-  if (EndsWithText(db_path, ".db") && db_path.size() > 3 && db_path[db_path.size() - 4] != '/')
+  if (db_path.ends_with(".db") && db_path.size() > 3 && db_path[db_path.size() - 4] != '/')
     return db_path.substr(0, db_path.size() - 3) + suffix + ".db";
   return db_path + suffix;
 }
@@ -137,7 +134,7 @@ cct::Result<OutputPlan> PlanOutput(const std::string& output, const std::optiona
                                    const std::string& host,
                                    const std::function<cct::Result<std::string>(const std::string&)>& network_fs_of) {
   OutputPlan plan;
-  const bool to_directory = EndsWithText(output, "/") || IsDirectory(output);
+  const bool to_directory = output.ends_with("/") || IsDirectory(output);
   std::string dir;
   if (to_directory) {
     dir = output;

@@ -23,9 +23,6 @@ namespace {
 constexpr const char* kOwnerFile = "owner";
 constexpr const char* kUnowned = "unowned";  // collector/core/config.h: the default spool
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // Whether the process that wrote `meta` still runs: same host, and its pid
 // still names the process that started at the recorded time. A process on
@@ -118,7 +115,7 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
   std::vector<std::string> unchanged;  // as the last pass stored them
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (!EndsWith(name, store::kRunFileSuffix)) continue;  // owner, NAME.run.tmp, NAME.bad
+    if (!name.ends_with(store::kRunFileSuffix)) continue;  // owner, NAME.run.tmp, NAME.bad
     const std::string path = dir_ + "/" + name;
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) continue;  // replaced or removed just now
@@ -213,7 +210,7 @@ bool Spool::RemoveIfEmpty() const {
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (EndsWith(name, store::kRunFileSuffix) || EndsWith(name, ".bad")) runs_left = true;
+    if (name.ends_with(store::kRunFileSuffix) || name.ends_with(".bad")) runs_left = true;
     else others.push_back(name);
   }
   closedir(d);

@@ -49,7 +49,7 @@ cct::Result<std::unique_ptr<AggregateView>> AggregateView::Make(const query::Pro
       if (reg.Get(m).kind != cct::MetricKind::kSummary) continue;
       summary = true;
       const std::string& name = reg.Get(m).name;
-      if (name.size() < 7 || name.compare(name.size() - 7, 7, "@argmax") != 0) continue;
+      if (!name.ends_with("@argmax")) continue;
       for (const cct::SparseColumn* c : {&profile.tree.column(m), &profile.tree.inclusive_column(m)})
         c->ForEach([&](cct::NodeId, double v) { units = std::max(units, static_cast<size_t>(v) + 1); });
     }

@@ -33,9 +33,6 @@ bool IsFile(const std::string& path) {
 // readable line.
 std::string Shown(const std::string& text) { return cct::CutToBytes(text, 200); }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // "@t=A..B" / "@range=NAME#K" at the end of a selector: the window, or an
 // error naming the selector.
@@ -69,7 +66,7 @@ Result<TimeWindowSpec> ParseWindow(std::string_view key, std::string_view spec, 
 std::optional<int64_t> ParseDuration(std::string_view text) {
   double scale = 1e9;
   for (const auto& [suffix, s] : {std::pair<std::string_view, double>{"ms", 1e6}, {"us", 1e3}, {"ns", 1.0}, {"s", 1e9}})
-    if (EndsWith(text, suffix)) {
+    if (text.ends_with(suffix)) {
       text.remove_suffix(suffix.size());
       scale = s;
       break;
@@ -127,7 +124,7 @@ Result<RunSelector> ParseSelector(std::string_view text, const std::string& defa
   if (text.substr(0, 4) != "tag:" && text.substr(0, 4) != "job:") {
     if (const size_t colon = text.find(':'); colon != std::string_view::npos && colon > 0) {
       const std::string prefix(text.substr(0, colon));
-      if (IsFile(prefix) || EndsWith(prefix, ".db")) {
+      if (IsFile(prefix) || prefix.ends_with(".db")) {
         sel.db_path = prefix;
         text = text.substr(colon + 1);
         if (text.empty()) return InvalidArgument("selector '" + sel.text + "' names a database but no run");

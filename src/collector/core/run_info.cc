@@ -24,7 +24,6 @@
 namespace collector {
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::string Upper(std::string_view s) {
   std::string u(s);
@@ -71,7 +70,7 @@ bool EnvNameAllowed(std::string_view name) {
   for (auto n : kNames)
     if (name == n) return true;
   for (auto p : kPrefixes)
-    if (StartsWith(name, p) && name.size() > p.size()) return true;
+    if (name.starts_with(p) && name.size() > p.size()) return true;
   return false;
 }
 
@@ -94,7 +93,7 @@ bool KnownTokenFormat(std::string_view token) {
       {"xoxa-", 10, false}, {"sk-", 20, false},   {"hf_", 30, false},   {"AIza", 30, false},
       {"AKIA", 16, true},   {"ASIA", 16, true}};
   for (const Format& f : kFormats) {
-    if (!StartsWith(token, f.prefix)) continue;
+    if (!token.starts_with(f.prefix)) continue;
     const std::string_view rest = token.substr(f.prefix.size());
     size_t key = 0;
     for (char c : rest) {
@@ -250,7 +249,7 @@ std::string CpuModel() {
   const std::string text = ReadSmallFile("/proc/cpuinfo", 16384);
   std::string model;
   ForEachLine(text, [&](std::string_view line) {
-    if (!StartsWith(line, "model name") || line.find(':') == std::string_view::npos) return false;
+    if (!line.starts_with("model name") || line.find(':') == std::string_view::npos) return false;
     model = Trim(std::string(line.substr(line.find(':') + 1)));
     return true;
   });
@@ -266,12 +265,12 @@ std::string GitCommit(const std::string& start) {
     if (access(git.c_str(), F_OK) == 0) {
       // A worktree or submodule has a file "gitdir: PATH".
       std::string content = ReadSmallFile(git);
-      if (StartsWith(content, "gitdir:")) {
+      if (content.starts_with("gitdir:")) {
         std::string p = Trim(content.substr(7));
         git = p.starts_with('/') ? p : dir + "/" + p;
       }
       std::string head = Trim(ReadSmallFile(git + "/HEAD"));
-      if (!StartsWith(head, "ref:")) return head.size() == 40 ? head : "";
+      if (!head.starts_with("ref:")) return head.size() == 40 ? head : "";
       const std::string ref = Trim(head.substr(4));
       // The ref may live in the common dir of a worktree.
       std::string common = git;
@@ -569,7 +568,7 @@ std::string LaunchProcessId(const std::string& host, const std::vector<ProcessAn
   const ProcessAncestor* launcher = &ancestors.front();
   for (const ProcessAncestor& a : ancestors) {
     const std::string_view n = a.name;
-    if (n == "hydra_pmi_proxy" || n == "orted" || n == "prted" || StartsWith(n, "mpiexec") || StartsWith(n, "mpirun")) {
+    if (n == "hydra_pmi_proxy" || n == "orted" || n == "prted" || n.starts_with("mpiexec") || n.starts_with("mpirun")) {
       launcher = &a;
       break;
     }
