@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cct/flat_index.h"
 #include "cct/text.h"
 
 namespace record {
@@ -120,11 +121,9 @@ std::string RankFileName(const std::string& db_path, std::string_view rank) {
 std::string LocalSpoolRoot(const std::string& db_path) {
   const char* tmp = getenv("TMPDIR");
   const std::string base = tmp && *tmp == '/' ? tmp : "/tmp";
-  // FNV-1a of the path: a short stable name per database file.
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : db_path) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  // A short stable name per database file: its path's hash.
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cct::HashBytes(db_path)));
   std::string name = db_path.substr(db_path.rfind('/') + 1);
   if (name.size() > 64) name = name.substr(0, 64);
   return base + "/cctdb-spool-" + std::to_string(getuid()) + "/" + name + "-" + hex;
