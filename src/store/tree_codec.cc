@@ -79,14 +79,12 @@ std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, cons
 
 }  // namespace
 
-uint32_t Crc32(std::string_view data) {
+uint32_t Crc32(std::string_view data) { return Crc32Extend(0, data); }
+
+uint32_t Crc32Extend(uint32_t crc, std::string_view data) {
   // zlib's CRC-32 (the reflected IEEE polynomial, what format.md specifies),
   // computed by ISA-L with carry-less multiplication: about 5x zlib's speed
   // on the checksums every section read and raw-dump replay verifies.
-  return crc32_gzip_refl(0, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
-
-uint32_t Crc32Extend(uint32_t crc, std::string_view data) {
   return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
 }
 
