@@ -48,11 +48,13 @@ bool OwnerAlive(const std::string& dir) {
 
 }  // namespace
 
-std::string SpoolRoot(const std::string& db_path) { return db_path + ".spool"; }
+std::string SpoolRoot(const std::string& db_path, const std::string& root) {
+  return root.empty() ? db_path + ".spool" : root;
+}
 
 cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& session,
                                  const std::string& given_root) {
-  const std::string root = given_root.empty() ? SpoolRoot(db_path) : given_root;
+  const std::string root = SpoolRoot(db_path, given_root);
   if (!given_root.empty()) {
     // TMPDIR/cctdb-spool-UID/NAME-HASH: the levels above the root.
     const std::string user_dir = root.substr(0, root.rfind('/'));
@@ -225,7 +227,7 @@ bool Spool::RemoveIfEmpty() const {
 
 cct::Status GatherAbandoned(store::Database& db, const std::string& db_path, std::ostream& out,
                             const std::string& given_root) {
-  const std::string root = given_root.empty() ? SpoolRoot(db_path) : given_root;
+  const std::string root = SpoolRoot(db_path, given_root);
   DIR* d = opendir(root.c_str());
   if (!d) return cct::Status::Ok();
   std::vector<std::string> dirs;

@@ -35,8 +35,10 @@
 
 namespace record {
 
-// DB.spool: the directory that holds a database's spool directories.
-std::string SpoolRoot(const std::string& db_path);
+// The directory that holds a database's spool directories: `root` when
+// given (record/output.h: node-local storage for a database on a network
+// file system), else DB.spool.
+std::string SpoolRoot(const std::string& db_path, const std::string& root = "");
 
 class Spool {
  public:
