@@ -306,7 +306,7 @@ Result<std::vector<RunMeta>> SelectJob(const std::vector<RunMeta>& runs, const I
     const std::string have = key_of(roots[k]);
     if (!have.empty() && (sel.job.empty() || have == sel.job || runs[roots[k]].launcher->job_id == sel.job)) key = have;
   }
-  const std::string what = sel.job.empty() ? std::string("latest-job") : "job " + cct::CutToBytes(sel.job, 200);
+  const std::string what = sel.job.empty() ? std::string("latest-job") : "job " + Shown(sel.job);
   if (key.empty())
     return cct::NotFound("no run of " + what + " in " + db_path + "; " + DescribeJobs(runs, roots));
   std::map<int64_t, size_t> by_rank;  // rank → its newest invocation's run
@@ -323,7 +323,7 @@ Result<std::vector<RunMeta>> SelectJob(const std::vector<RunMeta>& runs, const I
     } else {
       for (const auto& [rank, i] : by_rank) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
     }
-    return cct::NotFound("job " + cct::CutToBytes(key, 200) + " in " + db_path + " has no rank " +
+    return cct::NotFound("job " + Shown(key) + " in " + db_path + " has no rank " +
                          std::to_string(*sel.rank) + " (its ranks: " + ranks + ")");
   }
   return out;
@@ -381,7 +381,7 @@ Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
     }
   }
   if (out.empty())
-    return cct::NotFound("no run matches '" + cct::CutToBytes(sel.text, 200) + "' in " + db.path() +
+    return cct::NotFound("no run matches '" + Shown(sel.text) + "' in " + db.path() +
                          "; runs: " + DescribeRuns(runs));
   if (sel.all_processes) {
     // Every run whose invocation root is that of a selected run.
