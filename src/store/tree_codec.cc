@@ -161,30 +161,18 @@ std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, cons
   return w.Take();
 }
 
-// ByteReader's reading interface over a payload in pieces: a field may
+// ByteReader's fixed-width reads over a payload in pieces: a field may
 // straddle two pieces (chunks are cut at 1 MiB, whatever the layout).
-class PieceReader {
+class PieceReader : public FixedReads<PieceReader> {
  public:
   explicit PieceReader(const std::vector<std::string_view>& pieces) : pieces_(pieces) {
     for (std::string_view p : pieces) remaining_ += p.size();
   }
-  bool U8(uint8_t& v) { return Raw(&v, 1); }
-  bool U32(uint32_t& v) { return Raw(&v, 4); }
-  template <class T>
-  bool Array(std::vector<T>& v, size_t count) {
-    if (count > remaining() / sizeof(T)) return false;
-    v.resize(count);
-    return Raw(v.data(), count * sizeof(T));
-  }
-  bool Bytes(std::string& s, size_t count) {
-    if (count > remaining()) return false;
-    s.resize(count);
-    return Raw(s.data(), count);
-  }
   size_t remaining() const { return remaining_; }
 
  private:
-  bool Raw(void* p, size_t n) {
+  friend class FixedReads<PieceReader>;
+  bool ReadRaw(void* p, size_t n) {
     if (n > remaining_) return false;
     remaining_ -= n;
     auto* out = static_cast<char*>(p);

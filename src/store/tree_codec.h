@@ -119,9 +119,13 @@ class ByteWriter {
   std::string out_;
 };
 
-class ByteReader {
+// The fixed-width reads of a reader, over its ReadRaw(void*, n) (false
+// past the end) and remaining(): ByteReader over one buffer, and the tree
+// decoder's reader over a payload stored in pieces (tree_codec.cc). Each
+// refuses, before allocating, what the rest of the input cannot hold.
+template <class Reader>
+class FixedReads {
  public:
-  explicit ByteReader(std::string_view in) : in_(in) {}
   bool U8(uint8_t& v) { return Raw(&v, 1); }
   bool U16(uint16_t& v) { return Raw(&v, 2); }
   bool U32(uint32_t& v) { return Raw(&v, 4); }
@@ -129,16 +133,24 @@ class ByteReader {
   bool F64(double& v) { return Raw(&v, 8); }
   template <class T>
   bool Array(std::vector<T>& v, size_t count) {
-    if (count > remaining() / sizeof(T)) return false;
+    if (count > self().remaining() / sizeof(T)) return false;
     v.resize(count);
     return Raw(v.data(), count * sizeof(T));
   }
   bool Bytes(std::string& s, size_t count) {
-    std::string_view v;
-    if (!View(v, count)) return false;
-    s.assign(v);
-    return true;
+    if (count > self().remaining()) return false;
+    s.resize(count);
+    return Raw(s.data(), count);
   }
+
+ private:
+  Reader& self() { return static_cast<Reader&>(*this); }
+  bool Raw(void* p, size_t n) { return self().ReadRaw(p, n); }
+};
+
+class ByteReader : public FixedReads<ByteReader> {
+ public:
+  explicit ByteReader(std::string_view in) : in_(in) {}
   // The next `count` bytes without copying them.
   bool View(std::string_view& v, uint64_t count) {
     if (count > remaining()) return false;
@@ -183,7 +195,8 @@ class ByteReader {
   size_t remaining() const { return in_.size() - pos_; }
 
  private:
-  bool Raw(void* p, size_t n) {  // inline: decoders call it once per field
+  friend class FixedReads<ByteReader>;
+  bool ReadRaw(void* p, size_t n) {  // inline: decoders call it once per field
     if (n > remaining()) return false;
     if (n > 0) std::memcpy(p, in_.data() + pos_, n);
     pos_ += n;
