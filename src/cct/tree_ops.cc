@@ -34,12 +34,6 @@ std::vector<NodeId> Preorder(const Tree& tree, const Children& children) {
   return order;
 }
 
-std::vector<uint32_t> Depths(const Tree& tree) {
-  std::vector<uint32_t> d(tree.size(), 0);
-  for (NodeId n = 1; n < tree.size(); ++n) d[n] = d[tree.parent(n)] + 1;
-  return d;
-}
-
 size_t LevelsBelow(const Tree& tree, NodeId top, size_t limit) {
   // A parent's id is below its children's: depths are known in id order, and
   // top's before any node after it.

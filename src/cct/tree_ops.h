@@ -30,8 +30,6 @@ Children BuildChildren(const Tree& tree);
 // Node ids in depth-first preorder (children in creation order).
 std::vector<NodeId> Preorder(const Tree& tree, const Children& children);
 
-// Depth of every node (root 0).
-std::vector<uint32_t> Depths(const Tree& tree);
 // How many levels the tree's deepest node lies below `top`'s depth, at most
 // `limit` (0 when none is deeper). Reads only as far as it must: a 10^7-node
 // tree reaches a --depth limit within its first nodes.

@@ -22,11 +22,12 @@ TEST_CASE("VisibleTree orders children by key, ties by name then id, and hides t
   std::vector<double> key(t.size());
   for (double& k : key) k = static_cast<double>(rng() % 5);
   const cct::Children children = cct::BuildChildren(t);
+  std::vector<uint32_t> depth(t.size(), 0);
+  for (cct::NodeId n = 1; n < t.size(); ++n) depth[n] = depth[t.parent(n)] + 1;
   for (double threshold : {0.0, 2.0}) {
     for (int max_depth : {-1, 3}) {
       output::VisibleTree vis(t, children, key, threshold, max_depth);
       std::vector<cct::NodeId> got;
-      const std::vector<uint32_t> depth = cct::Depths(t);
       for (cct::NodeId n = 0; n < t.size(); ++n) {
         vis.Children(n, static_cast<int>(depth[n]), got);
         std::vector<cct::NodeId> want;
