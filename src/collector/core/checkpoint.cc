@@ -142,7 +142,7 @@ void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::Node
     // again, open or ended); a crash after it keeps them.
     int64_t open_start[kMaxRanges];
     uint32_t open_node[kMaxRanges];
-    const int open = t->open_trace.Read(open_start, open_node);
+    const int open = t->open_trace.Read(nullptr, open_start, open_node, 64);
     for (int k = 0; k < open; ++k) {
       if (open_node[k] >= range_nodes[i].size() || range_nodes[i][open_node[k]] == cct::kNoNode) continue;
       const cct::NodeId node = range_nodes[i][open_node[k]];

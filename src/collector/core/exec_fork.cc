@@ -88,8 +88,7 @@ void ForkChild() {
   rt->symbolizer.release();  // inherited descriptors and the parent's pid: leak, never reuse
   rt->trim_symbolizer.release();
   // The main thread's published ranges were the parent's (--nvtx-inherit).
-  rt->main_ranges.seq.store(0, std::memory_order_relaxed);
-  rt->main_ranges.count.store(0, std::memory_order_relaxed);
+  rt->main_ranges.Reset();
   rt->run_created = false;
   rt->start_write_pending = false;
   rt->finished = false;
@@ -120,8 +119,7 @@ void ForkChild() {
     // the parent's trie: the child's trace has them at their pop only.
     for (int r = 0, n = self->range_count.load(); r < n && r < kMaxRanges; ++r)
       self->ranges[r].trace_node = SampleTrie::kNoIndex;
-    self->open_trace.seq.store(0, std::memory_order_relaxed);
-    self->open_trace.count.store(0, std::memory_order_relaxed);
+    self->open_trace.Reset();
     self->launch_trie.Reset();
     self->sample_trace.Reset();
     self->range_trace.Reset();

@@ -226,33 +226,56 @@ struct ThreadState {
   // NVTX range instances (written at pop), trie leaves with their times.
   SampleTraceLog sample_trace;
   RangeTraceLog range_trace;
-  // --trace: the open ranges (start, range_trie node), outermost first,
-  // republished by the owner at each push and pop and read by checkpoints,
-  // which write them as ranges still open (a crash keeps them). A seqlock:
-  // seq is odd while the owner rewrites them.
-  struct OpenTraceRanges {
+  // A thread's open ranges (key, start, range_trie node), outermost first,
+  // republished by the thread at each push and pop for other threads to
+  // read. A seqlock: seq is odd while the owner rewrites them.
+  struct PublishedRanges {
     std::atomic<uint32_t> seq{0};
     std::atomic<int> count{0};
+    std::atomic<uint64_t> key[kMaxRanges];
     std::atomic<int64_t> start_ns[kMaxRanges];
     std::atomic<uint32_t> node[kMaxRanges];
-    // A consistent copy into start/node (kMaxRanges each); the count, 0
-    // when the owner kept rewriting them.
-    int Read(int64_t* start, uint32_t* nodes) const {
-      for (int attempt = 0; attempt < 64; ++attempt) {
+    // The owner's `n` open ranges. One writer.
+    void Publish(const OpenRange* ranges, int n) {
+      const uint32_t s = seq.load(std::memory_order_relaxed);
+      seq.store(s + 1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      for (int i = 0; i < n; ++i) {
+        key[i].store(ranges[i].key, std::memory_order_relaxed);
+        start_ns[i].store(ranges[i].start_ns, std::memory_order_relaxed);
+        node[i].store(ranges[i].trace_node, std::memory_order_relaxed);
+      }
+      count.store(n, std::memory_order_relaxed);
+      seq.store(s + 2, std::memory_order_release);
+    }
+    // A consistent copy into the arrays given (kMaxRanges each; null: not
+    // wanted), trying `attempts` times; the count, 0 when the owner kept
+    // rewriting them.
+    int Read(uint64_t* keys, int64_t* starts, uint32_t* nodes, int attempts) const {
+      for (int attempt = 0; attempt < attempts; ++attempt) {
         const uint32_t before = seq.load(std::memory_order_acquire);
         if (before & 1) continue;
         int n = count.load(std::memory_order_relaxed);
         n = n < 0 ? 0 : n > kMaxRanges ? kMaxRanges : n;
         for (int i = 0; i < n; ++i) {
-          start[i] = start_ns[i].load(std::memory_order_relaxed);
-          nodes[i] = node[i].load(std::memory_order_relaxed);
+          if (keys) keys[i] = key[i].load(std::memory_order_relaxed);
+          if (starts) starts[i] = start_ns[i].load(std::memory_order_relaxed);
+          if (nodes) nodes[i] = node[i].load(std::memory_order_relaxed);
         }
         std::atomic_thread_fence(std::memory_order_acquire);
         if (seq.load(std::memory_order_relaxed) == before) return n;
       }
       return 0;
     }
-  } open_trace;
+    // Forgets them (a forked child: the parent's).
+    void Reset() {
+      seq.store(0, std::memory_order_relaxed);
+      count.store(0, std::memory_order_relaxed);
+    }
+  };
+  // --trace: this thread's open ranges, read by checkpoints, which write
+  // them as ranges still open (a crash keeps them).
+  PublishedRanges open_trace;
   // Names given to the thread (ThreadName prefers them in this order):
   // nvtxNameOsThread's, then its Python threading.Thread's
   // (python/python_threads.cc), then the kernel's (comm: what
@@ -476,15 +499,10 @@ struct Runtime {
   // stack that ends there is complete even where libc has no symbols to
   // name it (Ubuntu's stripped libc.so.6). 0 until learned.
   std::atomic<uintptr_t> thread_root_pc{0};
-  // --nvtx-inherit main: the main thread's open NVTX range keys, outermost
-  // first, republished by it at each push and pop (nvtx_ranges.cc) and
-  // read by other threads' GPU launches (MainThreadRanges). A seqlock: seq
-  // is odd while the main thread rewrites the keys.
-  struct SharedRanges {
-    std::atomic<uint32_t> seq{0};
-    std::atomic<int> count{0};
-    std::atomic<uint64_t> keys[kMaxRanges];
-  } main_ranges;
+  // --nvtx-inherit main: the main thread's open NVTX ranges, republished by
+  // it at each push and pop (nvtx_ranges.cc) and read by other threads' GPU
+  // launches (MainThreadRanges).
+  ThreadState::PublishedRanges main_ranges;
   bool flusher_running = false;
 };
 

@@ -272,31 +272,14 @@ namespace {
 // after each change on the main thread.
 void PublishMainRanges(const ThreadState* t) {
   if (t->index != 0 || !rt->config.nvtx_inherit_main) return;
-  auto& s = rt->main_ranges;
-  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
-  s.seq.store(seq + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  const int n = t->range_count.load(std::memory_order_relaxed);
-  for (int i = 0; i < n; ++i) s.keys[i].store(t->ranges[i].key, std::memory_order_relaxed);
-  s.count.store(n, std::memory_order_relaxed);
-  s.seq.store(seq + 2, std::memory_order_release);
+  rt->main_ranges.Publish(t->ranges, t->range_count.load(std::memory_order_relaxed));
 }
 
 // --trace: the thread's open ranges for checkpoints (ThreadState::open_trace),
 // after each push and pop.
 void PublishOpenTrace(ThreadState* t) {
   if (!rt->config.trace) return;
-  auto& s = t->open_trace;
-  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
-  s.seq.store(seq + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  const int n = t->range_count.load(std::memory_order_relaxed);
-  for (int i = 0; i < n; ++i) {
-    s.start_ns[i].store(t->ranges[i].start_ns, std::memory_order_relaxed);
-    s.node[i].store(t->ranges[i].trace_node, std::memory_order_relaxed);
-  }
-  s.count.store(n, std::memory_order_relaxed);
-  s.seq.store(seq + 2, std::memory_order_release);
+  t->open_trace.Publish(t->ranges, t->range_count.load(std::memory_order_relaxed));
 }
 
 // Python frames kept in a range's own path (its pop-time splice).
@@ -343,19 +326,7 @@ int RangePath(const ThreadState* t, const ThreadState::OpenRange& e, int below, 
 
 namespace internal {
 
-int MainThreadRanges(uint64_t* keys) {
-  const auto& s = rt->main_ranges;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    const uint32_t before = s.seq.load(std::memory_order_acquire);
-    if (before & 1) continue;
-    int n = s.count.load(std::memory_order_relaxed);
-    n = n < 0 ? 0 : n > kMaxRanges ? kMaxRanges : n;
-    for (int i = 0; i < n; ++i) keys[i] = s.keys[i].load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.seq.load(std::memory_order_relaxed) == before) return n;
-  }
-  return 0;
-}
+int MainThreadRanges(uint64_t* keys) { return rt->main_ranges.Read(keys, nullptr, nullptr, 16); }
 
 }  // namespace internal
 
