@@ -282,6 +282,7 @@ int main(int argc, char** argv) {
     auto spool = record::Spool::Create(config.db_path, config.session, plan->spool_root);
     if (!spool.ok()) cli::Fail(kTool, spool.status(), kExitOwnError);
     config.spool_dir = spool->dir();
+    config.inbox = spool->inbox() != nullptr;
     std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
     if (!launch_entry.empty()) env.push_back(launch_entry);
 
@@ -297,9 +298,12 @@ int main(int argc, char** argv) {
       }
       return *pass;
     };
-    auto ran = record::RunProgram(program, env, [&] { gather(); }, config.checkpoint_s);
+    auto ran = record::RunProgram(program, env, [&] { gather(); }, config.checkpoint_s, spool->inbox());
     if (!ran.ok()) cli::Fail(kTool, ran.status().message(), kExitOwnError);
     const record::ChildResult& res = *ran;
+    // Processes that end from now on write files (left for the next
+    // recording when they outlive this one).
+    spool->CloseInbox(2000);
     const record::Spool::Pass last = gather();
     if (!spool->RemoveIfEmpty() && last.left > 0) {
       std::cerr << kTool << ": note: " << last.left << (last.left == 1 ? " recorded process is" : " recorded processes are")

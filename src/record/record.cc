@@ -132,7 +132,7 @@ void InstallSignalForwarding() {
 }
 
 cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env,
-                                    const std::function<void()>& tick, double tick_s) {
+                                    const std::function<void()>& tick, double tick_s, Inbox* inbox) {
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return cct::IoError(std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> args;
@@ -176,22 +176,37 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   while (r < 0 && errno == EINTR);
   if (r == sizeof e) result.exec_errno = e;
   close(err_pipe[0]);
-  if (tick && tick_s > 0 && !result.exec_errno) {
-    // Wake every tick_s for `tick`, and at once when the child exits.
+  bool reaped = false;
+  const bool ticks = tick && tick_s > 0;
+  if ((ticks || inbox) && !result.exec_errno) {
+    // Wake every tick_s for `tick`, for the inbox's connections, and at
+    // once when the child exits.
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd >= 0) {
-      const int timeout_ms = std::max(1, static_cast<int>(tick_s * 1000 + 0.5));
-      for (;;) {
-        pollfd p{pidfd, POLLIN, 0};
-        const int n = poll(&p, 1, timeout_ms);
-        if (n > 0) break;
-        if (n == 0) tick();
-        else if (errno != EINTR) break;
+    const int64_t tick_ms = ticks ? std::max<int64_t>(1, static_cast<int64_t>(tick_s * 1000 + 0.5)) : 0;
+    int64_t next_tick = Clock(CLOCK_MONOTONIC) / 1000000 + tick_ms;
+    std::vector<pollfd> fds;
+    for (;;) {
+      fds.clear();
+      if (pidfd >= 0) fds.push_back({pidfd, POLLIN, 0});
+      if (inbox) inbox->AddPollFds(fds);
+      int64_t timeout_ms = ticks ? std::max<int64_t>(0, next_tick - Clock(CLOCK_MONOTONIC) / 1000000) : -1;
+      if (pidfd < 0) timeout_ms = timeout_ms < 0 ? 50 : std::min<int64_t>(timeout_ms, 50);
+      const int n = poll(fds.data(), fds.size(), static_cast<int>(timeout_ms));
+      if (n < 0 && errno != EINTR) break;
+      if (pidfd >= 0 ? n > 0 && fds[0].revents != 0 : waitpid(pid, &result.status, WNOHANG) == pid) {
+        reaped = pidfd < 0;
+        break;
       }
-      close(pidfd);
+      if (inbox) inbox->Serve();
+      if ((ticks && Clock(CLOCK_MONOTONIC) / 1000000 >= next_tick) ||
+          (tick && inbox && inbox->pending_bytes() > Inbox::kFlushBytes)) {
+        tick();
+        next_tick = Clock(CLOCK_MONOTONIC) / 1000000 + tick_ms;
+      }
     }
+    if (pidfd >= 0) close(pidfd);
   }
-  while (waitpid(pid, &result.status, 0) < 0) {
+  while (!reaped && waitpid(pid, &result.status, 0) < 0) {
     if (errno != EINTR) {
       result.status = 0;
       break;

@@ -22,6 +22,7 @@
 
 #include "cct/status.h"
 #include "collector/core/config.h"
+#include "record/inbox.h"
 #include "store/run_meta.h"
 
 namespace store {
@@ -73,10 +74,12 @@ struct ChildResult {
 // for it. The child gets SIGTERM if cct-record dies. An error status when
 // the pipe or the fork fails.
 // While it waits, `tick` runs every `tick_s` seconds (cct-record gathers
-// the spool there; 0: never), through a pidfd (Linux 5.3+; without one it
-// only waits).
+// the spool there; 0: never) and `inbox` is served (record/inbox.h), woken
+// at once when the child exits through a pidfd (Linux 5.3+; without one it
+// looks every 50 ms).
 cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, const std::vector<std::string>& env,
-                                    const std::function<void()>& tick = nullptr, double tick_s = 0);
+                                    const std::function<void()>& tick = nullptr, double tick_s = 0,
+                                    Inbox* inbox = nullptr);
 
 // What cct-record knows of the program it started, for a run it stores
 // itself when the program left none.

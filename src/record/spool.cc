@@ -87,7 +87,11 @@ cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& 
   // The root cannot go while the staging directory is in it.
   if (rename(staging.c_str(), dir.c_str()) != 0)
     return cct::IoError("cannot make " + dir + ": " + std::strerror(errno));
-  return Spool(dir);
+  Spool spool(dir);
+  // Without an inbox (a path too long for a socket, no sockets allowed
+  // there) the processes write files, as they did before it.
+  if (auto inbox = Inbox::Open(dir); inbox.ok()) spool.inbox_ = std::move(inbox).value();
+  return spool;
 }
 
 cct::Status Spool::LoadStoredKeys(store::Database& db) {
@@ -140,6 +144,29 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
   }
   closedir(d);
 
+  // Runs sent to the inbox; in a directory whose recorder is gone, those
+  // its journal kept.
+  const std::string journal = dir_ + "/" + std::string(store::kInboxJournalName);
+  bool journal_read = false;
+  if (inbox_) {
+    for (std::string& m : inbox_->Take()) messages_.push_back(std::move(m));
+  } else if (auto bytes = store::ReadWholeFile(journal); bytes.ok()) {
+    journal_read = true;
+    const store::InboxFrames frames = store::SplitInboxFrames(*bytes);
+    for (std::string_view p : frames.payloads) messages_.emplace_back(p);
+    if (frames.damaged) warn << "cct-record: " << journal << " is damaged after " << frames.payloads.size() << " runs\n";
+  }
+  for (std::string& bytes : messages_) {
+    auto run = store::DecodeRunFile(bytes);
+    if (run.ok()) {
+      changed.push_back({"", {}, std::move(run).value()});
+      continue;
+    }
+    const std::string bad = dir_ + "/inbox-" + std::to_string(++bad_messages_) + ".bad";
+    warn << "cct-record: a run received in the inbox: " << run.status().message() << "; kept as " << bad << '\n';
+    (void)store::WriteFileAtomically(bad, bytes, bad + ".tmp");
+    ++pass.damaged;
+  }
   if (!changed.empty()) {
     CCT_RETURN_IF_ERROR(LoadStoredKeys(db));
     // Parents start before their children: store them first, so a child
@@ -168,14 +195,18 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
       if (run.meta.root_run == run.meta.id) run.meta.root_run = 0;
     }));
     for (size_t i = 0; i < changed.size(); ++i) {
-      stored_[changed[i].name] = {changed[i].seen, runs[i].meta};
       ++pass.stored;
+      if (!changed[i].name.empty()) stored_[changed[i].name] = {changed[i].seen, runs[i].meta};
     }
   }
+  messages_.clear();
+  if (inbox_) inbox_->Stored();
+  else if (journal_read) unlink(journal.c_str());
 
   // Files whose runs are stored and whose processes are done go away.
   auto done = [](const store::RunMeta& m) { return m.state != store::RunState::kRecording || !ProcessAlive(m); };
   for (size_t i = 0; i < changed.size(); ++i) {
+    if (changed[i].name.empty()) continue;  // a message: no file
     if (!done(stored_[changed[i].name].meta)) {
       ++pass.left;
       continue;
@@ -212,7 +243,10 @@ bool Spool::RemoveIfEmpty() const {
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
+    struct stat st {};
     if (name.ends_with(store::kRunFileSuffix) || name.ends_with(".bad")) runs_left = true;
+    else if (name == store::kInboxJournalName && stat((dir_ + "/" + name).c_str(), &st) == 0 && st.st_size > 0)
+      runs_left = true;  // runs a failed pass could not store
     else others.push_back(name);
   }
   closedir(d);

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "cct/status.h"
+#include "record/inbox.h"
 #include "store/database.h"
 
 namespace record {
@@ -55,6 +56,13 @@ class Spool {
   static Spool Existing(std::string dir) { return Spool(std::move(dir)); }
 
   const std::string& dir() const { return dir_; }
+  // The inbox Create opened (record/inbox.h), for RunProgram's wait loop;
+  // nullptr when there is none (the processes write files).
+  Inbox* inbox() const { return inbox_.get(); }
+  // Stops the inbox (Inbox::Close): before the pass after the program.
+  void CloseInbox(int timeout_ms) {
+    if (inbox_) inbox_->Close(timeout_ms);
+  }
 
   struct Pass {
     size_t stored = 0;     // runs created or updated
@@ -62,9 +70,11 @@ class Spool {
     size_t left = 0;       // files kept: their processes still run
     size_t damaged = 0;    // files renamed .bad
   };
-  // Stores every run file that changed since the last pass, in one
-  // transaction; removes the files whose processes are gone. Damaged files
-  // are renamed NAME.bad with one line each on `warn`.
+  // Stores every run file that changed since the last pass and the runs
+  // the inbox received (or, in a directory whose recorder is gone, its
+  // journal holds), in one transaction; removes the files whose processes
+  // are gone. Damaged files are renamed NAME.bad, damaged messages saved as
+  // inbox-N.bad, with one line each on `warn`.
   cct::Result<Pass> Gather(store::Database& db, std::ostream& warn);
   // Removes the directory when no file is left in it, and DB.spool when it
   // is empty then. Returns whether the directory is gone.
@@ -88,6 +98,9 @@ class Spool {
   std::map<std::string, Stored> stored_;         // file name → what the last pass stored
   std::map<std::string, store::RunId> ids_;      // run key → run id
   bool stored_keys_loaded_ = false;
+  std::unique_ptr<Inbox> inbox_;
+  std::vector<std::string> messages_;  // taken from the inbox, not stored yet (a pass failed)
+  size_t bad_messages_ = 0;
 };
 
 // Gathers the spool directories under DB.spool whose owner is gone (and the

@@ -181,6 +181,45 @@ Status WriteRunFile(const std::string& path, const RunFile& run) {
   return WriteFileAtomically(path, EncodeRunFile(run), path + ".tmp");
 }
 
+std::string InboxFrameHeader(uint64_t payload_size) {
+  ByteWriter w;
+  w.Bytes(kInboxMagic);
+  w.U64(payload_size);
+  return w.Take();
+}
+
+Result<uint64_t> ParseInboxFrameHeader(std::string_view header) {
+  ByteReader r(header);
+  std::string_view magic;
+  uint64_t size = 0;
+  if (!r.View(magic, kInboxMagic.size()) || magic != kInboxMagic || !r.U64(size))
+    return Corrupt("not a cctdb inbox message (bad header)");
+  if (size > kInboxMaxPayload) return Corrupt("inbox message announces " + std::to_string(size) + " bytes");
+  return size;
+}
+
+InboxFrames SplitInboxFrames(std::string_view bytes) {
+  InboxFrames out;
+  while (!bytes.empty()) {
+    if (bytes.size() < kInboxHeaderSize) {
+      out.torn = true;
+      break;
+    }
+    auto size = ParseInboxFrameHeader(bytes.substr(0, kInboxHeaderSize));
+    if (!size.ok()) {
+      out.damaged = true;
+      break;
+    }
+    if (bytes.size() - kInboxHeaderSize < *size) {
+      out.torn = true;
+      break;
+    }
+    out.payloads.push_back(bytes.substr(kInboxHeaderSize, static_cast<size_t>(*size)));
+    bytes.remove_prefix(kInboxHeaderSize + static_cast<size_t>(*size));
+  }
+  return out;
+}
+
 Result<std::string> ReadWholeFile(const std::string& path, size_t limit) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("cannot read " + path);

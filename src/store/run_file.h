@@ -78,4 +78,35 @@ cct::Status WriteRunFile(const std::string& path, const RunFile& run);
 // Reads and decodes a run file (errors name the path).
 cct::Result<RunFile> ReadRunFile(const std::string& path);
 
+// --- cct-record's inbox (record/inbox.h) ---
+// A process whose run has no file in the spool yet (one that ends within
+// the start write's delay: most of a build's) sends its final write to
+// cct-record over the Unix stream socket SPOOL/inbox instead of creating a
+// file: creating, renaming and later removing a file per process cost it
+// a quarter of its recording overhead (docs/performance.md). A message is
+// one frame: kInboxMagic, the payload's length (u64, little-endian), then
+// the run file's bytes (EncodeRunFile). cct-record appends each message it
+// receives to SPOOL/inbox.journal, the same frames back to back, until the
+// runs are stored: a recorder killed in between leaves them to the next.
+inline constexpr std::string_view kInboxSocketName = "inbox";
+inline constexpr std::string_view kInboxJournalName = "inbox.journal";
+inline constexpr std::string_view kInboxMagic = "cctinbx1";
+inline constexpr size_t kInboxHeaderSize = 16;
+// A run without a file is a short process's (or one whose file could not
+// be written): far below this. Larger ones are written as files.
+inline constexpr uint64_t kInboxMaxPayload = uint64_t{16} << 20;
+
+std::string InboxFrameHeader(uint64_t payload_size);
+// The payload length the kInboxHeaderSize bytes of `header` announce;
+// kCorrupt for a wrong magic or a length over kInboxMaxPayload.
+cct::Result<uint64_t> ParseInboxFrameHeader(std::string_view header);
+
+struct InboxFrames {
+  std::vector<std::string_view> payloads;  // views into the bytes split
+  bool torn = false;     // the bytes end inside a frame (its writer stopped)
+  bool damaged = false;  // a header is not one: what follows it is not read
+};
+// Splits back-to-back frames (a journal).
+InboxFrames SplitInboxFrames(std::string_view bytes);
+
 }  // namespace store

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include "cct/node_values.h"
 #include "query/profile.h"
 #include "store/database.h"
+#include "store/run_file.h"
 #include "tests/interop_util.h"
 #include "tests/test_util.h"
 
@@ -856,6 +858,63 @@ TEST_CASE("cct-record: a recorder killed outright loses nothing; the next record
   CHECK(runs[0].term_signal == SIGTERM);
   CHECK(InclusiveOf(TreeOf(db, runs[0].id), "cputime", "spin_forever") > 0.3e9);
   CHECK(runs[1].name == "next");
+  CHECK_FALSE(std::filesystem::exists(db + ".spool"));
+}
+
+TEST_CASE("cct-record: short processes send their runs to the inbox; a recorder killed after taking them leaves them for the next") {
+  TempDir dir;
+  const std::string db = dir / "inbox.db";
+  // --checkpoint 30: no pass stores anything before the kill; what the
+  // five processes sent is only in the recorder's memory and its journal.
+  const pid_t rec = Spawn(Record(db, {"--checkpoint", "30"},
+                                 {"/bin/sh", "-c", "for i in 1 2 3 4 5; do /bin/true; done; exec sleep 30"}));
+  const pid_t prog = ChildOf(rec);
+  REQUIRE(prog > 0);
+  // The journal's frames, decoded: which runs the inbox has taken.
+  auto journaled = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(db + ".spool")) {
+      std::ifstream in(e.path() / "inbox.journal", std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (std::string_view p : store::SplitInboxFrames(bytes).payloads)
+        if (auto run = store::DecodeRunFile(p); run.ok()) names.push_back(run->meta.name);
+    }
+    return names;
+  };
+  auto trues = [&] {
+    const std::vector<std::string> names = journaled();
+    return std::count(names.begin(), names.end(), "true");
+  };
+  for (int i = 0; i < 1000 && trues() < 5; ++i) usleep(10000);
+  REQUIRE(trues() == 5);
+  kill(rec, SIGKILL);
+  CHECK(WaitStatus(rec) == 128 + SIGKILL);
+  for (int i = 0; i < 500 && kill(prog, 0) == 0; ++i) usleep(10000);
+  REQUIRE(kill(prog, 0) != 0);
+  // No run file was made for them: the spool's files are other runs'.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(db + ".spool")) {
+    if (e.path().extension() != ".run") continue;
+    auto run = store::ReadRunFile(e.path().string());
+    REQUIRE(run.ok());
+    CHECK(run->meta.name != "true");
+  }
+  CHECK(Runs(db).empty());
+
+  auto r = Run(Record(db, {"--name", "next"}, {"/bin/true"}));
+  CHECK(r.exit_code == 0);
+  const auto runs = Runs(db);
+  std::map<std::string, std::vector<store::RunMeta>> by_name;
+  for (const auto& m : runs) by_name[m.name].push_back(m);
+  REQUIRE(by_name["true"].size() == 5);
+  REQUIRE(by_name["sh"].size() == 1);
+  for (const auto& m : by_name["true"]) {
+    CHECK(m.state == store::RunState::kComplete);
+    CHECK(m.exit_code == 0);
+    CHECK(m.parent_run == by_name["sh"][0].id);
+  }
+  REQUIRE(by_name["sleep"].size() == 1);
+  CHECK(by_name["sleep"][0].term_signal == SIGTERM);  // PDEATHSIG, its own final write
+  CHECK(by_name["next"].size() == 1);
   CHECK_FALSE(std::filesystem::exists(db + ".spool"));
 }
 

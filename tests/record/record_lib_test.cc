@@ -4,12 +4,18 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
+#include <functional>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "record/inbox.h"
 #include "record/record.h"
 #include "record/spool.h"
 #include "store/run_file.h"
@@ -410,4 +417,156 @@ TEST_CASE("spool: recorders gathering the same abandoned run file at once store 
   std::vector<store::RunFile> third{a};
   REQUIRE((*db)->PutRuns(third).ok());
   CHECK(third[0].meta.id != first[0].meta.id);
+}
+
+// --- the inbox (record/inbox.h) ---------------------------------------------
+
+namespace {
+
+// A client written here, not the collector's: what the inbox must take from
+// any sender. Connects, writes `bytes` whole, closes.
+bool SendRaw(const std::string& dir, const std::string& bytes) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = dir + "/inbox";
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  for (size_t done = 0; ok && done < bytes.size();) {
+    const ssize_t n = send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  close(fd);
+  return ok;
+}
+
+std::string Frame(const std::string& payload) {
+  // magic, u64 length (little-endian), payload: built by hand from the
+  // format's description in store/run_file.h.
+  std::string f = "cctinbx1";
+  for (int i = 0; i < 8; ++i) f.push_back(static_cast<char>((payload.size() >> (8 * i)) & 0xff));
+  return f + payload;
+}
+
+// Serves until `done` holds (the messages were read) or 5 s passed.
+void ServeUntil(record::Inbox& inbox, const std::function<bool()>& done) {
+  for (int i = 0; i < 500 && !done(); ++i) {
+    std::vector<pollfd> fds;
+    inbox.AddPollFds(fds);
+    poll(fds.data(), fds.size(), 10);
+    inbox.Serve();
+  }
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("inbox: a message sent whole is received and journaled; cut short, malformed or doubled ones are dropped") {
+  testutil::TempDir dir;
+  const std::string spool = dir / "s";
+  std::filesystem::create_directories(spool);
+  auto opened = record::Inbox::Open(spool);
+  REQUIRE(opened.ok());
+  REQUIRE(*opened != nullptr);
+  record::Inbox& inbox = **opened;
+  CHECK(std::filesystem::is_socket(spool + "/inbox"));
+
+  const std::string payload = "run file bytes, as the inbox sees them";
+  REQUIRE(SendRaw(spool, Frame(payload)));
+  ServeUntil(inbox, [&] { return inbox.received() == 1; });
+  CHECK(inbox.received() == 1);
+  CHECK(inbox.dropped() == 0);
+  CHECK(inbox.Take() == std::vector<std::string>{payload});
+  CHECK(inbox.Take().empty());
+  CHECK(FileBytes(spool + "/inbox.journal") == Frame(payload));
+
+  // Announces 1000 bytes, sends 10: its sender gave up (it writes a file).
+  REQUIRE(SendRaw(spool, Frame(std::string(1000, 'x')).substr(0, 26)));
+  REQUIRE(SendRaw(spool, "XXXXXXXX" + Frame(payload).substr(8)));  // not our magic
+  REQUIRE(SendRaw(spool, Frame(payload) + Frame(payload)));        // one message per connection
+  ServeUntil(inbox, [&] { return inbox.dropped() == 3; });
+  CHECK(inbox.dropped() == 3);
+  CHECK(inbox.received() == 1);
+  CHECK(inbox.Take().empty());
+
+  inbox.Stored();  // what was taken is in the database now
+  CHECK(std::filesystem::file_size(spool + "/inbox.journal") == 0);
+
+  // Sent, never served: Close reads it, and takes no more after.
+  const std::string last = "the last one";
+  REQUIRE(SendRaw(spool, Frame(last)));
+  inbox.Close(2000);
+  CHECK(inbox.Take() == std::vector<std::string>{last});
+  CHECK_FALSE(std::filesystem::exists(spool + "/inbox"));
+  CHECK_FALSE(SendRaw(spool, Frame(last)));
+}
+
+TEST_CASE("inbox: a socket path too long for sockaddr_un means no inbox (files), not an error") {
+  testutil::TempDir dir;
+  const std::string deep = dir / std::string(120, 'd');
+  std::filesystem::create_directories(deep);
+  auto opened = record::Inbox::Open(deep);
+  REQUIRE(opened.ok());
+  CHECK(*opened == nullptr);
+}
+
+TEST_CASE("spool: runs sent to the inbox are stored by the next pass; a dead recorder's journal by the next recording") {
+  testutil::TempDir dir;
+  const std::string db_path = dir / "inbox.db";
+  auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  const pid_t gone = GonePid();
+  auto spool = record::Spool::Create(db_path, "sess-i");
+  REQUIRE(spool.ok());
+  REQUIRE(spool->inbox() != nullptr);
+  const store::RunFile parent = SpoolRun("00000000000000f1", "", "", gone, store::RunState::kComplete, 1);
+  const store::RunFile child = SpoolRun("00000000000000f2", "00000000000000f1", "00000000000000f1", gone,
+                                        store::RunState::kComplete, 2);
+  REQUIRE(store::WriteRunFile(spool->dir() + "/00000000000000f1.run", parent).ok());
+  REQUIRE(SendRaw(spool->dir(), Frame(store::EncodeRunFile(child))));
+  REQUIRE(SendRaw(spool->dir(), Frame("not a run file")));
+  ServeUntil(*spool->inbox(), [&] { return spool->inbox()->received() == 2; });
+  std::ostringstream warn;
+  auto pass = spool->Gather(**db, warn);
+  REQUIRE(pass.ok());
+  CHECK(pass->stored == 2);
+  CHECK(pass->damaged == 1);
+  CHECK(warn.str().find("inbox-1.bad") != std::string::npos);
+  CHECK(FileBytes(spool->dir() + "/inbox-1.bad") == "not a run file");
+  CHECK(std::filesystem::file_size(spool->dir() + "/inbox.journal") == 0);
+  auto runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 2);
+  CHECK((*runs)[1].extra->at("run_key") == "00000000000000f2");
+  CHECK((*runs)[1].parent_run == (*runs)[0].id);  // the message's keys linked like a file's
+  spool->CloseInbox(1000);
+
+  // A recorder killed after it journaled two runs (the second cut short by
+  // its own death while appending): the next recording stores the whole one.
+  const std::string root = record::SpoolRoot(db_path);
+  std::filesystem::create_directories(root + "/dead");
+  {
+    std::ofstream owner(root + "/dead/owner");
+    owner << gone << " 12345\n";
+    std::ofstream journal(root + "/dead/inbox.journal", std::ios::binary);
+    const std::string torn = Frame(store::EncodeRunFile(SpoolRun("00000000000000f4", "", "", gone,
+                                                                 store::RunState::kComplete, 4)));
+    journal << Frame(store::EncodeRunFile(SpoolRun("00000000000000f3", "", "", gone, store::RunState::kCrashed, 3)))
+            << torn.substr(0, torn.size() / 2);
+  }
+  std::ostringstream out;
+  REQUIRE(record::GatherAbandoned(**db, db_path, out).ok());
+  CHECK(out.str().find("gathered 1 run ") != std::string::npos);
+  runs = (*db)->ListRuns();
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 3);
+  CHECK((*runs)[2].extra->at("run_key") == "00000000000000f3");
+  CHECK((*runs)[2].state == store::RunState::kCrashed);
+  CHECK_FALSE(std::filesystem::exists(root + "/dead"));
 }

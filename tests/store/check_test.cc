@@ -277,12 +277,17 @@ TEST_CASE("cct-record into a damaged database: one line and its own status 125, 
       CHECK_MESSAGE(testutil::LineCount(r.err) == 1, r.err);
       CHECK(r.err.find("damaged") != std::string::npos);
       lmdb_asserts += r.err.find("LMDB: Assertion") != std::string::npos;
-      // The run did not reach the database: its file waits in the spool
-      // (or the spool could not even be made, when opening failed).
+      // The run did not reach the database: it waits in the spool, as a
+      // run file or in the inbox's journal (or the spool could not even be
+      // made, when opening failed).
       size_t files = 0;
       if (std::filesystem::exists(zeroed + ".spool"))
-        for (const auto& e : std::filesystem::recursive_directory_iterator(zeroed + ".spool"))
-          files += e.is_regular_file() && e.path().extension() == std::string(store::kRunFileSuffix);
+        for (const auto& e : std::filesystem::recursive_directory_iterator(zeroed + ".spool")) {
+          if (!e.is_regular_file()) continue;
+          if (e.path().extension() == std::string(store::kRunFileSuffix)) ++files;
+          if (e.path().filename() == std::string(store::kInboxJournalName))
+            files += store::SplitInboxFrames(testutil::ReadFileOrDie(e.path().string())).payloads.size();
+        }
       const bool opened = r.err.find("opening it") == std::string::npos && r.err.find("cannot open") == std::string::npos;
       if (opened && r.err.find("LMDB: Assertion") != std::string::npos) CHECK(files >= 1);
     } else {

@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -157,6 +159,63 @@ void CollectTrace(const cct::Tree& tree, const std::vector<std::vector<cct::Node
   trace.dropped = rt->trace_budget.dropped.load(std::memory_order_relaxed);
 }
 
+// How long a final write waits for cct-record to take a message before it
+// writes the file instead: cct-record reads between its passes, and a pass
+// that stores a build's batch takes tens of milliseconds.
+constexpr int kInboxSendTimeoutMs = 2000;
+
+// Sends `bytes` (a run file's) to cct-record's inbox (store/run_file.h);
+// false when it is not there, refuses, or does not take them in time: the
+// caller writes the file then. A message cut short is dropped by the inbox
+// (its length says so), so the file and a whole message never both exist
+// unless both are complete: the same key, stored once.
+bool SendToInbox(const std::string& spool_dir, std::string_view bytes) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = spool_dir + "/" + std::string(store::kInboxSocketName);
+  if (bytes.size() > store::kInboxMaxPayload || path.size() >= sizeof addr.sun_path) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return false;
+  // Non-blocking: a full backlog (EAGAIN) means a busy recorder; the file
+  // is as good.
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return false;
+  }
+  const std::string header = store::InboxFrameHeader(bytes.size());
+  const int64_t deadline = Now(CLOCK_MONOTONIC) + int64_t{kInboxSendTimeoutMs} * 1000000;
+  size_t sent = 0;
+  const size_t total = header.size() + bytes.size();
+  bool ok = true;
+  while (sent < total) {
+    iovec iov[2];
+    int n_iov = 0;
+    if (sent < header.size()) iov[n_iov++] = {const_cast<char*>(header.data() + sent), header.size() - sent};
+    const size_t body_sent = sent > header.size() ? sent - header.size() : 0;
+    iov[n_iov++] = {const_cast<char*>(bytes.data() + body_sent), bytes.size() - body_sent};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n_iov);
+    // MSG_NOSIGNAL: a recorder that went away must not SIGPIPE the program.
+    const ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const int64_t left_ms = (deadline - Now(CLOCK_MONOTONIC)) / 1000000;
+    if (n < 0 && errno == EAGAIN && left_ms > 0) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, static_cast<int>(left_ms)) >= 0 || errno == EINTR) continue;
+    }
+    ok = false;
+    break;
+  }
+  close(fd);
+  return ok;
+}
+
 }  // namespace
 
 cct::Status SpoolWritable() {
@@ -171,7 +230,8 @@ cct::Status SpoolWritable() {
   return cct::IoError(dir + ": " + (ec ? ec.message() : std::string(std::strerror(err))));
 }
 
-cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations, const store::RunTrace* trace) {
+cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations, const store::RunTrace* trace,
+                         bool final) {
   if (rt->run_key.empty()) return cct::Status(cct::ErrorCode::kInternal, "no run key");
   store::RunFile run;
   run.meta = rt->meta;
@@ -183,15 +243,26 @@ cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iter
   run.sections = std::move(sections).value();
   rt->meta.node_count = run.meta.node_count;
   if (rt->meta.iteration_regex.empty()) rt->meta.iteration_regex = run.meta.iteration_regex;
+  const std::string bytes = store::EncodeRunFile(run);
+  // A final write with no file of this run in the spool goes to the inbox;
+  // with a file there, the file is replaced (the inbox's copy and an older
+  // file would both be stored, in either order). After a write that failed
+  // (a full disk: said once already) the file is tried again rather than
+  // handing cct-record a run it could not store on the same disk either.
+  if (final && rt->config.inbox && !rt->spool_file_written && !rt->warned_write &&
+      SendToInbox(rt->config.spool_dir, bytes))
+    return cct::Status::Ok();
   const std::string path = rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix);
-  cct::Status st = store::WriteRunFile(path, run);
+  const std::string tmp = path + ".tmp";
+  cct::Status st = store::WriteFileAtomically(path, bytes, tmp);
   if (!st.ok()) {
     // The spool directory is cct-record's; without it (preloaded by hand,
     // or removed) make it, then try once more.
     std::error_code ec;
     std::filesystem::create_directories(rt->config.spool_dir, ec);
-    st = store::WriteRunFile(path, run);
+    st = store::WriteFileAtomically(path, bytes, tmp);
   }
+  if (st.ok()) rt->spool_file_written = true;
   return st;
 }
 
@@ -291,7 +362,7 @@ void WriteRun(store::RunState state) noexcept {
     }
 
     const store::RunIterations* iters = iterations.iterations.empty() ? nullptr : &iterations;
-    const cct::Status st = WriteRunFile(&tree, iters, trace ? &*trace : nullptr);
+    const cct::Status st = WriteRunFile(&tree, iters, trace ? &*trace : nullptr, state != store::RunState::kRecording);
     if (st.ok()) {
       rt->start_write_pending = false;  // a complete run file exists
       if (!rt->run_created) {

@@ -82,6 +82,7 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
   }
   if (const char* v = env("CCT_RECORD_SPOOL"); v && *v) c.spool_dir = v;
   else c.spool_dir = c.db_path + ".spool/unowned";
+  if (const char* v = env("CCT_RECORD_INBOX")) c.inbox = std::string(v) == "1";
   if (const char* v = env("CCT_RECORD_FOLLOW")) c.follow = std::string(v) != "0";
   if (const char* v = env("CCT_RECORD_SESSION")) c.session = v;
   if (const char* v = env("CCT_RECORD_SIGNAL"); v && *v) {
@@ -165,6 +166,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.name.empty()) e["CCT_RECORD_NAME"] = c.name;
   if (!c.tags.empty()) e["CCT_RECORD_TAGS"] = nlohmann::json(c.tags).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   e["CCT_RECORD_SPOOL"] = c.spool_dir;
+  if (c.inbox) e["CCT_RECORD_INBOX"] = "1";
   e["CCT_RECORD_SYMBOL_CACHE"] = c.symbol_cache_dir.empty() ? "off" : c.symbol_cache_dir;
   if (!c.parent_key.empty()) e["CCT_RECORD_PARENT_KEY"] = c.parent_key;
   if (!c.root_key.empty()) e["CCT_RECORD_ROOT_KEY"] = c.root_key;

@@ -46,6 +46,9 @@ struct CollectorConfig {
   // db_path + ".spool/unowned", which the next cct-record into db_path
   // gathers once the process is gone.
   std::string spool_dir;
+  // CCT_RECORD_INBOX=1: cct-record listens on spool_dir/inbox
+  // (store/run_file.h): a run with no file there yet is sent, not written.
+  bool inbox = false;
   SampleClock clock = SampleClock::kCpu;  // CCT_RECORD_CLOCK: cpu | wall
   double freq_hz = 1000;               // CCT_RECORD_FREQ
   double checkpoint_s = 1;             // CCT_RECORD_CHECKPOINT (0: only at exit)

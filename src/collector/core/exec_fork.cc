@@ -91,6 +91,7 @@ void ForkChild() {
   rt->main_ranges.Reset();
   rt->run_created = false;
   rt->start_write_pending = false;
+  rt->spool_file_written = false;
   rt->finished = false;
   rt->warned_write = false;
   rt->config.parent_key = std::move(parent_key);

@@ -375,6 +375,9 @@ struct Runtime {
   // Start deferred the run's first write to the checkpoint thread: a process
   // that ends (or writes a checkpoint) before the delay never makes it.
   bool start_write_pending = false;
+  // This run has a file in the spool (its final write replaces it rather
+  // than going to the inbox).
+  bool spool_file_written = false;
   bool finished = false;
   // The process this state is recording (getpid at Start, and in a forked
   // child that is recorded). Any other pid is a child that shares or copied
@@ -578,8 +581,9 @@ const SymbolFrames& LookupSymbols(uint64_t key, bool return_address);  // caller
 void WriteRun(store::RunState state) noexcept;                          // caller holds flush_mutex
 // Writes the run file (meta, and the tree, iterations and trace when given).
 // Caller holds flush_mutex.
+// `final`: the run's last write, which may go to cct-record's inbox.
 cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iterations,
-                         const store::RunTrace* trace = nullptr);
+                         const store::RunTrace* trace = nullptr, bool final = false);
 void StartFlusher();
 // Whether run files can be written into the spool directory (made when
 // missing): what Start checks before it promises a run.
