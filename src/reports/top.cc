@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "cct/tree_ops.h"
 #include "output/format.h"
@@ -33,6 +34,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   std::optional<cct::NodeValues> own_values;
   std::optional<output::MetricColumns> own_cols;
   std::vector<MetricId> ids;
+  std::optional<FlatGroups> flat_early;
   if (AnyAggregation(specs)) {
     CCT_ASSIGN_OR_RETURN(view, AggregateView::Make(profile, specs));
     // A function's statistics need each unit's own values (the sum of a
@@ -46,8 +48,26 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
     ids = view->ids();
   } else {
     CCT_ASSIGN_OR_RETURN(ids, query::ResolveMetrics(profile.tree, opt.metrics));
+    // Without a query the groups and the values only read the tree: made
+    // side by side (a 10^7-node tree: 0.2-0.3 s each). Nothing returns
+    // before the join.
+    std::jthread groups_thread;  // joined on the way out, whatever happens here
+    if (opt.query.empty()) {
+      try {
+        groups_thread = std::jthread([&] {
+          try {
+            flat_early.emplace(profile.tree, opt.by);
+          } catch (...) {
+            flat_early.reset();  // out of memory there: made again below, where it is reported
+          }
+        });
+      } catch (const std::system_error&) {
+        // No thread to be had: made below.
+      }
+    }
     own_values.emplace(profile.tree);
     own_cols.emplace(*own_values, ids);
+    if (groups_thread.joinable()) groups_thread.join();
   }
   const cct::Tree& tree = view ? view->tree() : profile.tree;
   const output::MetricColumns& cols = view ? view->columns() : *own_cols;
@@ -62,7 +82,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
                                                  /*require_match=*/true));
   }
   const std::vector<char>* ends = opt.query.empty() ? nullptr : &match.end;
-  const FlatGroups flat(tree, opt.by, ends);
+  const FlatGroups flat = flat_early ? std::move(*flat_early) : FlatGroups(tree, opt.by, ends);
   const std::vector<FlatGroup>& groups = flat.groups();
 
   // Per group the selected metrics' inclusive and exclusive values (and, for

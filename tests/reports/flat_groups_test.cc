@@ -19,8 +19,8 @@ struct FlatOrderSums {
   double exc, inc;
 };
 
-std::map<std::string, FlatOrderSums> FlatOrderGroups(const Tree& t) {
-  const reports::FlatGroups flat(t, reports::GroupBy::kFunction);
+std::map<std::string, FlatOrderSums> FlatOrderGroups(const Tree& t, const std::vector<char>* only = nullptr) {
+  const reports::FlatGroups flat(t, reports::GroupBy::kFunction, only);
   NodeValues values(t);
   std::vector<double> exc, inc;
   flat.Accumulate(values.Exclusive(0), values.Inclusive(0), exc, inc);
@@ -80,4 +80,35 @@ TEST_CASE("flat groups: a tree out of preorder groups as its stored (preorder) c
     CHECK(read.at(name).exc == sums.exc);
     CHECK(read.at(name).inc == sums.inc);
   }
+}
+
+TEST_CASE("flat groups: with `only`, a group counts the nodes kept; an inner node kept alone is outermost") {
+  Tree t;
+  const MetricId cpu = t.metrics().RegisterStandard("cputime").value();
+  auto fn = [&](const char* name) { return t.InternFrame(FrameKind::kFunction, name); };
+  const NodeId main = t.InternChild(kRootNode, fn("main"));
+  const NodeId outer = t.InternChild(main, fn("work"));
+  const NodeId mid = t.InternChild(outer, fn("solve"));
+  const NodeId inner = t.InternChild(mid, fn("work"));  // work inside work
+  const NodeId leaf = t.InternChild(inner, fn("leaf"));
+  t.AddValue(outer, cpu, 1);
+  t.AddValue(mid, cpu, 2);
+  t.AddValue(inner, cpu, 4);
+  t.AddValue(leaf, cpu, 8);
+  std::vector<char> only(t.size(), 1);
+  only[inner] = 0;  // the outer work only: its subtree, inner work's included
+  auto groups = FlatOrderGroups(t, &only);
+  REQUIRE(groups.count("work"));
+  CHECK(groups.at("work").nodes == 1);
+  CHECK(groups.at("work").exc == 1);
+  CHECK(groups.at("work").inc == 15);
+  std::fill(only.begin(), only.end(), 1);
+  only[outer] = 0;  // the inner work only: outermost among the kept
+  groups = FlatOrderGroups(t, &only);
+  CHECK(groups.at("work").nodes == 1);
+  CHECK(groups.at("work").exc == 4);
+  CHECK(groups.at("work").inc == 12);
+  CHECK(groups.at("solve").inc == 14);
+  (void)main;
+  (void)leaf;
 }
