@@ -1,6 +1,8 @@
 #include "reports/flat_groups.h"
 
 #include <algorithm>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "cct/tree_ops.h"
@@ -72,43 +74,87 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
   // (group, node count) and one bit of its group (an outermost node of the
   // group is open): 10^7 nodes of 2·10^5 frames miss the cache far less
   // than with per-group records (a FlatGroup is 100+ bytes) and open counts.
+  // A big stored tree is walked in two halves at once: the second starts
+  // with its first node's ancestors open, as the whole walk would have them
+  // there; what each writes (its nodes' entries, its own frame counts) is
+  // the same as one walk's, whatever the split.
   struct FrameCount {
     uint32_t group, nodes;
   };
-  std::vector<FrameCount> frame_count(frame_group.size());
-  for (size_t f = 0; f < frame_group.size(); ++f) frame_count[f] = {frame_group[f], 0};
-  std::vector<uint32_t> frame_first(frame_group.size(), 0);  // walk position of the frame's first node
-  std::vector<uint64_t> open_bits((groups_.size() + 63) / 64);
+  struct Part {
+    size_t begin, end;  // walk positions
+    std::vector<FrameCount> frame_count;
+    std::vector<uint32_t> frame_first;  // walk position of the frame's first node in this part
+    bool preorder = true;
+  };
   const size_t n = tree.size();
-  node_group_.assign(n, kNoFlatGroup);
-  outermost_.assign(n, 0);
+  n_ = n;
+  node_group_.reset(new uint32_t[n]);  // every entry written by the walk
+  outermost_.reset(new char[n]);
   // Stored trees are numbered in preorder (children in id order), so the
   // walk is the ids in order, with the open ancestors on a stack; a tree
   // built in memory in another order is walked in its computed preorder.
   std::vector<NodeId> order;  // empty: the ids are the preorder
-  std::vector<NodeId> open_nodes;
-  auto walk = [&]() -> bool {
-    open_nodes.clear();
+  auto walk = [&](Part& part) {
+    std::vector<uint64_t> open_bits((groups_.size() + 63) / 64);
+    part.frame_count.resize(frame_group.size());
+    for (size_t f = 0; f < frame_group.size(); ++f) part.frame_count[f] = {frame_group[f], 0};
+    part.frame_first.assign(frame_group.size(), 0);
+    std::vector<FrameCount>& frame_count = part.frame_count;
+    // The ancestors of the part's first node, open from the start, with
+    // whether each is its group's outermost (its entry is another part's).
+    std::vector<NodeId> open_nodes;
+    std::vector<NodeId> chain;
+    std::vector<char> chain_outermost;
+    if (part.begin > 0) {
+      // One walk would have the previous node's ancestors (and itself)
+      // open here: this node's parent must be among them.
+      const NodeId p = tree.parent(static_cast<NodeId>(part.begin));
+      NodeId a = static_cast<NodeId>(part.begin - 1);
+      while (a != cct::kNoNode && a != p) a = tree.parent(a);
+      if (a == cct::kNoNode) {
+        part.preorder = false;
+        return;
+      }
+      for (a = p; a != cct::kNoNode; a = tree.parent(a)) chain.push_back(a);
+      std::reverse(chain.begin(), chain.end());
+      for (NodeId a : chain) {
+        const uint32_t g = frame_group[tree.frame_id(a)];
+        const bool outer = (!only || (*only)[a]) && g != kNoFlatGroup && !(open_bits[g / 64] >> (g % 64) & 1);
+        if (outer) open_bits[g / 64] |= uint64_t{1} << (g % 64);
+        chain_outermost.push_back(outer);
+        open_nodes.push_back(a);
+      }
+    }
     constexpr size_t kAhead = 16;  // frame entries loaded ahead: their misses overlap
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = part.begin; i < part.end; ++i) {
       const NodeId v = order.empty() ? static_cast<NodeId>(i) : order[i];
-      if (i + kAhead < n)
+      if (i + kAhead < part.end)
         __builtin_prefetch(&frame_count[tree.frame_id(order.empty() ? static_cast<NodeId>(i + kAhead) : order[i + kAhead])]);
       if (v != cct::kRootNode) {
         const NodeId p = tree.parent(v);
         while (!open_nodes.empty() && open_nodes.back() != p) {
           const NodeId closed = open_nodes.back();
-          if (outermost_[closed]) open_bits[node_group_[closed] / 64] &= ~(uint64_t{1} << (node_group_[closed] % 64));
+          const bool mine = closed >= part.begin || !order.empty();
+          if (mine ? outermost_[closed] != 0 : chain_outermost[open_nodes.size() - 1] != 0) {
+            const uint32_t g = frame_group[tree.frame_id(closed)];
+            open_bits[g / 64] &= ~(uint64_t{1} << (g % 64));
+          }
           open_nodes.pop_back();
         }
-        if (open_nodes.empty()) return false;  // not in preorder
+        if (open_nodes.empty()) {
+          part.preorder = false;
+          return;
+        }
       }
       open_nodes.push_back(v);
+      node_group_[v] = kNoFlatGroup;
+      outermost_[v] = 0;
       if (only && !(*only)[v]) continue;
       FrameCount& fc = frame_count[tree.frame_id(v)];
       const uint32_t g = fc.group;
       if (g == kNoFlatGroup) continue;
-      if (fc.nodes++ == 0) frame_first[tree.frame_id(v)] = static_cast<uint32_t>(i);
+      if (fc.nodes++ == 0) part.frame_first[tree.frame_id(v)] = static_cast<uint32_t>(i);
       node_group_[v] = g;
       uint64_t& word = open_bits[g / 64];
       const uint64_t bit = uint64_t{1} << (g % 64);
@@ -117,15 +163,44 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
         word |= bit;
       }
     }
-    return true;
   };
-  if (n > 0 && !walk()) {
-    order = cct::Preorder(tree, cct::BuildChildren(tree));
-    std::fill(node_group_.begin(), node_group_.end(), kNoFlatGroup);
-    std::fill(outermost_.begin(), outermost_.end(), 0);
-    for (FrameCount& fc : frame_count) fc.nodes = 0;
-    std::fill(open_bits.begin(), open_bits.end(), 0);
-    walk();
+  std::vector<Part> parts;
+  const bool halves = n >= kParallelWalkNodes && std::thread::hardware_concurrency() > 1;
+  if (halves) parts = {Part{0, n / 2, {}, {}}, Part{n / 2, n, {}, {}}};
+  else parts = {Part{0, n, {}, {}}};
+  if (n > 0) {
+    std::jthread second;  // joined on the way out, whatever happens here
+    if (halves) {
+      try {
+        second = std::jthread([&] {
+          try {
+            walk(parts[1]);
+          } catch (...) {
+            parts[1].preorder = false;  // out of memory there: walked again below
+          }
+        });
+      } catch (const std::system_error&) {
+        walk(parts[1]);
+      }
+    }
+    walk(parts[0]);
+    if (second.joinable()) second.join();
+    if (!std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.preorder; })) {
+      order = cct::Preorder(tree, cct::BuildChildren(tree));
+      parts = {Part{0, n, {}, {}}};
+      walk(parts[0]);
+    }
+  }
+  // Per frame, the parts' counts and the first part's first node that has one.
+  std::vector<FrameCount> frame_count(frame_group.size());
+  std::vector<uint32_t> frame_first(frame_group.size(), 0);
+  for (size_t f = 0; f < frame_group.size(); ++f) {
+    frame_count[f] = {frame_group[f], 0};
+    for (const Part& part : parts) {
+      if (part.frame_count.empty() || part.frame_count[f].nodes == 0) continue;
+      if (frame_count[f].nodes == 0) frame_first[f] = part.frame_first[f];
+      frame_count[f].nodes += part.frame_count[f].nodes;
+    }
   }
   // A group's nodes are its frames' nodes; its first node the earliest of
   // its frames' first ones.
@@ -149,7 +224,7 @@ void FlatGroups::Accumulate(const std::vector<double>& exc, const std::vector<do
   group_exc.assign(groups_.size(), 0.0);
   group_inc.assign(groups_.size(), 0.0);
   constexpr size_t kAhead = 16;  // group sums loaded ahead: their misses overlap
-  const size_t count = node_group_.size();
+  const size_t count = n_;
   for (NodeId n = 0; n < count; ++n) {
     if (n + kAhead < count && node_group_[n + kAhead] != kNoFlatGroup) {
       __builtin_prefetch(&group_exc[node_group_[n + kAhead]], 1);

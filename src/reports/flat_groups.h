@@ -11,6 +11,7 @@
 // outlive it; const use is thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +41,13 @@ class FlatGroups {
                   std::vector<double>& group_inc) const;
 
  private:
+  // Trees from this many nodes are walked in two halves at once.
+  static constexpr size_t kParallelWalkNodes = size_t{1} << 20;
+
   std::vector<FlatGroup> groups_;
-  std::vector<uint32_t> node_group_;  // per node; UINT32_MAX: none
-  std::vector<char> outermost_;       // per node: no ancestor in the same group
+  size_t n_ = 0;                             // the tree's nodes
+  std::unique_ptr<uint32_t[]> node_group_;  // per node; UINT32_MAX: none
+  std::unique_ptr<char[]> outermost_;       // per node: no ancestor in the same group
 };
 
 // The additive metrics the selected ones need: themselves, or a derived

@@ -1,5 +1,9 @@
 #include "store/tree_codec.h"
 
+#include <exception>
+#include <system_error>
+#include <thread>
+
 #include <isa-l/crc.h>
 
 #include <algorithm>
@@ -250,34 +254,34 @@ Status DecodeMetrics(std::string_view payload, cct::MetricRegistry& metrics) {
   return Status::Ok();
 }
 
-Status DecodeValues(const std::vector<std::string_view>& payload, MetricId m, Tree& tree, bool inclusive) {
-  auto set = [&](cct::SparseColumn c) {
-    if (inclusive) tree.SetInclusiveColumn(m, std::move(c));
-    else tree.SetColumn(m, std::move(c));
-  };
+// A values section's column, for a tree of `nodes` nodes.
+Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payload, size_t nodes) {
   PieceReader r(payload);
   uint8_t encoding = 0;
   uint32_t count = 0;
   if (!r.U8(encoding) || !r.U32(count)) return Corrupt("metric values are truncated");
   if (encoding == kValuesDense) {
     std::vector<double> dense;
-    if (count != tree.size() || !r.Array(dense, count)) return Corrupt("dense metric values are truncated");
-    set(cct::SparseColumn::FromDense(std::move(dense)));
-  } else if (encoding == kValuesSparse) {
-    std::vector<uint32_t> nodes;
+    if (count != nodes || !r.Array(dense, count)) return Corrupt("dense metric values are truncated");
+    return cct::SparseColumn::FromDense(std::move(dense));
+  }
+  if (encoding == kValuesSparse) {
+    std::vector<uint32_t> ids;
     std::vector<double> values;
-    if (!r.Array(nodes, count) || !r.Array(values, count)) return Corrupt("sparse metric values are truncated");
+    if (!r.Array(ids, count) || !r.Array(values, count)) return Corrupt("sparse metric values are truncated");
     for (size_t i = 0; i < count; ++i) {
       // Stored sorted and unique; anything else is damage.
-      if (nodes[i] >= tree.size() || (i > 0 && nodes[i] <= nodes[i - 1]))
+      if (ids[i] >= nodes || (i > 0 && ids[i] <= ids[i - 1]))
         return Corrupt("metric values refer to nodes out of order or beyond the tree");
     }
-    set(cct::SparseColumn::FromSparse(std::move(nodes), std::move(values)));
-  } else {
-    return Corrupt("metric values have an unknown encoding");
+    return cct::SparseColumn::FromSparse(std::move(ids), std::move(values));
   }
-  return Status::Ok();
+  return Corrupt("metric values have an unknown encoding");
 }
+
+// Trees from this many nodes have their values decoded on a second thread
+// while their nodes are (10^7 nodes: two 80 MB copies side by side).
+constexpr size_t kParallelDecodeNodes = size_t{1} << 20;
 
 const SectionPieces* FindSection(const std::vector<SectionPieces>& sections, SectionKind kind) {
   for (const SectionPieces& s : sections)
@@ -305,13 +309,36 @@ Result<Tree> DecodeTree(const std::vector<SectionPieces>& sections) {
   const SectionPieces* metrics = FindSection(sections, SectionKind::kMetrics);
   if (!strings || !frames || !nodes || !metrics) return Corrupt("the run's tree is incomplete");
   Tree tree;
+  // The values sections need only the node count: with many nodes they are
+  // decoded beside the rest.
+  uint32_t n = 0;
+  PieceReader node_reader(nodes->pieces);
+  if (!node_reader.U32(n)) return Corrupt("node table is truncated");
+  std::vector<const SectionPieces*> value_sections;
+  for (const SectionPieces& s : sections)
+    if (s.kind == SectionKind::kValues || s.kind == SectionKind::kInclusiveValues) value_sections.push_back(&s);
+  std::vector<Result<cct::SparseColumn>> columns(value_sections.size(), Corrupt("not decoded"));
+  std::exception_ptr thrown;  // out of memory on the thread: thrown here after the join, as without it
+  auto decode_values = [&] {
+    try {
+      for (size_t i = 0; i < value_sections.size(); ++i) columns[i] = DecodeValues(value_sections[i]->pieces, n);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+  };
+  std::jthread values_thread;  // joined on the way out, whatever happens here
+  if (n >= kParallelDecodeNodes && !value_sections.empty()) {
+    try {
+      values_thread = std::jthread(decode_values);
+    } catch (const std::system_error&) {
+      // No thread to be had: decoded below.
+    }
+  }
   CCT_RETURN_IF_ERROR(DecodeStrings(strings->pieces, tree.strings()));
   CCT_RETURN_IF_ERROR(DecodeFrames(frames->pieces, tree.strings().size(), tree.frames()));
   {
-    PieceReader r(nodes->pieces);
-    uint32_t n = 0;
     std::vector<uint32_t> parent, frame;
-    if (!r.U32(n) || !r.Array(parent, n) || !r.Array(frame, n)) return Corrupt("node table is truncated");
+    if (!node_reader.Array(parent, n) || !node_reader.Array(frame, n)) return Corrupt("node table is truncated");
     CCT_RETURN_IF_ERROR(tree.AssignNodes(std::move(parent), std::move(frame)));
   }
   {
@@ -324,14 +351,19 @@ Result<Tree> DecodeTree(const std::vector<SectionPieces>& sections) {
     }
     CCT_RETURN_IF_ERROR(DecodeMetrics(json, tree.metrics()));
   }
-  for (const SectionPieces& s : sections) {
-    if (s.kind != SectionKind::kValues && s.kind != SectionKind::kInclusiveValues) continue;
+  if (values_thread.joinable()) values_thread.join();
+  else decode_values();
+  if (thrown) std::rethrow_exception(thrown);
+  for (size_t i = 0; i < value_sections.size(); ++i) {
+    const SectionPieces& s = *value_sections[i];
     const bool inclusive = s.kind == SectionKind::kInclusiveValues;
     if (s.arg >= tree.metrics().size()) return Corrupt("values stored for an unknown metric");
     const cct::MetricKind kind = tree.metrics().Get(s.arg).kind;
     if (inclusive ? kind != cct::MetricKind::kSummary : kind == cct::MetricKind::kDerived)
       return Corrupt("values stored for an unknown metric");
-    CCT_RETURN_IF_ERROR(DecodeValues(s.pieces, s.arg, tree, inclusive));
+    if (!columns[i].ok()) return columns[i].status();
+    if (inclusive) tree.SetInclusiveColumn(s.arg, std::move(columns[i]).value());
+    else tree.SetColumn(s.arg, std::move(columns[i]).value());
   }
   return tree;
 }

@@ -112,3 +112,49 @@ TEST_CASE("flat groups: with `only`, a group counts the nodes kept; an inner nod
   (void)main;
   (void)leaf;
 }
+
+TEST_CASE("flat groups: a tree past the two-halves size groups exactly as an ancestor-by-ancestor count says") {
+  // 1.2·10^6 nodes (walked in two halves at once), recursion everywhere:
+  // four names, each node under a recent one, at most 40 deep.
+  Tree built;
+  const MetricId cpu = built.metrics().RegisterStandard("cputime").value();
+  const char* names[] = {"work", "solve", "leaf", "io"};
+  std::vector<int> depth{0};
+  uint64_t x = 42;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull, x >> 33; };
+  while (built.size() < 1200000) {
+    NodeId p = static_cast<NodeId>(built.size() - 1 - next() % std::min<size_t>(64, built.size()));
+    if (depth[p] >= 40) p = kRootNode;
+    // A line of its own: every node a new child (a function's frames differ by line, its group does not).
+    const NodeId c = built.InternChild(
+        p, built.InternFrame(FrameKind::kFunction, names[next() % 4], "", "f.cc", static_cast<uint32_t>(built.size())));
+    if (c != depth.size()) FAIL("a node was not new");
+    depth.push_back(depth[p] + 1);
+    built.AddValue(c, cpu, static_cast<double>(next() % 1000));
+  }
+  auto stored = store::DecodeTree(store::EncodeTree(built));  // numbered in preorder, as stored runs are
+  REQUIRE(stored.ok());
+  const Tree& t = *stored;
+  NodeValues values(t);
+  const std::vector<double>& exc = values.Exclusive(0);
+  const std::vector<double>& inc = values.Inclusive(0);
+  std::map<std::string, FlatOrderSums> expected;
+  for (NodeId n = 1; n < t.size(); ++n) {
+    const std::string name(t.name(n));
+    FlatOrderSums& e = expected[name];
+    ++e.nodes;
+    e.exc += exc[n];
+    bool outermost = true;
+    for (NodeId a = t.parent(n); a != kNoNode && outermost; a = t.parent(a)) outermost = t.name(a) != name;
+    if (outermost) e.inc += inc[n];
+  }
+  const auto got = FlatOrderGroups(t);
+  REQUIRE(got.size() == expected.size());
+  for (const auto& [name, e] : expected) {
+    CAPTURE(name);
+    REQUIRE(got.count(name));
+    CHECK(got.at(name).nodes == e.nodes);
+    CHECK(got.at(name).exc == doctest::Approx(e.exc).epsilon(1e-12));
+    CHECK(got.at(name).inc == doctest::Approx(e.inc).epsilon(1e-12));
+  }
+}

@@ -105,3 +105,29 @@ TEST_CASE("database: a tree of several 1 MiB chunks per section reads back from 
   REQUIRE(expected.ok());
   PiecesCheckSame(*expected, *back);
 }
+
+TEST_CASE("tree codec: a tree big enough to have its values decoded on a second thread reads back whole; damage is refused") {
+  const Tree t = PiecesTree(size_t{1} << 20 | 4096);  // past the size that decodes values beside the nodes
+  std::vector<store::Section> sections = store::EncodeTree(t);
+  auto back = store::DecodeTree(sections);
+  REQUIRE(back.ok());
+  REQUIRE(back->size() == t.size());
+  REQUIRE(back->metrics().size() == t.metrics().size());
+  // Each node's values, found by its path: the stored numbering is preorder.
+  double cpu_sum = 0, bytes_sum = 0, cpu_back = 0, bytes_back = 0;
+  for (NodeId n = 0; n < t.size(); ++n) cpu_sum += t.Value(n, 0), bytes_sum += t.Value(n, 1);
+  for (NodeId n = 0; n < back->size(); ++n) cpu_back += back->Value(n, 0), bytes_back += back->Value(n, 1);
+  CHECK(cpu_back == cpu_sum);
+  CHECK(bytes_back == bytes_sum);
+  const std::vector<store::Section> good = sections;
+  for (store::Section& s : sections)
+    if (s.kind == store::SectionKind::kValues && s.arg == 0) s.payload.pop_back();  // the dense column cut short
+  auto cut = store::DecodeTree(sections);
+  CHECK(cut.status().code() == ErrorCode::kCorrupt);
+  CHECK(cut.status().message().find("values are truncated") != std::string::npos);
+  sections = good;
+  for (store::Section& s : sections)
+    if (s.kind == store::SectionKind::kValues && s.arg == 1) s.arg = 9;  // a metric the table does not have
+  auto unknown = store::DecodeTree(sections);
+  CHECK(unknown.status().message().find("unknown metric") != std::string::npos);
+}
