@@ -252,8 +252,15 @@ std::vector<MetricId> AdditiveOperands(const cct::MetricRegistry& reg, const std
 
 std::vector<double> SelectedValues(const cct::MetricRegistry& reg, const std::vector<MetricId>& ids,
                                    const std::vector<MetricId>& additive, const std::vector<double>& sums) {
-  auto sum_of = [&](MetricId m) { return sums[std::find(additive.begin(), additive.end(), m) - additive.begin()]; };
   std::vector<double> v;
+  SelectedValues(reg, ids, additive, sums, v);
+  return v;
+}
+
+void SelectedValues(const cct::MetricRegistry& reg, const std::vector<MetricId>& ids,
+                    const std::vector<MetricId>& additive, const std::vector<double>& sums, std::vector<double>& v) {
+  auto sum_of = [&](MetricId m) { return sums[std::find(additive.begin(), additive.end(), m) - additive.begin()]; };
+  v.clear();
   for (MetricId m : ids) {
     if (reg.Get(m).kind == cct::MetricKind::kAdditive) {
       v.push_back(sum_of(m));
@@ -264,7 +271,6 @@ std::vector<double> SelectedValues(const cct::MetricRegistry& reg, const std::ve
     for (MetricId op : ops) any |= sum_of(op) != 0;
     v.push_back(any ? reg.formula(m)->Eval([&](size_t i) { return sum_of(ops[i]); }) : 0.0);
   }
-  return v;
 }
 
 }  // namespace reports

@@ -58,6 +58,10 @@ std::vector<cct::MetricId> AdditiveOperands(const cct::MetricRegistry& reg, cons
 // (derived ones by their formula; 0 when no operand has a value).
 std::vector<double> SelectedValues(const cct::MetricRegistry& reg, const std::vector<cct::MetricId>& ids,
                                    const std::vector<cct::MetricId>& additive, const std::vector<double>& sums);
+// The same into `out` (its storage reused: called once per group).
+void SelectedValues(const cct::MetricRegistry& reg, const std::vector<cct::MetricId>& ids,
+                    const std::vector<cct::MetricId>& additive, const std::vector<double>& sums,
+                    std::vector<double>& out);
 
 std::string_view GroupHeader(GroupBy by);
 

@@ -85,15 +85,17 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   const FlatGroups flat = flat_early ? std::move(*flat_early) : FlatGroups(tree, opt.by, ends);
   const std::vector<FlatGroup>& groups = flat.groups();
 
-  // Per group the selected metrics' inclusive and exclusive values (and, for
-  // imbalance columns, the unit holding the max).
-  std::vector<std::vector<double>> group_inc(groups.size()), group_exc(groups.size());
-  std::vector<std::vector<uint32_t>> group_inc_at(groups.size()), group_exc_at(groups.size());
+  // Per group the selected metrics' inclusive and exclusive values, flat
+  // ([group * ids + i]: 10^5 groups are not 4·10^5 small vectors to make
+  // and free), and for imbalance columns the unit holding the max.
+  const size_t width = ids.size();
+  std::vector<double> group_inc(groups.size() * width), group_exc(groups.size() * width);
+  std::vector<uint32_t> group_inc_at, group_exc_at;
   std::vector<std::vector<double>> acc_exc(additive.size()), acc_inc(additive.size());
-  std::vector<double> sums_inc(additive.size()), sums_exc(additive.size());
+  std::vector<double> sums_inc(additive.size()), sums_exc(additive.size()), sel_inc, sel_exc;
   // Runs `emit(g, inc, exc)` with group g's selected values under `values`.
-  auto group_values = [&](cct::NodeValues& values, const std::function<void(size_t, const std::vector<double>&,
-                                                                             const std::vector<double>&)>& emit) {
+  auto group_values = [&](cct::NodeValues& values,
+                          const std::function<void(size_t, const double*, const double*)>& emit) {
     for (size_t k = 0; k < additive.size(); ++k)
       flat.Accumulate(values.Exclusive(additive[k]), values.Inclusive(additive[k]), acc_exc[k], acc_inc[k]);
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -102,77 +104,87 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
         sums_inc[k] = acc_inc[k][g];
         sums_exc[k] = acc_exc[k][g];
       }
-      emit(g, SelectedValues(reg, ids, additive, sums_inc), SelectedValues(reg, ids, additive, sums_exc));
+      SelectedValues(reg, ids, additive, sums_inc, sel_inc);
+      SelectedValues(reg, ids, additive, sums_exc, sel_exc);
+      emit(g, sel_inc.data(), sel_exc.data());
     }
   };
   if (!view) {
-    group_values(*own_values, [&](size_t g, const std::vector<double>& inc, const std::vector<double>& exc) {
-      group_inc[g] = inc;
-      group_exc[g] = exc;
+    group_values(*own_values, [&](size_t g, const double* inc, const double* exc) {
+      std::copy(inc, inc + width, group_inc.begin() + static_cast<std::ptrdiff_t>(g * width));
+      std::copy(exc, exc + width, group_exc.begin() + static_cast<std::ptrdiff_t>(g * width));
     });
   } else {
     // Per column: inclusive and exclusive aggregates over the groups.
-    std::vector<query::UnitAggregate> agg(2 * ids.size());
+    std::vector<query::UnitAggregate> agg(2 * width);
     for (query::UnitAggregate& a : agg) a.Reset(groups.size(), view->units().units.size());
     query::ForEachUnit(view->units(), [&](size_t u, cct::NodeValues& values) {
-      group_values(values, [&](size_t g, const std::vector<double>& inc, const std::vector<double>& exc) {
-        for (size_t i = 0; i < ids.size(); ++i) {
+      group_values(values, [&](size_t g, const double* inc, const double* exc) {
+        for (size_t i = 0; i < width; ++i) {
           agg[2 * i].Add(u, g, inc[i]);
           agg[2 * i + 1].Add(u, g, exc[i]);
         }
       });
     });
+    group_inc_at.resize(groups.size() * width);
+    group_exc_at.resize(groups.size() * width);
     for (size_t g = 0; g < groups.size(); ++g) {
-      for (size_t i = 0; i < ids.size(); ++i) {
+      for (size_t i = 0; i < width; ++i) {
         // A plain column beside aggregated ones: the merged tree's value, the sum.
         const query::Aggregation a = view->aggregations()[i].value_or(query::Aggregation::kSum);
-        group_inc[g].push_back(agg[2 * i].Get(a, g));
-        group_exc[g].push_back(agg[2 * i + 1].Get(a, g));
-        group_inc_at[g].push_back(agg[2 * i].argmax[g]);
-        group_exc_at[g].push_back(agg[2 * i + 1].argmax[g]);
+        group_inc[g * width + i] = agg[2 * i].Get(a, g);
+        group_exc[g * width + i] = agg[2 * i + 1].Get(a, g);
+        group_inc_at[g * width + i] = agg[2 * i].argmax[g];
+        group_exc_at[g * width + i] = agg[2 * i + 1].argmax[g];
       }
     }
   }
 
-  struct Row {
-    const FlatGroup* g;
-    std::vector<double> inc, exc;
-    const std::vector<uint32_t>* inc_at;
-    const std::vector<uint32_t>* exc_at;
-  };
-  std::vector<Row> rows;
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const FlatGroup& g = groups[gi];
-    if (g.nodes == 0) continue;
-    Row r{&g, std::move(group_inc[gi]), std::move(group_exc[gi]), view ? &group_inc_at[gi] : nullptr,
-          view ? &group_exc_at[gi] : nullptr};
-    // Groups with no value in any selected metric say nothing.
+  // Groups with no value in any selected metric say nothing.
+  std::vector<uint32_t> shown;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].nodes == 0) continue;
     bool any = false;
-    for (size_t i = 0; i < ids.size(); ++i)
-      any |= (r.inc[i] != 0 && !std::isnan(r.inc[i])) || (r.exc[i] != 0 && !std::isnan(r.exc[i]));
-    if (any) rows.push_back(std::move(r));
+    for (size_t i = g * width; i < (g + 1) * width; ++i)
+      any |= (group_inc[i] != 0 && !std::isnan(group_inc[i])) || (group_exc[i] != 0 && !std::isnan(group_exc[i]));
+    if (any) shown.push_back(static_cast<uint32_t>(g));
   }
   // NaN (an imbalance where nothing ran) sorts last.
-  auto sort_key = [&](const Row& r) {
-    const double k = opt.sort_exclusive ? r.exc[0] : r.inc[0];
+  auto sort_key = [&](uint32_t g) {
+    const double k = (opt.sort_exclusive ? group_exc : group_inc)[g * width];
     return std::isnan(k) ? -1.0 : std::fabs(k);
   };
   // Only the first -n rows are ordered (10^5 functions, 20 shown); the
   // groups' own order breaks the last ties, so the rows shown do not depend
   // on how much is sorted.
-  auto before = [&](const Row& a, const Row& b) {
+  auto before = [&](uint32_t a, uint32_t b) {
     const double ka = sort_key(a), kb = sort_key(b);
     if (ka != kb) return ka > kb;
-    if (a.g->name != b.g->name) return a.g->name < b.g->name;
-    if (a.g->module != b.g->module) return a.g->module < b.g->module;
-    return a.g < b.g;
+    if (groups[a].name != groups[b].name) return groups[a].name < groups[b].name;
+    if (groups[a].module != groups[b].module) return groups[a].module < groups[b].module;
+    return a < b;
   };
-  if (opt.limit > 0 && rows.size() > opt.limit) {
-    std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(opt.limit), rows.end(), before);
-    rows.resize(opt.limit);
+  if (opt.limit > 0 && shown.size() > opt.limit) {
+    std::partial_sort(shown.begin(), shown.begin() + static_cast<std::ptrdiff_t>(opt.limit), shown.end(), before);
+    shown.resize(opt.limit);
   } else {
-    std::sort(rows.begin(), rows.end(), before);
+    std::sort(shown.begin(), shown.end(), before);
   }
+  struct Row {
+    const FlatGroup* g;
+    std::vector<double> inc, exc;
+    std::vector<uint32_t> inc_at, exc_at;  // imbalance columns only
+  };
+  std::vector<Row> rows;
+  rows.reserve(shown.size());
+  for (uint32_t g : shown) {
+    auto slice = [&](const auto& v) {
+      using T = typename std::decay_t<decltype(v)>::value_type;
+      return v.empty() ? std::vector<T>() : std::vector<T>(v.begin() + g * width, v.begin() + (g + 1) * width);
+    };
+    rows.push_back({&groups[g], slice(group_inc), slice(group_exc), slice(group_inc_at), slice(group_exc_at)});
+  }
+  const auto at = [&](const std::vector<uint32_t>& v) { return view ? &v : nullptr; };
 
   auto label = [&](const Row& r) {
     std::string s = r.g->name;
@@ -187,7 +199,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
           << GroupHeader(opt.by) << (opt.sort_exclusive ? " (exclusive)" : "")
           << (ends ? " among the " + std::to_string(match.ends) + " query ends" : "") << '\n';
       output::TextTable table(cols.TextColumns(), std::string(GroupHeader(opt.by)));
-      for (const Row& r : rows) table.AddRow(cols.TextCells(r.inc, r.exc, opt.ascii, true, r.inc_at, r.exc_at), "", label(r));
+      for (const Row& r : rows) table.AddRow(cols.TextCells(r.inc, r.exc, opt.ascii, true, at(r.inc_at), at(r.exc_at)), "", label(r));
       table.Render(out, opt.width, opt.ascii);
       break;
     }
@@ -204,7 +216,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
           w.Field("file", tree.str(f.file)).FieldInt("line", f.line);
         }
         w.FieldInt("nodes", static_cast<long long>(r.g->nodes));
-        cols.WriteJson(w, r.inc, r.exc, r.inc_at, r.exc_at);
+        cols.WriteJson(w, r.inc, r.exc, at(r.inc_at), at(r.exc_at));
         w.EndObject();
       }
       w.EndArray().EndObject();
@@ -217,7 +229,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
         const cct::Frame f = tree.frame(r.g->first_node);
         out << CsvField(r.g->name) << ',' << cct::FrameKindName(r.g->kind) << ',' << CsvField(r.g->module) << ','
             << CsvField(opt.by == GroupBy::kModule ? "" : tree.str(f.file)) << ','
-            << (opt.by == GroupBy::kModule ? 0 : f.line) << ',' << r.g->nodes << ',' << cols.CsvCells(r.inc, r.exc, r.inc_at, r.exc_at)
+            << (opt.by == GroupBy::kModule ? 0 : f.line) << ',' << r.g->nodes << ',' << cols.CsvCells(r.inc, r.exc, at(r.inc_at), at(r.exc_at))
             << '\n';
       }
       break;
