@@ -21,7 +21,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-
 // "0x" followed by at least one hex digit and nothing else.
 bool IsHexAddress(std::string_view s) {
   if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return false;

@@ -78,7 +78,6 @@ struct CaliColumn {
   cct::MetricId id = cct::kNoMetric;
 };
 
-
 bool IsRankColumn(const std::string& c) { return c == "mpi.rank" || c == "rank"; }
 // Not measurements: the aggregation's record order (Hatchet's "Node order"),
 // and record counts' slots.

@@ -10,7 +10,6 @@ namespace {
 
 enum class WindowClass { kSamples, kRanges, kGpu, kDerived, kDropped };
 
-
 WindowClass ClassOf(const cct::MetricDesc& m) {
   if (m.kind == cct::MetricKind::kDerived) return WindowClass::kDerived;
   if (m.name == "cputime" || m.name == "realtime" || m.name == "samples") return WindowClass::kSamples;

@@ -45,16 +45,16 @@ cct::Result<std::unique_ptr<Inbox>> Inbox::Open(const std::string& dir) {
     unlink(path.c_str());
     return cct::IoError("cannot listen on " + path + ": " + std::strerror(e));
   }
-  return std::unique_ptr<Inbox>(new Inbox(dir, fd, -1));
+  return std::unique_ptr<Inbox>(new Inbox(dir, path, fd));
 }
 
-Inbox::Inbox(std::string dir, int listen_fd, int journal_fd)
-    : dir_(std::move(dir)), listen_fd_(listen_fd), journal_fd_(journal_fd) {}
+Inbox::Inbox(std::string dir, std::string socket_path, int listen_fd)
+    : dir_(std::move(dir)), socket_path_(std::move(socket_path)), listen_fd_(listen_fd) {}
 
 Inbox::~Inbox() {
   if (listen_fd_ >= 0) {
     close(listen_fd_);
-    unlink((dir_ + "/" + std::string(store::kInboxSocketName)).c_str());
+    unlink(socket_path_.c_str());
   }
   for (Connection& c : connections_) close(c.fd);
   if (journal_fd_ >= 0) close(journal_fd_);
@@ -141,7 +141,7 @@ void Inbox::Serve() {
 void Inbox::Close(int timeout_ms) {
   if (listen_fd_ < 0) return;
   const int64_t deadline = MonotonicMs() + timeout_ms;
-  unlink((dir_ + "/" + std::string(store::kInboxSocketName)).c_str());
+  unlink(socket_path_.c_str());
   // A connect that found the socket before it was removed lands in the
   // backlog within this grace; closing the socket would drop it unread.
   for (int64_t until = MonotonicMs() + kCloseGraceMs; MonotonicMs() < until;) {

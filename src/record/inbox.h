@@ -63,7 +63,7 @@ class Inbox {
   size_t dropped() const { return dropped_; }           // cut short, oversized, other users'
 
  private:
-  Inbox(std::string dir, int listen_fd, int journal_fd);
+  Inbox(std::string dir, std::string socket_path, int listen_fd);
   struct Connection {
     int fd = -1;
     std::string bytes;
@@ -74,6 +74,7 @@ class Inbox {
   void Finish(Connection& c);
 
   std::string dir_;
+  std::string socket_path_;  // DIR/inbox
   int listen_fd_ = -1;
   int journal_fd_ = -1;
   std::vector<Connection> connections_;

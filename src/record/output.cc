@@ -18,7 +18,6 @@
 namespace record {
 namespace {
 
-
 bool IsDirectory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

@@ -23,7 +23,6 @@ namespace {
 constexpr const char* kOwnerFile = "owner";
 constexpr const char* kUnowned = "unowned";  // collector/core/config.h: the default spool
 
-
 // Whether the process that wrote `meta` still runs: same host, and its pid
 // still names the process that started at the recorded time. A process on
 // another host (a shared file system) counts as running until its run is
@@ -156,17 +155,19 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
     for (std::string_view p : frames.payloads) messages_.emplace_back(p);
     if (frames.damaged) warn << "cct-record: " << journal << " is damaged after " << frames.payloads.size() << " runs\n";
   }
-  for (std::string& bytes : messages_) {
+  // A damaged one is set aside once (not again after a pass that failed).
+  std::erase_if(messages_, [&](const std::string& bytes) {
     auto run = store::DecodeRunFile(bytes);
     if (run.ok()) {
       changed.push_back({"", {}, std::move(run).value()});
-      continue;
+      return false;
     }
     const std::string bad = dir_ + "/inbox-" + std::to_string(++bad_messages_) + ".bad";
     warn << "cct-record: a run received in the inbox: " << run.status().message() << "; kept as " << bad << '\n';
     (void)store::WriteFileAtomically(bad, bytes, bad + ".tmp");
     ++pass.damaged;
-  }
+    return true;
+  });
   if (!changed.empty()) {
     CCT_RETURN_IF_ERROR(LoadStoredKeys(db));
     // Parents start before their children: store them first, so a child

@@ -118,12 +118,12 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
       }
       for (a = p; a != cct::kNoNode; a = tree.parent(a)) chain.push_back(a);
       std::reverse(chain.begin(), chain.end());
-      for (NodeId a : chain) {
-        const uint32_t g = frame_group[tree.frame_id(a)];
-        const bool outer = (!only || (*only)[a]) && g != kNoFlatGroup && !(open_bits[g / 64] >> (g % 64) & 1);
+      for (NodeId c : chain) {
+        const uint32_t g = frame_group[tree.frame_id(c)];
+        const bool outer = (!only || (*only)[c]) && g != kNoFlatGroup && !(open_bits[g / 64] >> (g % 64) & 1);
         if (outer) open_bits[g / 64] |= uint64_t{1} << (g % 64);
         chain_outermost.push_back(outer);
-        open_nodes.push_back(a);
+        open_nodes.push_back(c);
       }
     }
     constexpr size_t kAhead = 16;  // frame entries loaded ahead: their misses overlap

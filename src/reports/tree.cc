@@ -66,7 +66,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
     std::vector<Row> rows;
     std::string prefixes;
     std::vector<Part> parts;
-    std::vector<std::thread> threads;
+    std::vector<std::jthread> threads;  // joined on the way out, whatever happens here
   };
   const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxFormatThreads);
   const size_t round_rows = kRowsPerThreadRound * workers;
@@ -107,7 +107,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
     }
   };
   auto finish = [&](Round& round) {
-    for (std::thread& t : round.threads) t.join();
+    for (std::jthread& t : round.threads) t.join();
     round.threads.clear();
     for (Part& p : round.parts) {
       out.write(p.lines.data(), static_cast<std::streamsize>(p.lines.size()));

@@ -177,8 +177,10 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes, cons
   return Status::Ok();
 }
 
-Status WriteRunFile(const std::string& path, const RunFile& run) {
-  return WriteFileAtomically(path, EncodeRunFile(run), path + ".tmp");
+Status WriteRunFile(const std::string& path, const RunFile& run) { return WriteRunFile(path, EncodeRunFile(run)); }
+
+Status WriteRunFile(const std::string& path, std::string_view encoded) {
+  return WriteFileAtomically(path, encoded, path + ".tmp");
 }
 
 std::string InboxFrameHeader(uint64_t payload_size) {

@@ -75,6 +75,8 @@ cct::Result<std::string> ReadWholeFile(const std::string& path, size_t limit = S
 
 // Writes `run` to `path` atomically (WriteFileAtomically through path + ".tmp").
 cct::Status WriteRunFile(const std::string& path, const RunFile& run);
+// The same with the run already encoded (EncodeRunFile).
+cct::Status WriteRunFile(const std::string& path, std::string_view encoded);
 // Reads and decodes a run file (errors name the path).
 cct::Result<RunFile> ReadRunFile(const std::string& path);
 

@@ -33,7 +33,6 @@ bool IsFile(const std::string& path) {
 // readable line.
 std::string Shown(const std::string& text) { return cct::CutToBytes(text, 200); }
 
-
 // "@t=A..B" / "@range=NAME#K" at the end of a selector: the window, or an
 // error naming the selector.
 Result<TimeWindowSpec> ParseWindow(std::string_view key, std::string_view spec, const std::string& text) {

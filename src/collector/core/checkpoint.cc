@@ -253,14 +253,13 @@ cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iter
       SendToInbox(rt->config.spool_dir, bytes))
     return cct::Status::Ok();
   const std::string path = rt->config.spool_dir + "/" + rt->run_key + std::string(store::kRunFileSuffix);
-  const std::string tmp = path + ".tmp";
-  cct::Status st = store::WriteFileAtomically(path, bytes, tmp);
+  cct::Status st = store::WriteRunFile(path, bytes);
   if (!st.ok()) {
     // The spool directory is cct-record's; without it (preloaded by hand,
     // or removed) make it, then try once more.
     std::error_code ec;
     std::filesystem::create_directories(rt->config.spool_dir, ec);
-    st = store::WriteFileAtomically(path, bytes, tmp);
+    st = store::WriteRunFile(path, bytes);
   }
   if (st.ok()) rt->spool_file_written = true;
   return st;

@@ -24,7 +24,6 @@
 namespace collector {
 namespace {
 
-
 std::string Upper(std::string_view s) {
   std::string u(s);
   for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
