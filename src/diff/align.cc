@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "cct/beside.h"
 #include "cct/huge_pages.h"
 #include "cct/tree_ops.h"
 
@@ -106,63 +107,134 @@ FrameId Aligner::UnionFrame(const cct::Tree& tree, FrameId id) {
 // probes of the nodes a little ahead can be prefetched: their parents are on
 // an earlier level. Without the prefetch each probe waits for a cache (and
 // TLB) miss in a table of tens of megabytes; with it the misses overlap.
-// Within a level, ids grow, so the tree's own arrays stream forward.
-std::vector<NodeId> Aligner::Add(const cct::Tree& tree, const std::vector<char>* keep) {
-  constexpr FrameId kUnmapped = UINT32_MAX;
-  constexpr NodeId kPending = UINT32_MAX - 1;
-  constexpr size_t kAhead = 16;
+//
+// The level order scatters a level's nodes over the tree's arrays, so what
+// the probes need is first laid out in that order (Prepare): each node's
+// parent as a level-order position (the positions of a level's parents
+// ascend) and its union frame. They are written while the tree is read in
+// id order, where a parent is mostly close to its child and the writes go to
+// one stream per level. Reading the tree in level order in the probe loop
+// instead cost a cache miss per array and node, more than the probes
+// themselves at 10^7 nodes.
+Aligner::Prepared Aligner::Prepare(const cct::Tree& tree, const std::vector<char>* keep) {
   const size_t n_nodes = tree.size();
-  std::vector<FrameId> frame_map(tree.frames().size(), kUnmapped);
-  std::vector<NodeId> nodes(n_nodes, kPending);
-  nodes[cct::kRootNode] = cct::kRootNode;
-  synced_ = false;
-  index_.Reserve(std::max(size(), n_nodes) + n_nodes / 8);
-  parent_.reserve(std::max(size(), n_nodes) + n_nodes / 8);
-  frame_.reserve(parent_.capacity());
-
-  // Breadth-first order by a counting sort on depth (stable: ids ascend
-  // within a level).
-  std::vector<uint32_t> depth(n_nodes, 0);
+  Prepared p;
+  p.out.assign(n_nodes, cct::kRootNode);
+  if (n_nodes <= 1) return p;
+  p.parent_at.resize(n_nodes - 1);
+  p.frames.resize(n_nodes - 1);
+  // out[n] holds n's depth first, then its level position plus one (the
+  // root's: 0). A counting sort on depth: stable, so ids ascend within a
+  // level.
+  std::vector<NodeId>& out = p.out;
+  out[cct::kRootNode] = 0;
   uint32_t max_depth = 0;
   for (NodeId n = 1; n < n_nodes; ++n) {
-    depth[n] = depth[tree.parent(n)] + 1;
-    max_depth = std::max(max_depth, depth[n]);
+    out[n] = out[tree.parent(n)] + 1;
+    max_depth = std::max(max_depth, out[n]);
   }
   std::vector<uint32_t> start(max_depth + 2, 0);
-  for (NodeId n = 1; n < n_nodes; ++n) ++start[depth[n] + 1];
+  for (NodeId n = 1; n < n_nodes; ++n) ++start[out[n] + 1];
   for (size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
-  std::vector<NodeId> order(n_nodes > 0 ? n_nodes - 1 : 0);
-  for (NodeId n = 1; n < n_nodes; ++n) order[start[depth[n]]++] = n;  // start[d]: nodes above depth d
-  depth = {};
-
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (i + kAhead < order.size()) {
-      const NodeId m = order[i + kAhead];
-      const NodeId mp = nodes[tree.parent(m)];
-      const FrameId mf = frame_map[tree.frame_id(m)];
-      if (mp < kPending && mf != kUnmapped) index_.Prefetch(mp, mf);
-    }
-    const NodeId n = order[i];
-    const NodeId parent = nodes[tree.parent(n)];
-    if (parent == cct::kNoNode || (keep && !(*keep)[n])) {
-      nodes[n] = cct::kNoNode;
+  constexpr FrameId kUnmapped = UINT32_MAX;
+  std::vector<FrameId> frame_map(tree.frames().size(), kUnmapped);
+  for (NodeId n = 1; n < n_nodes; ++n) {
+    const uint32_t i = start[out[n]]++;  // start[d]: nodes above depth d (less the root)
+    out[n] = i + 1;
+    p.parent_at[i] = out[tree.parent(n)];  // already a position: a parent's id is below its child's
+    if (keep && !(*keep)[n]) {
+      p.frames[i] = kLeftOut;
       continue;
     }
     FrameId& f = frame_map[tree.frame_id(n)];
     if (f == kUnmapped) f = UnionFrame(tree, tree.frame_id(n));
-    if (options_.fold_recursion && parent != cct::kRootNode && frame_[parent] == f) {
-      nodes[n] = parent;
-      continue;
-    }
-    const NodeId next = static_cast<NodeId>(parent_.size());
-    const NodeId u = index_.FindOrInsert(parent, f, next);
-    if (u == next) {
-      parent_.push_back(parent);
-      frame_.push_back(f);
-    }
-    nodes[n] = u;
+    p.frames[i] = f;
   }
-  return nodes;
+  return p;
+}
+
+// Room for a tree of n_nodes more without growing the arrays or the index.
+// mapped_ is kept from one tree to the next: a second tree of the size of
+// the first writes into memory already faulted in.
+void Aligner::Reserve(size_t n_nodes) {
+  index_.Reserve(std::max(size(), n_nodes) + n_nodes / 8);
+  parent_.reserve(std::max(size(), n_nodes) + n_nodes / 8);
+  frame_.reserve(parent_.capacity());
+  if (mapped_.size() < n_nodes) mapped_.resize(n_nodes);
+}
+
+std::vector<NodeId> Aligner::Probe(Prepared&& p) {
+  constexpr size_t kAhead = 16;
+  std::vector<NodeId> out = std::move(p.out);
+  const size_t n_nodes = out.size(), below = p.frames.size();
+  Reserve(n_nodes);
+  NodeId* mapped = mapped_.data();  // level position plus one -> union node
+  mapped[0] = cct::kRootNode;
+  for (size_t i = 0; i < below; ++i) {
+    // mapped[0 .. i] are set: a node ahead whose parent is among them can
+    // have its probe started.
+    if (i + kAhead < below) {
+      const uint32_t ahead_parent = p.parent_at[i + kAhead];
+      const FrameId f = p.frames[i + kAhead];
+      if (ahead_parent <= i && f != kLeftOut && mapped[ahead_parent] != cct::kNoNode)
+        index_.Prefetch(mapped[ahead_parent], f);
+    }
+    const NodeId parent = mapped[p.parent_at[i]];
+    const FrameId f = p.frames[i];
+    NodeId& u = mapped[i + 1];
+    if (parent == cct::kNoNode || f == kLeftOut) {
+      u = cct::kNoNode;
+    } else if (options_.fold_recursion && parent != cct::kRootNode && frame_[parent] == f) {
+      u = parent;
+    } else {
+      const NodeId next = static_cast<NodeId>(parent_.size());
+      u = index_.FindOrInsert(parent, f, next);
+      if (u == next) {
+        parent_.push_back(parent);
+        frame_.push_back(f);
+      }
+    }
+  }
+  for (NodeId& x : out) x = mapped[x];
+  return out;
+}
+
+std::vector<NodeId> Aligner::Add(const cct::Tree& tree, const std::vector<char>* keep) {
+  synced_ = false;
+  return Probe(Prepare(tree, keep));
+}
+
+// Prepare touches the union's strings and frames (UnionFrame), Probe the
+// node arrays and the index: the next tree is prepared while this one is
+// probed. The order of each kind of step is that of Add in turn, so the ids
+// are too.
+std::vector<std::vector<NodeId>> Aligner::AddAll(const std::vector<const cct::Tree*>& trees,
+                                                 const std::vector<const std::vector<char>*>& keeps) {
+  synced_ = false;
+  std::vector<std::vector<NodeId>> maps(trees.size());
+  if (trees.empty()) return maps;
+  // The index (hundreds of MB at 10^7 nodes, all of it written) is made
+  // beside the first tree's preparation.
+  size_t largest = 0, all = 0;
+  for (const cct::Tree* t : trees) {
+    largest = std::max(largest, t->size());
+    all += t->size();
+  }
+  Prepared next;
+  cct::RunBeside(
+      all >= cct::kParallelNodes, [&] { Reserve(largest); }, [&] { next = Prepare(*trees[0], keeps[0]); });
+  for (size_t i = 0; i < trees.size(); ++i) {
+    Prepared current = std::move(next);
+    const bool more = i + 1 < trees.size();
+    const bool parallel = more && current.out.size() + trees[i + 1]->size() >= cct::kParallelNodes;
+    cct::RunBeside(
+        parallel,
+        [&] {
+          if (more) next = Prepare(*trees[i + 1], keeps[i + 1]);
+        },
+        [&] { maps[i] = Probe(std::move(current)); });
+  }
+  return maps;
 }
 
 }  // namespace diff

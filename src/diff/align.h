@@ -13,16 +13,19 @@
 // holds its keys, so aligning is one hash probe per node and no allocation
 // per node. Nodes are visited level by level, which lets the probes of the
 // next few nodes be prefetched (their parents are already mapped): the
-// cache misses overlap instead of queueing. A child's union id is greater
+// cache misses overlap instead of queueing. AddAll works out the next
+// tree's level order while it maps the current one. A child's union id is greater
 // than its parent's, so inclusive values follow from one reverse pass.
 //
 // With fold_recursion, a node whose frame identity equals its parent's folds
 // into the parent (direct recursion collapses to one level).
 //
 // Ownership: the Aligner owns the union tree; it does not keep the added
-// trees. Not thread-safe.
+// trees. Not thread-safe (AddAll's second thread is joined before it
+// returns).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +48,13 @@ class Aligner {
   // is 0 (and so their subtrees: keep must hold for a node's ancestors
   // whenever it holds for the node) stay out and map to cct::kNoNode.
   std::vector<cct::NodeId> Add(const cct::Tree& tree, const std::vector<char>* keep = nullptr);
+
+  // Add(*trees[i], keeps[i]) for each tree in turn (keeps[i] may be null),
+  // with the same result; with many nodes, the next tree's frames and
+  // level order are worked out on a second thread while this tree's nodes
+  // are mapped.
+  std::vector<std::vector<cct::NodeId>> AddAll(const std::vector<const cct::Tree*>& trees,
+                                               const std::vector<const std::vector<char>*>& keeps);
 
   // The union tree. Its frames are identities: names normalized, modules
   // reduced to their identity, flags cleared. It carries no metrics.
@@ -78,6 +88,19 @@ class Aligner {
     size_t mask_ = 0, size_ = 0;
   };
 
+  // A tree laid out in level order for Probe (align.cc, Add).
+  struct Prepared {
+    std::vector<cct::NodeId> out;       // node -> level position plus one (the root: 0)
+    std::vector<uint32_t> parent_at;    // level position -> the parent's, plus one
+    std::vector<cct::FrameId> frames;   // level position -> union frame, or kLeftOut
+  };
+  static constexpr cct::FrameId kLeftOut = UINT32_MAX;
+
+  // Reads only `tree` and writes only union_'s strings and frames and
+  // display_; Probe writes the rest, so the two can run at once.
+  Prepared Prepare(const cct::Tree& tree, const std::vector<char>* keep);
+  std::vector<cct::NodeId> Probe(Prepared&& prepared);
+  void Reserve(size_t n_nodes);  // writes what Probe writes
   cct::FrameId UnionFrame(const cct::Tree& tree, cct::FrameId frame);
 
   AlignOptions options_;
@@ -87,6 +110,7 @@ class Aligner {
   std::vector<cct::FrameId> frame_;
   ChildIndex index_;
   std::vector<cct::StringId> display_;  // by union frame
+  std::vector<cct::NodeId> mapped_;      // Probe's work array, kept for the next tree
 };
 
 }  // namespace diff

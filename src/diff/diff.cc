@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cct/beside.h"
 #include "diff/stats.h"
 
 namespace diff {
@@ -340,12 +341,16 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
 
   // Align every run into one union tree; remember which side had each node.
   Aligner aligner(options.align);
-  std::vector<std::vector<NodeId>> maps;
-  maps.reserve(inputs.size());
+  std::vector<const cct::Tree*> trees;
+  std::vector<std::vector<char>> keep;
   for (const Input& in : inputs) {
-    const std::vector<char> keep = NodesWithValues(in.run->tree);
-    maps.push_back(aligner.Add(in.run->tree, &keep));
+    trees.push_back(&in.run->tree);
+    keep.push_back(NodesWithValues(in.run->tree));
   }
+  std::vector<const std::vector<char>*> keeps;
+  for (const std::vector<char>& k : keep) keeps.push_back(&k);
+  const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keeps);
+  keep.clear();
   const size_t nb = base.runs.size(), nc = candidate.runs.size();
   std::vector<uint8_t> present(aligner.size(), 0);
   for (size_t i = 0; i < maps.size(); ++i) {
@@ -374,30 +379,47 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
     md.additive = desc.kind == cct::MetricKind::kAdditive;
     const bool shares = options.normalize_total && md.additive;
     if (shares) md.unit = cct::Unit::kPercent;
-    std::vector<RunValues> runs[2];
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const cct::Tree& t = inputs[i].run->tree;
-      const MetricId id = t.metrics().Find(desc.name);
-      const cct::MetricKind kind = t.metrics().Get(id).kind;
-      RunValues v = kind == cct::MetricKind::kAdditive  ? AdditiveValues(t, maps[i], id, ut)
-                    : kind == cct::MetricKind::kSummary ? SummaryValues(t, maps[i], id, ut)
-                                                        : DerivedValues(t, maps[i], id, ut);
-      if (shares && v.inc[cct::kRootNode] != 0) {
-        const double scale = 100.0 / v.inc[cct::kRootNode];
-        for (double& x : v.exc) x *= scale;
-        for (double& x : v.inc) x *= scale;
+    // Each run's values in union space, half of the runs on a second thread
+    // when the union is large: they only read the trees.
+    std::vector<RunValues> values(inputs.size());
+    auto compute = [&](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) {
+        const cct::Tree& t = inputs[i].run->tree;
+        const MetricId id = t.metrics().Find(desc.name);
+        const cct::MetricKind kind = t.metrics().Get(id).kind;
+        RunValues& v = values[i];
+        v = kind == cct::MetricKind::kAdditive  ? AdditiveValues(t, maps[i], id, ut)
+            : kind == cct::MetricKind::kSummary ? SummaryValues(t, maps[i], id, ut)
+                                                : DerivedValues(t, maps[i], id, ut);
+        if (shares && v.inc[cct::kRootNode] != 0) {
+          const double scale = 100.0 / v.inc[cct::kRootNode];
+          for (double& x : v.exc) x *= scale;
+          for (double& x : v.inc) x *= scale;
+        }
       }
-      runs[i < nb ? 0 : 1].push_back(std::move(v));
-    }
-    MeanInto(runs[0], true, md.base_inc);
-    MeanInto(runs[0], false, md.base_exc);
-    MeanInto(runs[1], true, md.cand_inc);
-    MeanInto(runs[1], false, md.cand_exc);
+    };
+    const size_t half = inputs.size() / 2;
+    cct::RunBeside(ut.size() >= cct::kParallelNodes, [&] { compute(0, half); },
+                   [&] { compute(half, inputs.size()); });
+    std::vector<RunValues> runs[2];
+    for (size_t i = 0; i < inputs.size(); ++i) runs[i < nb ? 0 : 1].push_back(std::move(values[i]));
+    values.clear();
     if (base.group || candidate.group || nb > 1 || nc > 1) {
+      MeanInto(runs[0], true, md.base_inc);
+      MeanInto(runs[0], false, md.base_exc);
+      MeanInto(runs[1], true, md.cand_inc);
+      MeanInto(runs[1], false, md.cand_exc);
       for (RunValues& r : runs[0]) md.base_runs.push_back(std::move(r.inc));
       for (RunValues& r : runs[1]) md.cand_runs.push_back(std::move(r.inc));
       md.base_sd = SdOf(md.base_runs, md.base_inc);
       md.cand_sd = SdOf(md.cand_runs, md.cand_inc);
+    } else {
+      // One run a side, not kept per run: its values are the means as they
+      // are (at 10^7 nodes, copying them was a tenth of the comparison).
+      md.base_inc = std::move(runs[0].front().inc);
+      md.base_exc = std::move(runs[0].front().exc);
+      md.cand_inc = std::move(runs[1].front().inc);
+      md.cand_exc = std::move(runs[1].front().exc);
     }
     runs[0].clear();
     runs[1].clear();

@@ -1,10 +1,10 @@
 #include "reports/flat_groups.h"
 
 #include <algorithm>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 
+#include "cct/beside.h"
 #include "cct/tree_ops.h"
 
 namespace reports {
@@ -165,26 +165,16 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
     }
   };
   std::vector<Part> parts;
-  const bool halves = n >= kParallelWalkNodes && std::thread::hardware_concurrency() > 1;
+  const bool halves = n >= cct::kParallelNodes && std::thread::hardware_concurrency() > 1;
   if (halves) parts = {Part{0, n / 2, {}, {}}, Part{n / 2, n, {}, {}}};
   else parts = {Part{0, n, {}, {}}};
   if (n > 0) {
-    std::jthread second;  // joined on the way out, whatever happens here
-    if (halves) {
-      try {
-        second = std::jthread([&] {
-          try {
-            walk(parts[1]);
-          } catch (...) {
-            parts[1].preorder = false;  // out of memory there: walked again below
-          }
-        });
-      } catch (const std::system_error&) {
-        walk(parts[1]);
-      }
-    }
-    walk(parts[0]);
-    if (second.joinable()) second.join();
+    cct::RunBeside(
+        halves,
+        [&] {
+          if (halves) walk(parts[1]);
+        },
+        [&] { walk(parts[0]); });
     if (!std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.preorder; })) {
       order = cct::Preorder(tree, cct::BuildChildren(tree));
       parts = {Part{0, n, {}, {}}};

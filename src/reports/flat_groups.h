@@ -41,9 +41,6 @@ class FlatGroups {
                   std::vector<double>& group_inc) const;
 
  private:
-  // Trees from this many nodes are walked in two halves at once.
-  static constexpr size_t kParallelWalkNodes = size_t{1} << 20;
-
   std::vector<FlatGroup> groups_;
   size_t n_ = 0;                             // the tree's nodes
   std::unique_ptr<uint32_t[]> node_group_;  // per node; UINT32_MAX: none

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <thread>
 
+#include "cct/beside.h"
 #include "cct/pattern.h"
 #include "cct/tree_ops.h"
 #include "output/format.h"
@@ -192,16 +193,13 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
   } else {
     CCT_ASSIGN_OR_RETURN(std::vector<cct::MetricId> ids, query::ResolveMetrics(profile.tree, opt.metrics));
     // The children index and the values only read the tree: made side by
-    // side (a 10^7-node tree: 0.1-0.2 s each). Nothing returns before the join.
-    std::jthread children_thread;  // joined on the way out, whatever happens here
-    try {
-      children_thread = std::jthread([&] { built_children = cct::BuildChildren(profile.tree); });
-    } catch (const std::system_error&) {
-      // No thread to be had: built below.
-    }
-    own_values.emplace(profile.tree);
-    own_cols.emplace(*own_values, ids);
-    if (children_thread.joinable()) children_thread.join();
+    // side (a 10^7-node tree: 0.1-0.2 s each).
+    cct::RunBeside(
+        profile.tree.size() >= cct::kParallelNodes, [&] { built_children = cct::BuildChildren(profile.tree); },
+        [&] {
+          own_values.emplace(profile.tree);
+          own_cols.emplace(*own_values, ids);
+        });
   }
   const cct::Tree& tree = view ? view->tree() : profile.tree;
   const MetricColumns& cols = view ? view->columns() : *own_cols;

@@ -66,12 +66,17 @@ cct::Result<SideBySide> Align(std::vector<query::Profile>& profiles, const Repor
 
   const diff::AlignOptions align = diff::DiffOptions{}.align;
   diff::Aligner aligner(align);
-  std::vector<std::vector<NodeId>> maps;
-  for (query::Profile& p : profiles) {
+  std::vector<const cct::Tree*> trees;
+  std::vector<std::vector<char>> keep(profiles.size());
+  std::vector<const std::vector<char>*> keeps;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    trees.push_back(&profiles[i].tree);
     // An iteration keeps its run's whole tree: align only what it touched.
-    const std::vector<char> keep = p.selector.iteration ? query::NodesWithValues(p.tree) : std::vector<char>();
-    maps.push_back(aligner.Add(p.tree, p.selector.iteration ? &keep : nullptr));
+    if (profiles[i].selector.iteration) keep[i] = query::NodesWithValues(profiles[i].tree);
+    keeps.push_back(profiles[i].selector.iteration ? &keep[i] : nullptr);
   }
+  const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keeps);
+  keep.clear();
   s.shape = aligner.tree();
   s.display.reserve(aligner.size());
   for (NodeId n = 0; n < aligner.size(); ++n) s.display.emplace_back(aligner.display_name(n));

@@ -1,9 +1,5 @@
 #include "store/tree_codec.h"
 
-#include <exception>
-#include <system_error>
-#include <thread>
-
 #include <isa-l/crc.h>
 
 #include <algorithm>
@@ -11,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "cct/beside.h"
 #include "cct/tree_ops.h"
 
 namespace store {
@@ -279,10 +276,6 @@ Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payl
   return Corrupt("metric values have an unknown encoding");
 }
 
-// Trees from this many nodes have their values decoded on a second thread
-// while their nodes are (10^7 nodes: two 80 MB copies side by side).
-constexpr size_t kParallelDecodeNodes = size_t{1} << 20;
-
 const SectionPieces* FindSection(const std::vector<SectionPieces>& sections, SectionKind kind) {
   for (const SectionPieces& s : sections)
     if (s.kind == kind) return &s;
@@ -318,42 +311,30 @@ Result<Tree> DecodeTree(const std::vector<SectionPieces>& sections) {
   for (const SectionPieces& s : sections)
     if (s.kind == SectionKind::kValues || s.kind == SectionKind::kInclusiveValues) value_sections.push_back(&s);
   std::vector<Result<cct::SparseColumn>> columns(value_sections.size(), Corrupt("not decoded"));
-  std::exception_ptr thrown;  // out of memory on the thread: thrown here after the join, as without it
-  auto decode_values = [&] {
-    try {
-      for (size_t i = 0; i < value_sections.size(); ++i) columns[i] = DecodeValues(value_sections[i]->pieces, n);
-    } catch (...) {
-      thrown = std::current_exception();
-    }
-  };
-  std::jthread values_thread;  // joined on the way out, whatever happens here
-  if (n >= kParallelDecodeNodes && !value_sections.empty()) {
-    try {
-      values_thread = std::jthread(decode_values);
-    } catch (const std::system_error&) {
-      // No thread to be had: decoded below.
-    }
-  }
-  CCT_RETURN_IF_ERROR(DecodeStrings(strings->pieces, tree.strings()));
-  CCT_RETURN_IF_ERROR(DecodeFrames(frames->pieces, tree.strings().size(), tree.frames()));
-  {
-    std::vector<uint32_t> parent, frame;
-    if (!node_reader.Array(parent, n) || !node_reader.Array(frame, n)) return Corrupt("node table is truncated");
-    CCT_RETURN_IF_ERROR(tree.AssignNodes(std::move(parent), std::move(frame)));
-  }
-  {
-    // The metric table is small JSON: one piece, or joined.
-    std::string joined;
-    std::string_view json = metrics->pieces.size() == 1 ? metrics->pieces.front() : std::string_view();
-    if (metrics->pieces.size() > 1) {
-      for (std::string_view p : metrics->pieces) joined.append(p);
-      json = joined;
-    }
-    CCT_RETURN_IF_ERROR(DecodeMetrics(json, tree.metrics()));
-  }
-  if (values_thread.joinable()) values_thread.join();
-  else decode_values();
-  if (thrown) std::rethrow_exception(thrown);
+  Status rest;
+  cct::RunBeside(
+      n >= cct::kParallelNodes && !value_sections.empty(),
+      [&] {
+        for (size_t i = 0; i < value_sections.size(); ++i) columns[i] = DecodeValues(value_sections[i]->pieces, n);
+      },
+      [&] {
+        rest = [&]() -> Status {
+          CCT_RETURN_IF_ERROR(DecodeStrings(strings->pieces, tree.strings()));
+          CCT_RETURN_IF_ERROR(DecodeFrames(frames->pieces, tree.strings().size(), tree.frames()));
+          std::vector<uint32_t> parent, frame;
+          if (!node_reader.Array(parent, n) || !node_reader.Array(frame, n)) return Corrupt("node table is truncated");
+          CCT_RETURN_IF_ERROR(tree.AssignNodes(std::move(parent), std::move(frame)));
+          // The metric table is small JSON: one piece, or joined.
+          std::string joined;
+          std::string_view json = metrics->pieces.size() == 1 ? metrics->pieces.front() : std::string_view();
+          if (metrics->pieces.size() > 1) {
+            for (std::string_view p : metrics->pieces) joined.append(p);
+            json = joined;
+          }
+          return DecodeMetrics(json, tree.metrics());
+        }();
+      });
+  CCT_RETURN_IF_ERROR(rest);
   for (size_t i = 0; i < value_sections.size(); ++i) {
     const SectionPieces& s = *value_sections[i];
     const bool inclusive = s.kind == SectionKind::kInclusiveValues;

@@ -9,10 +9,12 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "cct/node_values.h"
 #include "cct/tree.h"
 #include "cct/tree_ops.h"
+#include "diff/align.h"
 #include "diff/diff.h"
 #include "diff/inputs.h"
 #include "store/database.h"
@@ -225,6 +227,162 @@ TEST_CASE("diff engine: the union of random trees matches their paths") {
       CHECK(m.cand_exc[u] == (in_b ? ib->second.second : 0));
     }
     CHECK(seen == all);
+  }
+}
+
+namespace {
+
+// A random tree of `n` nodes, shaped for the large-union tests: half the
+// nodes go under one of the last 64 made (call chains), half anywhere;
+// names come from a pool of 40, and a third of them carry an offset
+// ("f7+0x10"), which alignment drops, so such a node and its sibling "f7"
+// are one union node. A node gets a value 1-100 with probability 0.7, else
+// none; a node without values below it is not part of the run.
+Tree LargeRandomTree(unsigned seed, size_t n) {
+  std::mt19937 rng(seed);
+  Tree t;
+  cct::MetricDesc d;
+  d.name = "work";
+  const cct::MetricId m = t.metrics().Register(d).value();
+  std::vector<cct::FrameId> frames;
+  for (int i = 0; i < 40; ++i) {
+    frames.push_back(t.InternFrame(FrameKind::kFunction, "f" + std::to_string(i)));
+    frames.push_back(t.InternFrame(FrameKind::kFunction, "f" + std::to_string(i) + "+0x10"));
+  }
+  while (t.size() < n) {
+    const size_t size = t.size();
+    const NodeId parent = rng() % 2 ? static_cast<NodeId>(size - 1 - rng() % std::min<size_t>(size, 64))
+                                    : static_cast<NodeId>(rng() % size);
+    const cct::FrameId f = frames[2 * (rng() % 40) + (rng() % 3 == 0)];
+    const NodeId c = t.InternChild(parent, f);
+    if (rng() % 10 < 7) t.AddValue(c, m, 1 + rng() % 100);
+  }
+  return t;
+}
+
+// Keys for paths with offsets dropped from the names (equal keys: equal
+// paths), shared between trees: a path's key is given out by (its parent
+// path's key, its last name's).
+struct PathKeys {
+  std::unordered_map<std::string, uint32_t> names;
+  std::unordered_map<uint64_t, uint32_t> paths;
+  PathKeys() { paths.reserve(size_t{3} << 20); }
+
+  // Per node of `t`, its path's key; with `add` false, a path no tree had
+  // gets UINT32_MAX.
+  std::vector<uint32_t> Of(const Tree& t, bool add = true) {
+    std::vector<uint32_t> name_key(t.frames().size());
+    for (cct::FrameId f = 0; f < t.frames().size(); ++f) {
+      std::string name(t.str(t.frames().Get(f).name));
+      if (const size_t plus = name.find("+0x"); plus != std::string::npos) name.resize(plus);
+      name_key[f] = names.emplace(name, static_cast<uint32_t>(names.size())).first->second;
+    }
+    std::vector<uint32_t> key(t.size(), 0);
+    for (NodeId n = 1; n < t.size(); ++n) {
+      if (key[t.parent(n)] == UINT32_MAX) {
+        key[n] = UINT32_MAX;
+        continue;
+      }
+      const uint64_t k = (uint64_t{key[t.parent(n)]} << 32) | name_key[t.frame_id(n)];
+      if (add) {
+        key[n] = paths.emplace(k, static_cast<uint32_t>(paths.size() + 1)).first->second;
+      } else {
+        const auto it = paths.find(k);
+        key[n] = it == paths.end() ? UINT32_MAX : it->second;
+      }
+    }
+    return key;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("diff engine: a union of a million nodes (aligned and summed on two threads) matches the trees' paths") {
+  // Large enough that the aligner prepares one tree beside the other's
+  // probes and the values are summed on two threads. Expected values come
+  // from each tree on its own, summed by path key: a union node's value is
+  // the sum over the nodes of that tree on its path.
+  const size_t n = 640000;
+  const Tree a = LargeRandomTree(11, n), b = LargeRandomTree(12, n);
+  PathKeys keys;
+  const std::vector<uint32_t> ka = keys.Of(a), kb = keys.Of(b);
+  const size_t n_keys = keys.paths.size();
+  struct Sums {
+    double inc = 0, exc = 0;
+  };
+  auto sums = [&](const Tree& t, const std::vector<uint32_t>& key) {
+    cct::NodeValues values(t);
+    const std::vector<double>& inc = values.Inclusive(0);
+    const std::vector<double>& exc = values.Exclusive(0);
+    std::vector<Sums> out(n_keys + 1);
+    std::vector<char> present(n_keys + 1, 0);
+    for (NodeId x = 1; x < t.size(); ++x) {
+      if (inc[x] == 0) continue;  // nothing below: not part of the run
+      out[key[x]].inc += inc[x];
+      out[key[x]].exc += exc[x];
+      present[key[x]] = 1;
+    }
+    return std::make_pair(out, present);
+  };
+  const auto [sa, in_a] = sums(a, ka);
+  const auto [sb, in_b] = sums(b, kb);
+  size_t expected_size = 1;
+  for (size_t k = 1; k <= n_keys; ++k) expected_size += in_a[k] || in_b[k];
+  REQUIRE(expected_size >= (size_t{1} << 20));  // the values are summed on two threads too
+
+  const auto r = Diff(Tree(a), Tree(b), NoMinAbs());
+  REQUIRE(r.size() == expected_size);
+  const diff::MetricDiff& m = r.metrics()[0];
+  const std::vector<uint32_t> ku = keys.Of(r.tree(), /*add=*/false);  // a path neither tree had: wrong
+  std::vector<char> seen(n_keys + 1, 0);
+  size_t wrong = 0;
+  for (NodeId u = 1; u < r.size(); ++u) {
+    const uint32_t k = ku[u];
+    if (k >= seen.size() || seen[k]) {
+      ++wrong;
+      continue;
+    }
+    seen[k] = 1;
+    const NodeStatus status = in_a[k] && in_b[k] ? NodeStatus::kBoth : in_a[k] ? NodeStatus::kGone : NodeStatus::kNew;
+    wrong += r.status(u) != status || m.base_inc[u] != sa[k].inc || m.base_exc[u] != sa[k].exc ||
+             m.cand_inc[u] != sb[k].inc || m.cand_exc[u] != sb[k].exc;
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("aligner: AddAll over large trees gives what Add in turn gives") {
+  // Three trees, each pair above the size from which AddAll works on two
+  // threads; with fold_recursion and keep vectors, so every branch of the
+  // probe loop is taken. Node ids depend on the order of the steps, so
+  // equal ids show the order held.
+  const size_t n = 600000;
+  const std::vector<Tree> trees = {LargeRandomTree(21, n), LargeRandomTree(22, n), LargeRandomTree(23, n)};
+  std::vector<std::vector<char>> keep;
+  for (const Tree& t : trees) {
+    std::vector<char> k(t.size(), 0);
+    for (NodeId x = 1; x < t.size(); ++x) k[x] = x % 5 != 0;
+    for (NodeId x = static_cast<NodeId>(t.size()); x-- > 1;)  // a kept node's ancestors are kept
+      if (k[x]) k[t.parent(x)] = 1;
+    keep.push_back(std::move(k));
+  }
+  diff::AlignOptions options;
+  options.fold_recursion = true;
+  diff::Aligner one_by_one(options), all(options);
+  std::vector<std::vector<NodeId>> maps;
+  for (size_t i = 0; i < trees.size(); ++i) maps.push_back(one_by_one.Add(trees[i], &keep[i]));
+  const auto all_maps = all.AddAll({&trees[0], &trees[1], &trees[2]}, {&keep[0], &keep[1], &keep[2]});
+  CHECK(all_maps == maps);
+  REQUIRE(all.size() == one_by_one.size());
+  CHECK(all.size() > n);
+  size_t differ = 0;
+  for (NodeId u = 1; u < all.size(); ++u)
+    differ += all.tree().parent(u) != one_by_one.tree().parent(u) || all.display_name(u) != one_by_one.display_name(u);
+  CHECK(differ == 0);
+  // Left out: every fifth node of a tree and what hangs below it.
+  for (size_t i = 0; i < trees.size(); ++i) {
+    size_t mismatched = 0;
+    for (NodeId x = 1; x < trees[i].size(); ++x) mismatched += (maps[i][x] == cct::kNoNode) == bool(keep[i][x]);
+    CHECK(mismatched == 0);
   }
 }
 
