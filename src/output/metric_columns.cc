@@ -1,6 +1,8 @@
 #include "output/metric_columns.h"
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 
@@ -24,6 +26,28 @@ void AppendDisplayName(const cct::Tree& tree, NodeId node, std::string& out) {
     default: break;
   }
   out += tree.name(node);
+}
+
+struct MetricColumns::CellMemo::Entry {
+  uint64_t value_bits = 0;
+  uint32_t tag = 0;  // 0: empty; else 1 + (column, kind, ascii)
+  std::string text;
+};
+
+MetricColumns::CellMemo::CellMemo() = default;
+MetricColumns::CellMemo::~CellMemo() = default;
+MetricColumns::CellMemo::CellMemo(CellMemo&&) noexcept = default;
+MetricColumns::CellMemo& MetricColumns::CellMemo::operator=(CellMemo&&) noexcept = default;
+
+MetricColumns::CellMemo::Entry* MetricColumns::CellMemo::Slot(double v, uint32_t tag) {
+  static_assert(kEntries == size_t{1} << 12);
+  const uint64_t h = (std::bit_cast<uint64_t>(v) ^ (uint64_t{tag} << 40)) * 0x9e3779b97f4a7c15ull;
+  return &entries_[h >> 52];  // the top 12 bits: one of kEntries
+}
+
+uint64_t MetricColumns::NextMemoId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 MetricColumns::MetricColumns(cct::NodeValues& values, std::vector<MetricId> ids)
@@ -102,17 +126,33 @@ std::vector<TextTable::Column> MetricColumns::TextColumns(bool show_exclusive) c
 // reused: a streamed tree fills one vector for each of its rows).
 template <class Inc, class Exc, class IncAt, class ExcAt>
 void MetricColumns::FillTextCells(Inc inc, Exc exc, IncAt inc_at, ExcAt exc_at, bool ascii, bool show_exclusive,
-                                  std::vector<std::string>& cells) const {
+                                  std::vector<std::string>& cells, CellMemo* memo) const {
   cells.resize(cols_.size() * (show_exclusive ? 4 : 2));
+  if (memo && memo->owner_ != memo_id_) {
+    memo->owner_ = memo_id_;
+    memo->entries_.assign(CellMemo::kEntries, CellMemo::Entry{});
+  }
+  // A cell's text from the memo, or made by `format` and kept there.
+  auto remembered = [&](std::string& cell, size_t i, int kind, double v, auto&& format) {
+    if (!memo) return void(cell = format());
+    const uint32_t tag = 1 + static_cast<uint32_t>((i << 2) | (static_cast<size_t>(kind) << 1) | (ascii ? 1 : 0));
+    CellMemo::Entry* e = memo->Slot(v, tag);
+    const uint64_t bits = std::bit_cast<uint64_t>(v);
+    if (e->tag == tag && e->value_bits == bits) return void(cell = e->text);
+    cell = format();
+    e->tag = tag;
+    e->value_bits = bits;
+    e->text = cell;
+  };
   auto value = [&](std::string& cell, size_t i, double v, uint32_t at) {
     if (v == 0 || std::isnan(v)) return cell.clear();
-    if (!ratio(i)) return void(cell = FormatValue(v, desc(i).unit, ascii));
+    if (!ratio(i)) return remembered(cell, i, 0, v, [&] { return FormatValue(v, desc(i).unit, ascii); });
     const std::string where = AtLabel(at);
     cell = RatioText(v) + (where.empty() ? "" : " (" + where + ")");
   };
   auto percent = [&](std::string& cell, size_t i, double v) {
-    if (additive(i) && v != 0) cell = FormatPercent(v, totals_[i]);
-    else cell.clear();
+    if (!additive(i) || v == 0) return cell.clear();
+    remembered(cell, i, 1, v, [&] { return FormatPercent(v, totals_[i]); });
   };
   size_t k = 0;
   for (size_t i = 0; i < cols_.size(); ++i) {
@@ -202,11 +242,11 @@ std::vector<std::string> MetricColumns::NodeTextCells(NodeId n, bool ascii) cons
 
 // Straight from the columns' vectors: a million-row tree builds no per-node
 // value or unit vectors.
-void MetricColumns::NodeTextCells(NodeId n, bool ascii, std::vector<std::string>& cells) const {
+void MetricColumns::NodeTextCells(NodeId n, bool ascii, std::vector<std::string>& cells, CellMemo* memo) const {
   auto at = [&](const std::vector<uint32_t>* v) { return v ? (*v)[n] : UINT32_MAX; };
   FillTextCells([&](size_t i) { return (*cols_[i].inc)[n]; }, [&](size_t i) { return (*cols_[i].exc)[n]; },
                 [&](size_t i) { return at(cols_[i].inc_at); }, [&](size_t i) { return at(cols_[i].exc_at); },
-                ascii, true, cells);
+                ascii, true, cells, memo);
 }
 
 void MetricColumns::WriteJson(JsonWriter& w, const std::vector<double>& inc, const std::vector<double>& exc,

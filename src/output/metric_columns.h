@@ -64,8 +64,31 @@ class MetricColumns {
                                      bool show_exclusive = true, const std::vector<uint32_t>* inc_at = nullptr,
                                      const std::vector<uint32_t>* exc_at = nullptr) const;
   std::vector<std::string> NodeTextCells(cct::NodeId n, bool ascii) const;
-  // The same into `cells`, reusing its strings (one vector for every row).
-  void NodeTextCells(cct::NodeId n, bool ascii, std::vector<std::string>& cells) const;
+
+  // Formatted cells remembered by value: a streamed tree formats four cells
+  // per row (7.7·10^5 rows for `tree --depth 4` of a 10^7-node run), and a
+  // profile's values repeat (counts of samples), so most cells can be copies
+  // of text made before. Direct-mapped: a miss costs one comparison.
+  // Entries belong to one MetricColumns (its units and totals), named by an
+  // id no other instance has. Not thread-safe: one per formatting thread.
+  class CellMemo {
+   public:
+    CellMemo();
+    ~CellMemo();
+    CellMemo(CellMemo&&) noexcept;
+    CellMemo& operator=(CellMemo&&) noexcept;
+
+   private:
+    friend class MetricColumns;
+    struct Entry;
+    static constexpr size_t kEntries = size_t{1} << 12;
+    Entry* Slot(double v, uint32_t tag);
+    uint64_t owner_ = 0;
+    std::vector<Entry> entries_;
+  };
+  // NodeTextCells into `cells`, reusing its strings (one vector for every
+  // row), and with `memo` (kept from row to row by the caller) reusing text.
+  void NodeTextCells(cct::NodeId n, bool ascii, std::vector<std::string>& cells, CellMemo* memo = nullptr) const;
   // Asks for node n's values ahead of NodeTextCells (a hint; no effect on
   // results): rows of a large tree are far apart in its value vectors.
   void Prefetch(cct::NodeId n) const {
@@ -100,11 +123,13 @@ class MetricColumns {
  private:
   template <class Inc, class Exc, class IncAt, class ExcAt>
   void FillTextCells(Inc inc, Exc exc, IncAt inc_at, ExcAt exc_at, bool ascii, bool show_exclusive,
-                     std::vector<std::string>& cells) const;
+                     std::vector<std::string>& cells, CellMemo* memo = nullptr) const;
   std::vector<uint32_t> NodeAt(cct::NodeId n, bool inclusive) const;
   std::string AtLabel(uint32_t unit) const;
 
   const cct::Tree& tree_;
+  uint64_t memo_id_ = NextMemoId();  // names this instance's cells in CellMemo (metric_columns.cc)
+  static uint64_t NextMemoId();
   std::vector<Source> cols_;
   std::vector<cct::MetricId> ids_;
   std::vector<double> totals_;

@@ -62,6 +62,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   struct Part {
     std::vector<std::string> cells;
     std::string name, lines;
+    MetricColumns::CellMemo memo;  // kept from round to round: values repeat
   };
   struct Round {
     std::vector<Row> rows;
@@ -84,7 +85,7 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
       s.name.clear();
       if (ends && (*ends)[r.node]) (s.name += end_mark) += ' ';
       output::AppendDisplayName(tree, r.node, s.name);
-      cols.NodeTextCells(r.node, opt.ascii, s.cells);
+      cols.NodeTextCells(r.node, opt.ascii, s.cells, &s.memo);
       const std::string_view prefix(round.prefixes.data() + r.prefix_at, r.prefix_size);
       if (table.LayoutFixed()) table.FormatRow(s.cells, prefix, s.name, s.lines);
       else table.AddRowView(s.cells, prefix, s.name);
