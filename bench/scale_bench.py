@@ -63,6 +63,24 @@ def make_db(gen, imp, query, work, nodes):
     return db, json.loads(out)["runs"][0]["node_count"]
 
 
+FRESH_MEMORY_PROBE = (
+    "import time\n"
+    "t = time.perf_counter()\n"
+    "b = b'\\x01' * (256 << 20)\n"  # 256 MiB written into fresh pages
+    "print((time.perf_counter() - t) * 4)\n")
+
+
+def fresh_memory_s_per_gib():
+    """Seconds to write 1 GiB of memory fresh to a process, measured in a new
+    process (median of 3). On this project's VM the guest's DAMON pageout
+    hands idle memory back to the host, and this figure triples in those
+    phases (docs/performance.md, "Why it drifts"): the 10^7-node commands
+    follow it."""
+    runs = [float(subprocess.run([sys.executable, "-c", FRESH_MEMORY_PROBE], stdout=subprocess.PIPE, check=True,
+                                 text=True).stdout) for _ in range(3)]
+    return statistics.median(runs)
+
+
 def measure(argv, repeat):
     """Median wall time, median CPU time and largest peak RSS (MiB)."""
     walls, cpus, rss = usage_runs(argv, repeat)
@@ -88,6 +106,7 @@ def main():
         tmp = tempfile.TemporaryDirectory(prefix="cctdb-scale-")
         work = tmp.name
     try:
+        fresh_before = fresh_memory_s_per_gib()
         startup = measure([query, "--version"], args.repeat)
         rows = {}
         for nodes in (args.baseline_nodes, args.nodes):
@@ -98,12 +117,15 @@ def main():
                 top=measure([query, "-d", db, "top", "1", "-n", "20"], args.repeat),
                 tree=measure([query, "-d", db, "tree", "1", "--depth", "4"], args.repeat),
                 diff=measure([diff, "-d", db, "1", "2"], args.repeat))
+        fresh_after = fresh_memory_s_per_gib()
     finally:
         if tmp:
             tmp.cleanup()
 
     print(f"cctdb scale benchmark  (median of {args.repeat}; whole process; peak RSS)")
-    print(f"baseline: cct-query --version {startup[0] * 1000:.1f} ms\n")
+    print(f"baseline: cct-query --version {startup[0] * 1000:.1f} ms")
+    print(f"fresh memory: {fresh_before:.2f} s/GiB before, {fresh_after:.2f} s/GiB after"
+          " (the machine's phase: see docs/performance.md)\n")
     print(f"{'nodes':>9} {'db MB':>7}  {'command':<6} {'wall':>8} {'cpu':>8} {'RSS MiB':>8}")
     for nodes, r in rows.items():
         for cmd in ("top", "tree", "diff"):
