@@ -153,14 +153,16 @@ Aligner::Prepared Aligner::Prepare(const cct::Tree& tree, const std::vector<char
   return p;
 }
 
-// Room for a tree of n_nodes more without growing the arrays or the index.
-// mapped_ is kept from one tree to the next: a second tree of the size of
-// the first writes into memory already faulted in.
+// Room to map a tree of n_nodes: the index and the node arrays sized for
+// the union so far or the tree, whichever is larger, plus an eighth (the
+// trees of a comparison share most of their nodes). mapped_ is kept from
+// one tree to the next: a second tree of the size of the first writes into
+// memory already faulted in.
 void Aligner::Reserve(size_t n_nodes) {
   index_.Reserve(std::max(size(), n_nodes) + n_nodes / 8);
   parent_.reserve(std::max(size(), n_nodes) + n_nodes / 8);
   frame_.reserve(parent_.capacity());
-  if (mapped_.size() < n_nodes) mapped_.resize(n_nodes);
+  if (mapped_.size() < std::max<size_t>(n_nodes, 1)) mapped_.resize(std::max<size_t>(n_nodes, 1));
 }
 
 std::vector<NodeId> Aligner::Probe(Prepared&& p) {

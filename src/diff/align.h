@@ -14,8 +14,9 @@
 // per node. Nodes are visited level by level, which lets the probes of the
 // next few nodes be prefetched (their parents are already mapped): the
 // cache misses overlap instead of queueing. AddAll works out the next
-// tree's level order while it maps the current one. A child's union id is greater
-// than its parent's, so inclusive values follow from one reverse pass.
+// tree's level order while it maps the current one. A child's union id is
+// greater than its parent's, so inclusive values follow from one reverse
+// pass.
 //
 // With fold_recursion, a node whose frame identity equals its parent's folds
 // into the parent (direct recursion collapses to one level).
