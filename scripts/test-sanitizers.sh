@@ -79,9 +79,10 @@ if [ ${#targets[@]} -gt 0 ]; then
 fi
 # The TSan program: its own small build (TSan cannot be combined with ASan),
 # redone when a source is newer than the binary.
-tsan_srcs=(tests/tsan/tsan_test.cc src/collector/cpu/sample_trie.cc src/collector/core/pages.cc src/store/*.cc src/cct/*.cc)
+tsan_srcs=(tests/tsan/tsan_test.cc src/collector/cpu/sample_trie.cc src/collector/core/pages.cc src/store/*.cc src/cct/*.cc
+  src/diff/align.cc src/diff/normalize.cc)
 if [[ " $stages " == *" tsan "* ]] &&
-   { [ ! -x build-san/tsan/tsan_test ] || [ -n "$(find tests/tsan src/store src/cct src/collector/cpu src/collector/core/pages.cc -newer build-san/tsan/tsan_test -print -quit)" ]; }; then
+   { [ ! -x build-san/tsan/tsan_test ] || [ -n "$(find tests/tsan src/store src/cct src/diff src/collector/cpu src/collector/core/pages.cc -newer build-san/tsan/tsan_test -print -quit)" ]; }; then
   rm -rf build-san/tsan
   mkdir -p build-san/tsan
   printf '%s\n' "${tsan_srcs[@]}" | xargs -P "$jobs" -I{} sh -c \

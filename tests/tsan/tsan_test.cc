@@ -5,7 +5,10 @@
 //     lock-free readers (the checkpoint thread), across chunk and index
 //     growth;
 //   - store::Database: one handle written by several threads at once (each
-//     call its own LMDB transaction) while others list and read runs.
+//     call its own LMDB transaction) while others list and read runs;
+//   - the readers' work beside work (cct::RunBeside): store::DecodeTree of a
+//     tree from 2^20 nodes (its values decoded beside its nodes) and
+//     diff::Aligner::AddAll (a tree prepared beside another's probes).
 // Exits 0 when every check holds; TSan makes a reported race exit 66.
 #include <unistd.h>
 
@@ -16,8 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "cct/beside.h"
 #include "collector/cpu/sample_trie.h"
+#include "diff/align.h"
 #include "store/database.h"
+#include "store/tree_codec.h"
 
 namespace {
 
@@ -111,6 +117,40 @@ void DatabaseConcurrentWriters(const std::string& dir) {
   Check(runs.ok() && runs->size() == kWriters * kRuns, "database: every run stored once");
 }
 
+// A tree of n nodes: each under one of the last 64 made, names from a
+// pool of 50, a value on every node.
+cct::Tree LargeTree(size_t n, unsigned seed) {
+  cct::Tree t;
+  const cct::MetricId m = t.metrics().RegisterStandard("cputime").value();
+  std::vector<cct::FrameId> frames;
+  for (int f = 0; f < 50; ++f) frames.push_back(t.InternFrame(cct::FrameKind::kFunction, "f" + std::to_string(f)));
+  uint64_t x = seed;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull, x >> 33; };
+  while (t.size() < n) {
+    const size_t size = t.size();
+    const cct::NodeId parent = static_cast<cct::NodeId>(size - 1 - next() % std::min<size_t>(size, 64));
+    t.AddValue(t.InternChild(parent, frames[next() % frames.size()]), m, static_cast<double>(1 + next() % 100));
+  }
+  return t;
+}
+
+void ReadersBesideEachOther() {
+  const cct::Tree a = LargeTree(cct::kParallelNodes + 1000, 1), b = LargeTree(cct::kParallelNodes / 2 + 1000, 2);
+  auto decoded = store::DecodeTree(store::EncodeTree(a));
+  Check(decoded.ok() && decoded->size() == a.size(), "decode beside: every node");
+  if (decoded.ok()) {
+    double sum_a = 0, sum_d = 0;
+    a.column(0).ForEach([&](cct::NodeId, double v) { sum_a += v; });
+    decoded->column(0).ForEach([&](cct::NodeId, double v) { sum_d += v; });
+    Check(sum_a == sum_d, "decode beside: the values");
+  }
+  diff::Aligner one_by_one({}), all({});
+  const std::vector<cct::NodeId> ma = one_by_one.Add(a), mb = one_by_one.Add(b);
+  const auto maps = all.AddAll({&a, &b}, {nullptr, nullptr});
+  Check(maps.size() == 2 && maps[0] == ma && maps[1] == mb, "AddAll: the maps of Add in turn");
+  Check(all.size() == one_by_one.size(), "AddAll: the union of Add in turn");
+}
+
 }  // namespace
 
 int main() {
@@ -119,6 +159,7 @@ int main() {
   SampleTrieOneWriterManyReaders();
   DatabaseConcurrentWriters(dir);
   std::filesystem::remove_all(dir);
-  if (failures == 0) std::printf("tsan_test: sample trie and concurrent database writers: ok\n");
+  ReadersBesideEachOther();
+  if (failures == 0) std::printf("tsan_test: sample trie, concurrent database writers, readers' threads: ok\n");
   return failures == 0 ? 0 : 1;
 }
