@@ -331,6 +331,24 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
+    if (state == store::RunState::kCrashed && rt->fatal_tid.load() != 0) {
+      // Where the process faulted: the thread, the instruction and the
+      // address it touched, and the function the instruction is in.
+      const uint64_t pc = rt->fatal_pc.load();
+      m.diagnostics["fatal_tid"] = rt->fatal_tid.load();
+      m.diagnostics["fatal_pc"] = static_cast<int64_t>(pc);
+      m.diagnostics["fatal_address"] = static_cast<int64_t>(rt->fatal_address.load());
+      if (pc != 0) {
+        const SymbolFrames& frames = rt->symbolizer->Lookup(pc, /*return_address=*/false);
+        if (!frames.empty() && !frames.back().function.empty()) {
+          const SymbolFrame& f = frames.back();
+          std::string site = f.function;
+          if (!f.module.empty()) site += " in " + f.module.substr(f.module.rfind('/') + 1);
+          if (!f.file.empty() && f.line != 0) site += " at " + f.file.substr(f.file.rfind('/') + 1) + ":" + std::to_string(f.line);
+          m.sampling["crash_site"] = site;
+        }
+      }
+    }
     if (const std::string& why = Symbolizer::LibDwProblem(); !why.empty()) {
       // The run says why its frames are bare offsets; the user hears it once.
       m.sampling["symbolizer_problem"] = why;

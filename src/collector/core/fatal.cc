@@ -4,11 +4,12 @@
 // SIGNAL-HANDLER CODE: the functions marked so run in signal handlers and
 // are async-signal-safe (no allocation, no locks, only async-signal-safe
 // calls); keep them so.
-// OnFatal is SIGNAL-HANDLER CODE; InstallFatalHandlers, InstallAltStack and
+// OnFatal, InterruptedPc and KernelFault are SIGNAL-HANDLER CODE; InstallFatalHandlers, InstallAltStack and
 // RemoveAltStack run in normal context (Start, thread registration, thread
 // exit).
 #include <poll.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,8 +23,34 @@ namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP};
 
-void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
+// The interrupted instruction's address, from the signal's context.
+uint64_t InterruptedPc(const void* context) {  // SIGNAL-HANDLER CODE
+  if (context == nullptr) return 0;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  return static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return static_cast<uint64_t>(uc->uc_mcontext.pc);
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+bool KernelFault(int sig, const siginfo_t* info) {  // SIGNAL-HANDLER CODE
+  return (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info && info->si_code > 0;
+}
+
+void OnFatal(int sig, siginfo_t* info, void* context) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
+  // The first fault's site, for the crashed run (a user asks where first).
+  if (rt && !InForeignChild() && KernelFault(sig, info)) {
+    pid_t none = 0;
+    if (rt->fatal_tid.compare_exchange_strong(none, Tid())) {
+      rt->fatal_pc.store(InterruptedPc(context));
+      rt->fatal_address.store(reinterpret_cast<uint64_t>(info->si_addr));
+    }
+  }
   // This thread was writing (its run at exit or exec) or forking: the
   // checkpoint thread would wait for the mutex this thread holds, and this
   // handler for it, until the deadline. A termination signal waits for the
@@ -75,9 +102,7 @@ void OnFatal(int sig, siginfo_t* info, void*) {  // SIGNAL-HANDLER CODE
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(sig, &dfl, nullptr);
-  const bool kernel_fault =
-      (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info && info->si_code > 0;
-  if (!kernel_fault) raise(sig);
+  if (!KernelFault(sig, info)) raise(sig);
   errno = saved_errno;
 }
 

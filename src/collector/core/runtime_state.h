@@ -482,6 +482,11 @@ struct Runtime {
   std::atomic<uint32_t> current_iteration{kNoIteration};
 
   std::atomic<int> fatal_signal{0};
+  // Where the first fault the kernel raised (SIGSEGV, SIGBUS, SIGFPE,
+  // SIGILL) happened: the faulting thread, its instruction and the address
+  // it touched. Set once, by OnFatal; the crashed run's write reports them.
+  std::atomic<pid_t> fatal_tid{0};
+  std::atomic<uint64_t> fatal_pc{0}, fatal_address{0};
   // A termination signal (SIGTERM, SIGINT, SIGHUP) that arrived on a thread
   // while it held flush_mutex (writing its run at exit or exec, or forking):
   // the checkpoint thread could not have written, so the handler left it
