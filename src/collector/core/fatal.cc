@@ -4,9 +4,9 @@
 // SIGNAL-HANDLER CODE: the functions marked so run in signal handlers and
 // are async-signal-safe (no allocation, no locks, only async-signal-safe
 // calls); keep them so.
-// OnFatal, InterruptedPc and KernelFault are SIGNAL-HANDLER CODE; InstallFatalHandlers, InstallAltStack and
-// RemoveAltStack run in normal context (Start, thread registration, thread
-// exit).
+// OnFatal, InterruptedPc and KernelFault are SIGNAL-HANDLER CODE;
+// InstallFatalHandlers, InstallAltStack and RemoveAltStack run in normal
+// context (Start, thread registration, thread exit).
 #include <poll.h>
 #include <signal.h>
 #include <ucontext.h>

@@ -36,8 +36,9 @@
 // ranges, range_count, range_frames, in_loader, last_ns, throttle_until_ns,
 // throttled, handler_ns, lost, perf_fd),
 // t_state, t_held_call and t_held_caller (cpu/sampler.cc),
-// and, in OnFatal, fatal_once, fatal_signal, deferred_fatal, final_writer,
-// flusher_running, flusher_tid, request_pipe and ack_pipe. Nothing else:
+// and, in OnFatal, fatal_once, fatal_signal, fatal_tid, fatal_pc,
+// fatal_address, deferred_fatal, final_writer, flusher_running,
+// flusher_tid, request_pipe and ack_pipe. Nothing else:
 // code reaching those from normal context must keep them consistent at
 // every instruction (see the fences in NvtxPush/NvtxPop).
 // SIGNAL-HANDLER CODE here: Now and Tid (below) are async-signal-safe and
