@@ -261,7 +261,7 @@ cct::Status BuildColumns(const query::Profile& profile, const std::vector<std::s
   // An @iter= profile keeps the run's whole tree, zero where the iteration
   // did not go; reports hide those nodes, and so do we.
   std::vector<char> with_values;
-  if (profile.selector.iteration) with_values = query::NodesWithValues(tree);
+  if (profile.selector.iteration) with_values = cct::NodesWithValues(tree);
   auto shown = [&](cct::NodeId n) {
     if (match && !match->on_path[n]) return false;
     return with_values.empty() || with_values[n];

@@ -247,4 +247,20 @@ Status MergeInto(Tree& dst, const Tree& src, double scale, std::vector<NodeId>* 
   return Status::Ok();
 }
 
+std::vector<char> NodesWithValues(const Tree& tree) {
+  std::vector<char> out(tree.size(), 0);
+  const MetricRegistry& reg = tree.metrics();
+  for (MetricId m = 0; m < reg.size(); ++m) {
+    if (reg.Get(m).kind != MetricKind::kAdditive) continue;
+    tree.column(m).ForEach([&](NodeId n, double v) {
+      if (v != 0 && n < out.size()) out[n] = 1;
+    });
+  }
+  // Children have larger ids than their parents: one reverse pass.
+  for (NodeId n = static_cast<NodeId>(tree.size()); n-- > 1;)
+    if (out[n]) out[tree.parent(n)] = 1;
+  if (!out.empty()) out[kRootNode] = 1;
+  return out;
+}
+
 }  // namespace cct

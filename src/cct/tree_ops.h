@@ -42,6 +42,12 @@ size_t LevelsBelow(const Tree& tree, NodeId top, size_t limit);
 std::string FrameIdentity(const Tree& tree, FrameId frame);
 std::string_view ModuleIdentity(std::string_view module);
 
+// Per node: whether its subtree holds a non-zero exclusive value of some
+// additive metric (the root always counts). An iteration's profile keeps the
+// run's whole tree, with zeros where the iteration did not go: reports hide
+// those nodes, and a comparison leaves them out of the run.
+std::vector<char> NodesWithValues(const Tree& tree);
+
 // The last component of a path ("/usr/lib/libc.so.6" -> "libc.so.6").
 std::string_view BaseName(std::string_view path);
 // The display name of a source-line node: "BASENAME:LINE" ("train.cc:42").

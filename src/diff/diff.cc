@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "cct/beside.h"
+#include "cct/tree_ops.h"
 #include "diff/stats.h"
 
 namespace diff {
@@ -103,23 +104,6 @@ Result<std::vector<cct::MetricDesc>> ResolveMetrics(const std::vector<Input>& in
     }
     out.push_back(*ref);
   }
-  return out;
-}
-
-// Per node: whether its subtree holds a value of some additive metric. A
-// node that holds none is not part of the run's profile: an iteration's tree
-// keeps every node of its run, with zeros where the iteration did not go.
-std::vector<char> NodesWithValues(const cct::Tree& tree) {
-  std::vector<char> out(tree.size(), 0);
-  for (MetricId m = 0; m < tree.metrics().size(); ++m) {
-    if (tree.metrics().Get(m).kind != cct::MetricKind::kAdditive) continue;
-    tree.column(m).ForEach([&](NodeId n, double v) {
-      if (v != 0 && n < out.size()) out[n] = 1;
-    });
-  }
-  for (NodeId n = static_cast<NodeId>(tree.size()); n-- > 1;)
-    if (out[n]) out[tree.parent(n)] = 1;
-  if (!out.empty()) out[cct::kRootNode] = 1;
   return out;
 }
 
@@ -345,7 +329,7 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
   std::vector<std::vector<char>> keep;
   for (const Input& in : inputs) {
     trees.push_back(&in.run->tree);
-    keep.push_back(NodesWithValues(in.run->tree));
+    keep.push_back(cct::NodesWithValues(in.run->tree));
   }
   std::vector<const std::vector<char>*> keeps;
   for (const std::vector<char>& k : keep) keeps.push_back(&k);

@@ -17,7 +17,7 @@ cct::Status ExportJson(const query::Profile& profile, const ExportOptions& optio
   output::MetricColumns cols(values, *ids);
   const cct::Children children = cct::BuildChildren(tree);
   // An iteration keeps the run's whole tree; export only what it touched.
-  const std::vector<char> with_values = profile.selector.iteration ? query::NodesWithValues(tree) : std::vector<char>();
+  const std::vector<char> with_values = profile.selector.iteration ? cct::NodesWithValues(tree) : std::vector<char>();
   output::VisibleTree vis(tree, children, values.Inclusive(cols.first()), 0.0, -1,
                   profile.selector.iteration ? &with_values : nullptr);
   output::JsonWriter w(out);

@@ -104,22 +104,6 @@ Status ApplyIterations(cct::Tree& tree, const store::RunIterations& iterations, 
   return Status::Ok();
 }
 
-std::vector<char> NodesWithValues(const cct::Tree& tree) {
-  std::vector<char> out(tree.size(), 0);
-  const cct::MetricRegistry& reg = tree.metrics();
-  for (cct::MetricId m = 0; m < reg.size(); ++m) {
-    if (reg.Get(m).kind != cct::MetricKind::kAdditive) continue;
-    tree.column(m).ForEach([&](cct::NodeId n, double v) {
-      if (v != 0 && n < out.size()) out[n] = 1;
-    });
-  }
-  // Children have larger ids than their parents: one reverse pass.
-  for (cct::NodeId n = static_cast<cct::NodeId>(tree.size()); n-- > 1;)
-    if (out[n]) out[tree.parent(n)] = 1;
-  if (!out.empty()) out[cct::kRootNode] = 1;
-  return out;
-}
-
 namespace {
 
 // Replaces the run's values in `tree` with those of the iteration(s) the

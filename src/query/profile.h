@@ -82,12 +82,6 @@ std::vector<double> IterationTotals(const store::RunIterations& iterations, cons
 // even count gives the lower of the two middle ones. n must be > 0.
 size_t MedianIteration(const std::vector<double>& totals);
 
-// Per node: whether its subtree holds a non-zero exclusive value of some
-// additive metric (the root always counts). Iteration profiles keep the
-// run's whole tree; reports use this to hide the nodes an iteration did not
-// touch.
-std::vector<char> NodesWithValues(const cct::Tree& tree);
-
 // Replaces every additive metric's values in `tree` (the run's tree as
 // ReadTree returns it) with the sum over iterations [first, last] (0-based,
 // inclusive). kCorrupt when a value does not fit the tree.

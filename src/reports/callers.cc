@@ -36,7 +36,7 @@ Status WriteCallersReport(query::Profile& profile, const std::string& pattern, c
   std::vector<std::vector<double>> acc(1, std::vector<double>(ids.size(), 0.0));  // per inverted node
   // An iteration keeps the run's whole tree; callers of what it did not
   // touch carry nothing.
-  const std::vector<char> with_values = profile.selector.selects_part() ? query::NodesWithValues(tree) : std::vector<char>();
+  const std::vector<char> with_values = profile.selector.selects_part() ? cct::NodesWithValues(tree) : std::vector<char>();
   const std::vector<NodeId> matched = cct::OutermostMatches(tree, re);
   for (NodeId n : matched) {
     if (!with_values.empty() && !with_values[n]) continue;

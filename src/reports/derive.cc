@@ -160,7 +160,7 @@ Status DeriveCommand(const ReportRequest& request, std::ostream& out) {
   // iteration did not go (reports hide those nodes); the run keeps only
   // where it went. Those nodes hold nothing, so folding them moves nothing.
   if (profile.selector.selects_part()) {
-    std::vector<char> fold = query::NodesWithValues(profile.tree);
+    std::vector<char> fold = cct::NodesWithValues(profile.tree);
     for (char& f : fold) f = !f;
     profile.tree = cct::FoldNodes(profile.tree, fold);
   }

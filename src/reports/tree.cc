@@ -211,7 +211,7 @@ Status WriteTreeReport(query::Profile& profile, const ReportOptions& opt, std::o
   const std::vector<double>& key = cols.ratio(0) ? view->values().Inclusive(cols.first()) : cols.inclusive(0);
   const double threshold = opt.min_pct > 0 ? std::fabs(key[cct::kRootNode]) * opt.min_pct / 100.0 : 0.0;
   // An iteration keeps the run's whole tree; show only what it touched.
-  std::vector<char> shown = profile.selector.selects_part() ? query::NodesWithValues(tree) : std::vector<char>();
+  std::vector<char> shown = profile.selector.selects_part() ? cct::NodesWithValues(tree) : std::vector<char>();
   // A path query shows the nodes on its matching paths (metric predicates
   // read the tree shown: the thread-merged one under METRIC@AGG columns).
   query::PathQueryMatch match;

@@ -72,7 +72,7 @@ cct::Result<SideBySide> Align(std::vector<query::Profile>& profiles, const Repor
   for (size_t i = 0; i < profiles.size(); ++i) {
     trees.push_back(&profiles[i].tree);
     // An iteration keeps its run's whole tree: align only what it touched.
-    if (profiles[i].selector.iteration) keep[i] = query::NodesWithValues(profiles[i].tree);
+    if (profiles[i].selector.iteration) keep[i] = cct::NodesWithValues(profiles[i].tree);
     keeps.push_back(profiles[i].selector.iteration ? &keep[i] : nullptr);
   }
   const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keeps);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cct/node_values.h"
+#include "cct/tree_ops.h"
 #include "query/profile.h"
 #include "store/database.h"
 #include "tests/test_util.h"
@@ -159,7 +160,7 @@ TEST_CASE("iterations: LoadProfile @iter=K is that iteration's values on the who
     REQUIRE_MESSAGE(p.ok(), p.status().message());
     CHECK(p->label == "run 1 'train' iteration " + std::to_string(k));
     CHECK(p->tree.size() == whole->tree.size());  // io keeps existing, with zeros
-    const std::vector<char> touched = query::NodesWithValues(p->tree);
+    const std::vector<char> touched = cct::NodesWithValues(p->tree);
     size_t shown = 0;
     for (char c : touched) shown += c != 0;
     CHECK(shown == (k == 1 || k == 3 ? 5u : 6u));  // root, main, step, forward, backward (+ io)
