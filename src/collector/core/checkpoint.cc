@@ -22,6 +22,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "cct/tree_ops.h"
 #include "collector/core/checkpoint_schedule.h"
 #include "collector/core/profile_builder.h"
 #include "collector/core/run_info.h"
@@ -343,8 +344,8 @@ void WriteRun(store::RunState state) noexcept {
         if (!frames.empty() && !frames.back().function.empty()) {
           const SymbolFrame& f = frames.back();
           std::string site = f.function;
-          if (!f.module.empty()) site += " in " + f.module.substr(f.module.rfind('/') + 1);
-          if (!f.file.empty() && f.line != 0) site += " at " + f.file.substr(f.file.rfind('/') + 1) + ":" + std::to_string(f.line);
+          if (!f.module.empty()) site += " in " + std::string(cct::BaseName(f.module));
+          if (!f.file.empty() && f.line != 0) site += " at " + cct::LineName(f.file, f.line);
           m.sampling["crash_site"] = site;
         }
       }
