@@ -211,8 +211,9 @@ std::vector<NodeId> Aligner::Add(const cct::Tree& tree, const std::vector<char>*
 // probed. The order of each kind of step is that of Add in turn, so the ids
 // are too.
 std::vector<std::vector<NodeId>> Aligner::AddAll(const std::vector<const cct::Tree*>& trees,
-                                                 const std::vector<const std::vector<char>*>& keeps) {
+                                                 const std::vector<std::vector<char>>& keeps) {
   synced_ = false;
+  auto keep = [&](size_t i) { return keeps[i].empty() ? nullptr : &keeps[i]; };
   std::vector<std::vector<NodeId>> maps(trees.size());
   if (trees.empty()) return maps;
   // The index (hundreds of MB at 10^7 nodes, all of it written) is made
@@ -224,7 +225,7 @@ std::vector<std::vector<NodeId>> Aligner::AddAll(const std::vector<const cct::Tr
   }
   Prepared next;
   cct::RunBeside(
-      all >= cct::kParallelNodes, [&] { Reserve(largest); }, [&] { next = Prepare(*trees[0], keeps[0]); });
+      all >= cct::kParallelNodes, [&] { Reserve(largest); }, [&] { next = Prepare(*trees[0], keep(0)); });
   for (size_t i = 0; i < trees.size(); ++i) {
     Prepared current = std::move(next);
     const bool more = i + 1 < trees.size();
@@ -232,7 +233,7 @@ std::vector<std::vector<NodeId>> Aligner::AddAll(const std::vector<const cct::Tr
     cct::RunBeside(
         parallel,
         [&] {
-          if (more) next = Prepare(*trees[i + 1], keeps[i + 1]);
+          if (more) next = Prepare(*trees[i + 1], keep(i + 1));
         },
         [&] { maps[i] = Probe(std::move(current)); });
   }

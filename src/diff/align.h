@@ -50,12 +50,12 @@ class Aligner {
   // whenever it holds for the node) stay out and map to cct::kNoNode.
   std::vector<cct::NodeId> Add(const cct::Tree& tree, const std::vector<char>* keep = nullptr);
 
-  // Add(*trees[i], keeps[i]) for each tree in turn (keeps[i] may be null),
-  // with the same result; with many nodes, the next tree's frames and
-  // level order are worked out on a second thread while this tree's nodes
-  // are mapped.
+  // Add(*trees[i], &keeps[i]) for each tree in turn (an empty keeps[i]:
+  // Add without `keep`), with the same result; with many nodes, the next
+  // tree's frames and level order are worked out on a second thread while
+  // this tree's nodes are mapped.
   std::vector<std::vector<cct::NodeId>> AddAll(const std::vector<const cct::Tree*>& trees,
-                                               const std::vector<const std::vector<char>*>& keeps);
+                                               const std::vector<std::vector<char>>& keeps);
 
   // The union tree. Its frames are identities: names normalized, modules
   // reduced to their identity, flags cleared. It carries no metrics.

@@ -331,9 +331,7 @@ Result<DiffResult> Compare(const Side& base, const Side& candidate, const DiffOp
     trees.push_back(&in.run->tree);
     keep.push_back(cct::NodesWithValues(in.run->tree));
   }
-  std::vector<const std::vector<char>*> keeps;
-  for (const std::vector<char>& k : keep) keeps.push_back(&k);
-  const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keeps);
+  const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keep);
   keep.clear();
   const size_t nb = base.runs.size(), nc = candidate.runs.size();
   std::vector<uint8_t> present(aligner.size(), 0);

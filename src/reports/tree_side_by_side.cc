@@ -67,15 +67,13 @@ cct::Result<SideBySide> Align(std::vector<query::Profile>& profiles, const Repor
   const diff::AlignOptions align = diff::DiffOptions{}.align;
   diff::Aligner aligner(align);
   std::vector<const cct::Tree*> trees;
-  std::vector<std::vector<char>> keep(profiles.size());
-  std::vector<const std::vector<char>*> keeps;
+  std::vector<std::vector<char>> keep(profiles.size());  // empty: the whole tree
   for (size_t i = 0; i < profiles.size(); ++i) {
     trees.push_back(&profiles[i].tree);
     // An iteration keeps its run's whole tree: align only what it touched.
     if (profiles[i].selector.iteration) keep[i] = cct::NodesWithValues(profiles[i].tree);
-    keeps.push_back(profiles[i].selector.iteration ? &keep[i] : nullptr);
   }
-  const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keeps);
+  const std::vector<std::vector<NodeId>> maps = aligner.AddAll(trees, keep);
   keep.clear();
   s.shape = aligner.tree();
   s.display.reserve(aligner.size());

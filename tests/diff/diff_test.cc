@@ -370,7 +370,7 @@ TEST_CASE("aligner: AddAll over large trees gives what Add in turn gives") {
   diff::Aligner one_by_one(options), all(options);
   std::vector<std::vector<NodeId>> maps;
   for (size_t i = 0; i < trees.size(); ++i) maps.push_back(one_by_one.Add(trees[i], &keep[i]));
-  const auto all_maps = all.AddAll({&trees[0], &trees[1], &trees[2]}, {&keep[0], &keep[1], &keep[2]});
+  const auto all_maps = all.AddAll({&trees[0], &trees[1], &trees[2]}, keep);
   CHECK(all_maps == maps);
   REQUIRE(all.size() == one_by_one.size());
   CHECK(all.size() > n);

@@ -146,7 +146,7 @@ void ReadersBesideEachOther() {
   }
   diff::Aligner one_by_one({}), all({});
   const std::vector<cct::NodeId> ma = one_by_one.Add(a), mb = one_by_one.Add(b);
-  const auto maps = all.AddAll({&a, &b}, {nullptr, nullptr});
+  const auto maps = all.AddAll({&a, &b}, {{}, {}});
   Check(maps.size() == 2 && maps[0] == ma && maps[1] == mb, "AddAll: the maps of Add in turn");
   Check(all.size() == one_by_one.size(), "AddAll: the union of Add in turn");
 }
