@@ -204,6 +204,9 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
     CHECK(l->frame_globals + 8 <= l->frame_bytes);
     CHECK(l->frame_globals != l->frame_code);
     CHECK(l->frame_instr + 4 <= l->frame_bytes);
+    // _finalizing comes just before the interpreters' list (its lock, then
+    // its head) in _PyRuntimeState, 3.13 adding _finalizing_id between.
+    CHECK(l->runtime_finalizing + (minor >= 13 ? 24 : 16) == l->runtime_interpreters_head);
   }
   CHECK_FALSE(python::LayoutFor(9).has_value());
   CHECK_FALSE(python::LayoutFor(14).has_value());
@@ -214,6 +217,7 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
   auto put = [&](size_t at, uint64_t v) { std::memcpy(block.data() + at, &v, 8); };
   std::memcpy(block.data(), "xdebugpy", 8);
   put(8, 0x030d00f0);
+  put(32, 608);
   put(40, 632);
   put(64, 7264);
   put(72, 7344);
@@ -240,6 +244,8 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
   const auto l = python::LayoutFromDebugOffsets(block, 13);
   REQUIRE(l.has_value());
   CHECK(l->tstate_frame == 80);
+  CHECK(l->runtime_finalizing == 608);
+  CHECK(python::LayoutFor(13)->runtime_finalizing == 608);
   CHECK(l->code_instructions == 200);
   CHECK(l->compact_size == 56);
   CHECK(l->frame_bytes >= 72);

@@ -690,6 +690,35 @@ TEST_CASE("cct-record: a crash's final write is waited for while sampling ticks 
   }
 }
 
+// A thread faults; the collector's handler holds it while the run is
+// written, and meanwhile the main thread calls exit(). That exit used to end
+// the process in the middle of the write: the run kept nothing (a start
+// write with no thread) and the program exited 0, where without the
+// collector it dies of the fault before exit() is reached (6 of 6 runs with
+// the exit 0.5 to 2 ms after the fault on this VM). Now the exiting thread
+// waits for the fault to end the process.
+TEST_CASE("cct-record: a fault on one thread while another exits: the run is kept and the process dies of the fault") {
+  for (const int delay_us : {500, 1000, 2000, 4000}) {
+    CAPTURE(delay_us);
+    TempDir dir;
+    const std::string db = dir / "f.db";
+    auto rec = Run({"/bin/sh", "-c", "ulimit -c 0; exec \"$@\"", "sh", Tool("cct-record"), "-o", db, "--",
+                    Prog("cct-test-lifecycle"), "segv-in-exit", std::to_string(delay_us)});
+    INFO(rec.err);
+    CHECK(StatusOf(rec) == 128 + SIGSEGV);
+    const auto runs = Runs(db);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].state == store::RunState::kCrashed);
+    CHECK(runs[0].term_signal == SIGSEGV);
+    CHECK(runs[0].exit_code == std::nullopt);
+    // The faulting thread burned 400 ms of CPU before it faulted.
+    const cct::Tree t = TreeOf(db, runs[0].id);
+    CHECK(InclusiveOf(t, "cputime", "burn_before_end") == doctest::Approx(400e6).epsilon(0.10));
+    REQUIRE(runs[0].sampling->contains("crash_site"));
+    CHECK(runs[0].sampling["crash_site"].get<std::string>().starts_with("(anonymous namespace)::BurnThenFault"));
+  }
+}
+
 // A termination signal that lands while the program's thread stops the
 // sampler in _exit (holding the thread registry's lock, before the write's
 // own mutex) was handed to the checkpoint thread, which waited for that lock

@@ -5,9 +5,11 @@
 // are async-signal-safe (no allocation, no locks, only async-signal-safe
 // calls); keep them so.
 // OnFatal, InterruptedPc and KernelFault are SIGNAL-HANDLER CODE;
-// InstallFatalHandlers, InstallAltStack and RemoveAltStack run in normal
-// context (Start, thread registration, thread exit).
+// InstallFatalHandlers, InstallAltStack, RemoveAltStack and AwaitFatalSignal
+// run in normal context (Start, thread registration, thread exit, exit and
+// exec).
 #include <poll.h>
+#include <time.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -78,7 +80,7 @@ void OnFatal(int sig, siginfo_t* info, void* context) {  // SIGNAL-HANDLER CODE
         // signal (a sampling tick already on its way, the program's own)
         // interrupts poll; giving up then would let the process die before
         // the write, losing the whole run, so wait out the deadline.
-        const int64_t deadline = Now(CLOCK_MONOTONIC) + int64_t{5000} * 1000000;
+        const int64_t deadline = Now(CLOCK_MONOTONIC) + kFatalWriteDeadlineNs;
         for (;;) {
           const int64_t left_ms = (deadline - Now(CLOCK_MONOTONIC)) / 1000000;
           if (left_ms <= 0) break;
@@ -117,6 +119,19 @@ void RaiseDeferredFatal() {
   if (!rt) return;
   rt->final_writer.store(0);  // done writing: a signal from now on is handled as any other
   if (const int sig = rt->deferred_fatal.exchange(0)) raise(sig);
+}
+
+void AwaitFatalSignal() {
+  if (!rt || InForeignChild() || !rt->fatal_once.load()) return;
+  // The handling thread may be this one's only way to die: a fault the
+  // kernel raises again as the handler returns, a signal raised from it.
+  // Past its deadline and a second more, something kept it (a program's
+  // own handler taking over): go on.
+  const int64_t deadline = Now(CLOCK_MONOTONIC) + kFatalWriteDeadlineNs + int64_t{1000} * 1000000;
+  while (Now(CLOCK_MONOTONIC) < deadline) {
+    timespec pause{0, 10 * 1000000};
+    nanosleep(&pause, nullptr);
+  }
 }
 
 void InstallFatalHandlers() {

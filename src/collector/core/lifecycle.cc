@@ -282,6 +282,7 @@ void Start() {
 }
 
 void BeforeExit(int status) {
+  AwaitFatalSignal();
   if (!rt || rt->finished || InForeignChild()) return;
   rt->final_writer.store(Tid());  // until Finish's RaiseDeferredFatal
   SourcesBeforeCheckpoint(/*final=*/true);  // the GPU delivers its last activity

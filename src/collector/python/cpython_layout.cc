@@ -16,6 +16,7 @@ PyLayout Layout310() {
   PyLayout l;
   l.minor = 10;
   l.runtime_tss_key = 584;
+  l.runtime_finalizing = 16;
   l.tstate_bytes = 280;
   l.runtime_interpreters_head = 32;
   l.interp_next = 0;
@@ -43,6 +44,7 @@ PyLayout Layout311() {
   PyLayout l;
   l.minor = 11;
   l.runtime_tss_key = 592;
+  l.runtime_finalizing = 24;
   l.tstate_bytes = 360;
   l.runtime_interpreters_head = 40;
   l.interp_next = 0;
@@ -77,6 +79,7 @@ PyLayout Layout312() {
   PyLayout l;
   l.minor = 12;
   l.runtime_tss_key = 1544;
+  l.runtime_finalizing = 24;
   l.tstate_bytes = 288;
   l.runtime_interpreters_head = 40;
   l.interp_next = 0;
@@ -111,6 +114,7 @@ PyLayout Layout313() {
   PyLayout l;
   l.minor = 13;
   l.runtime_tss_key = 2160;
+  l.runtime_finalizing = 608;
   l.tstate_bytes = 304;
   l.runtime_interpreters_head = 632;
   l.interp_next = 7264;
@@ -259,6 +263,7 @@ std::optional<PyLayout> LayoutFromDebugOffsets(std::span<const unsigned char> by
     *field = static_cast<std::remove_pointer_t<decltype(field)>>(v);
   };
   constexpr uint32_t kObject = 4096, kLarge = 1u << 20;
+  take(32, kLarge, &l.runtime_finalizing);
   take(40, kLarge, &l.runtime_interpreters_head);
   take(64, kLarge, &l.interp_next);
   take(72, kLarge, &l.interp_threads_head);

@@ -39,6 +39,10 @@ struct PyLayout {
   int minor = 0;  // 3.minor
   // _PyRuntimeState
   uint32_t runtime_interpreters_head = 0;
+  // _finalizing: the state of the thread running Py_FinalizeEx, 0 before.
+  // From then on CPython frees the other threads' states (daemon threads,
+  // still running) without clearing their PyGILState keys.
+  uint32_t runtime_finalizing = 0;
   // The Py_tss_t (int initialized, pthread_key_t key) under which
   // PyGILState keeps each thread's own PyThreadState. -1: unknown (the
   // walk then searches the interpreters' thread lists).

@@ -35,6 +35,9 @@ std::atomic<uint64_t> g_spliced{0}, g_bad_reads{0}, g_mismatched{0};
 // process_vm_readv calls made by sampling handlers (a system call each, the
 // walk's dearest step): the state and frames read directly cost none.
 std::atomic<uint64_t> g_safe_reads{0};
+// Samples of a thread whose state the finalizing interpreter has freed (or
+// is about to): no Python frames for them.
+std::atomic<uint64_t> g_finalizing_skips{0};
 
 // A thread state pointer meaning "looked, this thread has none": the walk
 // looks again every kRetrySamples samples (a thread may start running
@@ -187,8 +190,22 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
   auto on_stack = [&](uintptr_t at, uint32_t bytes) {
     return t->stack.lo != 0 && at >= t->stack.lo && at + bytes <= t->stack.hi;
   };
+  // Py_FinalizeEx frees every other thread's state while those threads may
+  // still run (daemon threads, threads in C code without the GIL) and leaves
+  // their PyGILState keys pointing at the freed memory: from then on only
+  // the finalizing thread's own state is read. (_PyRuntime is the
+  // interpreter's static data: always mapped. CPython sets _finalizing
+  // before it unlists the states it then frees; a walk that read 0 just
+  // before still reads through a state that is freed during it.)
+  const uintptr_t finalizing =
+      __atomic_load_n(reinterpret_cast<const uintptr_t*>(p.runtime + l.runtime_finalizing), __ATOMIC_ACQUIRE);
+  auto dead = [&](uintptr_t state) {
+    if (finalizing == 0 || state == finalizing) return false;
+    g_finalizing_skips.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
   if (trusted) {
-    if (ts == 0) return s;  // this thread runs no Python
+    if (ts == 0 || dead(ts)) return s;  // this thread runs no Python (any more)
     f[0] = self;
     std::memcpy(&f[1], reinterpret_cast<const void*>(ts + l.tstate_frame), 8);
     if (l.tstate_datastack_chunk >= 0)
@@ -214,7 +231,7 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
       ts = 0;
     }
     t->py_tstate = ts != 0 ? ts : kNoTState;
-    if (ts == 0) return s;
+    if (ts == 0 || dead(ts)) return s;
     if (known && checked == 0 && from_key != 0) {
       int expected = 0;
       g_tss_checked.compare_exchange_strong(expected, from_key == ts ? 1 : -1, std::memory_order_relaxed);
@@ -614,6 +631,7 @@ void ForkChild() {
   g_bad_reads.store(0);
   g_mismatched.store(0);
   g_safe_reads.store(0);
+  g_finalizing_skips.store(0);
 }
 
 void AddToRun(internal::RunContext& run) {
@@ -626,6 +644,7 @@ void AddToRun(internal::RunContext& run) {
   run.meta.diagnostics["python_bad_reads"] = static_cast<int64_t>(g_bad_reads.load());
   run.meta.diagnostics["python_safe_reads"] = static_cast<int64_t>(g_safe_reads.load());
   run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());
+  run.meta.diagnostics["python_finalizing_skips"] = static_cast<int64_t>(g_finalizing_skips.load());
   run.meta.diagnostics["python_named_threads"] = NamedThreads();
   // Code objects sampled, those gone before they could be read (their
   // frames are "<python code 0x…>"), and samples a full table left unnamed.

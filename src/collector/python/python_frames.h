@@ -15,7 +15,10 @@
 // consistent but for the instructions that link or unlink a frame. The
 // thread's state comes from PyGILState's thread-specific key (a state
 // registered to the thread is alive; the key is trusted once it matched
-// the interpreters' thread lists). A frame is read directly when it lies in
+// the interpreters' thread lists) — except once the interpreter finalizes:
+// Py_FinalizeEx frees the other threads' states under their keys, so from
+// then on (_PyRuntime._finalizing set) only the finalizing thread's frames
+// are read. A frame is read directly when it lies in
 // a data-stack chunk the state lists (mapped until the state unlists it) or
 // on the thread's own stack (3.12+'s shim frames); 3.10's heap frames,
 // owned along the chain, directly too. Anything else — a generator's

@@ -1,5 +1,8 @@
 // Ends in the way its argument names, after burning CPU in burn_before_end:
 //   segv | abort | exit7 (_exit(7)) | return3 | spin (until killed)
+// or
+//   segv-in-exit DELAY_US: a second thread burns, then faults; DELAY_US
+//   after the fault the main thread calls exit(0)
 // or, without the burn:
 //   term-in-exit DELAY_US THREADS: starts THREADS idle threads, then calls
 //   _exit(0) while another thread sends the main thread SIGTERM DELAY_US
@@ -38,6 +41,28 @@ void* Killer(void*) {
   return nullptr;
 }
 
+volatile int faulting = 0;
+
+void* BurnThenFault(void*) {
+  burn_before_end();
+  faulting = 1;
+  volatile int* p = nullptr;
+  *p = 1;
+  return nullptr;
+}
+
+// Without a collector the fault ends the process before exit() is called;
+// with one, its handler holds the faulting thread while the run is
+// written, and the main thread goes on to exit during that write.
+[[noreturn]] void FaultInExit(long delay) {
+  pthread_t t;
+  pthread_create(&t, nullptr, BurnThenFault, nullptr);
+  while (!faulting) {
+  }
+  if (delay > 0) usleep(static_cast<useconds_t>(delay));
+  exit(0);
+}
+
 [[noreturn]] void TermInExit(long delay, int threads) {
   main_tid = static_cast<pid_t>(syscall(SYS_gettid));
   delay_us = delay;
@@ -53,6 +78,7 @@ void* Killer(void*) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "return3";
   if (!strcmp(mode, "term-in-exit") && argc > 3) TermInExit(atol(argv[2]), atoi(argv[3]));
+  if (!strcmp(mode, "segv-in-exit") && argc > 2) FaultInExit(atol(argv[2]));
   burn_before_end();
   fflush(stdout);
   if (!strcmp(mode, "segv")) {

@@ -12,6 +12,10 @@
 #                           a pool's, a daemon still running at exit);
 #                           prints "THREAD NAME<tab>FUNCTION" for each, the
 #                           name Python gives the thread as the function ends
+#   py_workload.py finalize two daemon threads hashing (without the GIL)
+#                           while the interpreter finalizes, and an object
+#                           whose __del__ burns 0.3 s then (finalizing_burn,
+#                           printed as MEASURED)
 #   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
 #   py_workload.py nvtx_native  a range pushed by a C function that then
 #                           spins 0.2 s natively before Python goes on in it
@@ -20,6 +24,7 @@
 #   py_workload.py gpu LIB  kernels launched from Python through the tests'
 #                           fake CUDA (libcct-test-fakegpu.so, by ctypes)
 import asyncio
+import os
 import signal
 import sys
 import threading
@@ -27,7 +32,7 @@ import time
 
 # The C extension (built for the system's python3); `pure` and `gpu` need none, so
 # that any CPython can run it.
-if sys.argv[1] not in ("pure", "gpu", "pool", "names", "daemons"):
+if sys.argv[1] not in ("pure", "gpu", "pool", "names", "daemons", "finalize"):
     import cct_test_ext as ext
 
 
@@ -232,6 +237,43 @@ def names():
     daemon_ran.wait()
 
 
+def hash_forever(block, started):
+    import hashlib
+    hashlib.sha256(block).digest()
+    started.release()
+    while True:  # still hashing as the interpreter frees this thread's state
+        hashlib.sha256(block).digest()
+
+
+def finalizing_burn(clock=time.thread_time, write=os.write):
+    # Runs from __del__ as the module's globals are cleared: what it uses is
+    # bound here, and sys.stdout may be gone.
+    t0 = clock()
+    while clock() - t0 < 0.3:
+        pass
+    write(1, f"MEASURED finalizing_burn {int((clock() - t0) * 1e9)}\n".encode())
+
+
+class BurnsAtExit:
+    def __del__(self, burn=finalizing_burn):
+        burn()
+
+
+def finalize():
+    import types
+    block = bytes(32 << 20)  # hashlib lets go of the GIL for the whole block
+    started = threading.Semaphore(0)
+    for i in range(2):
+        threading.Thread(target=hash_forever, args=(block, started), name=f"hasher {i}", daemon=True).start()
+    for i in range(2):
+        started.acquire()
+    # Held by a module of its own: __main__'s globals outlive finalization,
+    # the daemon threads' frames still refer to them.
+    holder = types.ModuleType("burns_at_exit")
+    holder.burner = BurnsAtExit()
+    sys.modules["burns_at_exit"] = holder
+
+
 def inside_range():
     burn(0.2)
 
@@ -297,4 +339,4 @@ def gpu():
 if __name__ == "__main__":
     {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": lambda: timed_pusher(with_range),
      "nvtx_native": lambda: timed_pusher(with_native_range), "gpu": gpu,
-     "pool": pool, "names": names, "daemons": daemons}[sys.argv[1]]()
+     "pool": pool, "names": names, "daemons": daemons, "finalize": finalize}[sys.argv[1]]()
