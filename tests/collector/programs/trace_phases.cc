@@ -3,9 +3,10 @@
 // 0.1 s asleep, 0.3 s of phase_a again. Worker thread (named "worker"):
 // 0.2 s of phase_c, 0.1 s asleep, 0.2 s of phase_d. Phases burn their
 // thread's CPU time; each is printed with its wall span on CLOCK_REALTIME
-// (ns since the epoch, the trace's clock) and the wall time at which it had
-// run its first 2 ms of CPU (later than start + 2 ms when the thread waited
-// for a core) as "PHASE thread name start end running".
+// (ns since the epoch, the trace's clock) and the wall times at which it had
+// run each half millisecond of its first 40 ms of CPU (later than start +
+// 0.5 ms, 1 ms, ... where the thread waited for a core) as
+// "PHASE thread name start end progress...".
 //   trace-phases [hold]   hold: after the phases, burn until killed inside
 //                         two nested ranges, "hold" and "spin" in it, and
 //                         a start/end range "waiting" never ended
@@ -33,15 +34,21 @@ static long long RealNs() { return ClockNs(CLOCK_REALTIME); }
 // Runs `fn` for `ns` of CPU time inside an NVTX range named `name`; the
 // line is printed after the range ends (printing is not in the phase).
 static void Phase(const char* thread, const char* name, void (*fn)(long long), long long ns) {
-  constexpr long long kFirst = 2000000;
+  constexpr int kSteps = 80;
+  constexpr long long kStep = 500000;
+  long long progress[kSteps];
   nvtxRangePushA(name);
   const long long start = RealNs();
-  fn(kFirst);
-  const long long running = RealNs();
-  fn(ns - kFirst);
+  for (int i = 0; i < kSteps; ++i) {
+    fn(kStep);
+    progress[i] = RealNs();
+  }
+  fn(ns - kSteps * kStep);
   const long long end = RealNs();
   nvtxRangePop();
-  printf("PHASE %s %s %lld %lld %lld\n", thread, name, start, end, running);
+  printf("PHASE %s %s %lld %lld", thread, name, start, end);
+  for (long long at : progress) printf(" %lld", at);
+  printf("\n");
   fflush(stdout);
 }
 
