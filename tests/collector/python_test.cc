@@ -313,6 +313,42 @@ TEST_CASE("Python: threads still running as the interpreter frees their states: 
       {{"MALLOC_PERTURB_", "110"}, {"GLIBC_TUNABLES", "glibc.malloc.tcache_count=0"}});
 }
 
+TEST_CASE("Python: a fault while reading the interpreter's frames ends that sample's walk, not the program") {
+  // The extension aims the thread's frame chunks at unmapped memory for
+  // 0.3 s (a state freed under the walk); every sample then faults in the
+  // walk's direct read, and the collector's guard jumps back: the sample
+  // keeps its native frames. Hundreds of faults in a row also show the
+  // signal masks are put back each time (a SIGSEGV left blocked kills the
+  // process at the next one; a sampling signal left blocked stops the
+  // samples of after_broken).
+  if (!HaveExtension()) {
+    MESSAGE("skipped: the test extension needs python3-dev (install-deps.sh --tests)");
+    return;
+  }
+  TempDir dir;
+  const std::string db = dir / "py.db";
+  const auto r = RecordPython(db, kPython, "broken");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  store::RunMeta meta;
+  const cct::Tree t = OnlyTree(db, &meta);
+  CHECK(meta.state == store::RunState::kComplete);
+  if (meta.diagnostics.at("python_minor") < 11) {
+    MESSAGE("skipped: 3.10 has no frame chunks to break");
+    return;
+  }
+  CHECK(meta.diagnostics.at("python_walk_faults") >= 100);  // 300 samples at the default 1 kHz
+  const auto measured = testutil::Measured(r.out);
+  for (const char* name : {"cct_ext_spin_broken_state", "after_broken"}) {
+    CAPTURE(name);
+    const std::string key = std::string(name) == "after_broken" ? "after_broken" : "spin_broken_state";
+    REQUIRE(measured.count(key) == 1);
+    const double got = InclusiveOf(t, name), want = measured.at(key);
+    INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
+    CHECK(std::abs(got - want) <= 0.10 * want);
+  }
+}
+
 TEST_CASE("Python: daemon threads running as the interpreter exits: every run complete, the process's exit kept") {
   // CPython ends a thread that waits for the GIL while it finalizes
   // (pthread_exit), the thread naming Python threads among them; before

@@ -9,6 +9,8 @@
 // run in normal context (Start, thread registration, thread exit, exit and
 // exec).
 #include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <time.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -21,6 +23,9 @@
 #include "collector/core/runtime_state.h"
 
 namespace collector::internal {
+
+__thread jmp_buf* t_fault_guard __attribute__((tls_model("initial-exec"))) = nullptr;
+
 namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP};
@@ -45,6 +50,15 @@ bool KernelFault(int sig, const siginfo_t* info) {  // SIGNAL-HANDLER CODE
 
 void OnFatal(int sig, siginfo_t* info, void* context) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
+  // A guarded read touched memory that was gone: back to its _setjmp. The
+  // jump skips the sigreturn that would unblock this signal, so the mask
+  // of the interrupted code is put back first.
+  if (jmp_buf* guard = t_fault_guard; guard != nullptr && (sig == SIGSEGV || sig == SIGBUS) && KernelFault(sig, info)) {
+    t_fault_guard = nullptr;
+    if (context != nullptr) pthread_sigmask(SIG_SETMASK, &static_cast<const ucontext_t*>(context)->uc_sigmask, nullptr);
+    errno = saved_errno;
+    _longjmp(*guard, 1);
+  }
   // The first fault's site, for the crashed run (a user asks where first).
   if (rt && !InForeignChild() && KernelFault(sig, info)) {
     pid_t none = 0;

@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <signal.h>
@@ -38,6 +39,8 @@ std::atomic<uint64_t> g_safe_reads{0};
 // Samples of a thread whose state the finalizing interpreter has freed (or
 // is about to): no Python frames for them.
 std::atomic<uint64_t> g_finalizing_skips{0};
+// Walks a fault ended (the fault guard's jump back).
+std::atomic<uint64_t> g_walk_faults{0};
 
 // A thread state pointer meaning "looked, this thread has none": the walk
 // looks again every kRetrySamples samples (a thread may start running
@@ -170,12 +173,11 @@ uintptr_t ThreadStateFromKey(const PyLayout& l, bool* known) {
   return reinterpret_cast<uintptr_t>(pthread_getspecific(key));
 }
 
-}  // namespace
-
-PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* group_end, int max) {
+// The walk itself; WalkPythonFrames guards it. SIGNAL-HANDLER CODE.
+__attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, uint64_t* keys, int32_t* group_end,
+                                                   int max) {
   PythonStack s;
   const PythonProcess& p = g_process;
-  if (!p.enabled || max <= 0) return s;
   const PyLayout& l = p.layout;
   const uint64_t self = static_cast<uint64_t>(pthread_self());
   // f: the state's frame root and data-stack chunk.
@@ -321,6 +323,31 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
   if (n > start) group_end[s.groups++] = n;
   s.count = n;
   s.complete = frame == 0;
+  return s;
+}
+
+}  // namespace
+
+PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* group_end, int max) {
+  if (!g_process.enabled || max <= 0) return {};
+  // The reads made directly rest on what the interpreter guarantees (a
+  // state its thread's key holds is alive, a listed chunk mapped), not
+  // what it does between two of our checks: a state freed by another
+  // thread during the walk (finalization that starts mid-walk), an
+  // embedder breaking those rules. Such a fault ends this sample's walk
+  // instead of the program.
+  jmp_buf guard;
+  jmp_buf* const outer = internal::t_fault_guard;
+  if (_setjmp(guard) != 0) {
+    internal::t_fault_guard = outer;
+    g_walk_faults.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
+  internal::t_fault_guard = &guard;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const PythonStack s = WalkUnguarded(t, keys, group_end, max);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  internal::t_fault_guard = outer;
   return s;
 }
 
@@ -632,6 +659,7 @@ void ForkChild() {
   g_mismatched.store(0);
   g_safe_reads.store(0);
   g_finalizing_skips.store(0);
+  g_walk_faults.store(0);
 }
 
 void AddToRun(internal::RunContext& run) {
@@ -645,6 +673,7 @@ void AddToRun(internal::RunContext& run) {
   run.meta.diagnostics["python_safe_reads"] = static_cast<int64_t>(g_safe_reads.load());
   run.meta.diagnostics["python_mismatched"] = static_cast<int64_t>(g_mismatched.load());
   run.meta.diagnostics["python_finalizing_skips"] = static_cast<int64_t>(g_finalizing_skips.load());
+  run.meta.diagnostics["python_walk_faults"] = static_cast<int64_t>(g_walk_faults.load());
   run.meta.diagnostics["python_named_threads"] = NamedThreads();
   // Code objects sampled, those gone before they could be read (their
   // frames are "<python code 0x…>"), and samples a full table left unnamed.

@@ -25,7 +25,10 @@
 // frame, a frame being popped from a chunk just freed, the thread lists —
 // is read with process_vm_readv on our own pid, which fails with EFAULT
 // instead of faulting. A failed read ends the walk; the sample then keeps
-// its native eval-loop frames for the part that could not be matched.
+// its native eval-loop frames for the part that could not be matched. The
+// direct reads run under the collector's fault guard (t_fault_guard,
+// runtime_state.h): should what they rest on break between two checks (a
+// state freed by another thread mid-walk), the fault ends that walk alone.
 //
 // Keys (sample_trie.h, MakePythonKey) hold a code object's id (code_ids.h:
 // one per code address and module globals, so a code object the

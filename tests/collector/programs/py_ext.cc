@@ -20,7 +20,7 @@ extern "C" __attribute__((noinline)) double cct_ext_spin_native(double seconds) 
   const double t0 = ThreadSeconds();
   volatile double x = 0;
   while (ThreadSeconds() - t0 < seconds)
-    for (int i = 0; i < 1000; ++i) x += i * 0.5;
+    for (int i = 0; i < 1000; ++i) x = x + i * 0.5;
   return x;
 }
 
@@ -72,7 +72,35 @@ static PyObject* Pop(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// Spins SECONDS natively with this thread's data-stack chunk pointer aimed
+// at unmapped memory: what a sampler reading the thread's frames finds when
+// the interpreter frees the thread's state in the middle of the read. The
+// interpreter itself does not look meanwhile (no Python frame is pushed or
+// popped); the pointer is put back before returning. 3.11+ (3.10 has no
+// chunks): returns None elsewhere.
+extern "C" __attribute__((noinline)) double cct_ext_spin_broken_state(double seconds) {
+#if PY_VERSION_HEX >= 0x030B0000
+  PyThreadState* ts = PyThreadState_Get();
+  _PyStackChunk* const chunk = ts->datastack_chunk;
+  *static_cast<_PyStackChunk* volatile*>(&ts->datastack_chunk) = reinterpret_cast<_PyStackChunk*>(16);
+  const double x = cct_ext_spin_native(seconds);
+  *static_cast<_PyStackChunk* volatile*>(&ts->datastack_chunk) = chunk;
+  return x;
+#else
+  return cct_ext_spin_native(seconds);
+#endif
+}
+
+static PyObject* SpinBrokenState(PyObject* self, PyObject* args) {
+  (void)self;
+  double seconds = 0;
+  if (!PyArg_ParseTuple(args, "d", &seconds)) return NULL;
+  return PyFloat_FromDouble(cct_ext_spin_broken_state(seconds));
+}
+
 static PyMethodDef kMethods[] = {
+    {"spin_broken_state", SpinBrokenState, METH_VARARGS,
+     "burn SECONDS natively with this thread's frame chunks pointing at unmapped memory"},
     {"spin", Spin, METH_VARARGS, "burn SECONDS of thread CPU time in native code"},
     {"call", cct_ext_call, METH_VARARGS, "call a Python callable from C"},
     {"push", Push, METH_VARARGS, "nvtxRangePushA(NAME)"},

@@ -16,6 +16,9 @@
 #                           while the interpreter finalizes, and an object
 #                           whose __del__ burns 0.3 s then (finalizing_burn,
 #                           printed as MEASURED)
+#   py_workload.py broken   spin_broken_state 0.3 s (the C extension, this
+#                           thread's frame chunks unmapped meanwhile), then
+#                           after_broken 0.2 s of Python; both MEASURED
 #   py_workload.py nvtx     NVTX ranges pushed from Python (C extension)
 #   py_workload.py nvtx_native  a range pushed by a C function that then
 #                           spins 0.2 s natively before Python goes on in it
@@ -245,6 +248,21 @@ def hash_forever(block, started):
         hashlib.sha256(block).digest()
 
 
+def after_broken():
+    t0 = time.thread_time()
+    s = 0
+    while time.thread_time() - t0 < 0.2:
+        s += 1
+    measured("after_broken", time.thread_time() - t0)
+
+
+def broken():
+    t0 = time.thread_time()
+    ext.spin_broken_state(0.3)
+    measured("spin_broken_state", time.thread_time() - t0)
+    after_broken()
+
+
 def finalizing_burn(clock=time.thread_time, write=os.write):
     # Runs from __del__ as the module's globals are cleared: what it uses is
     # bound here, and sys.stdout may be gone.
@@ -339,4 +357,5 @@ def gpu():
 if __name__ == "__main__":
     {"pure": pure, "split": split, "shapes": shapes, "threads": threads, "nvtx": lambda: timed_pusher(with_range),
      "nvtx_native": lambda: timed_pusher(with_native_range), "gpu": gpu,
-     "pool": pool, "names": names, "daemons": daemons, "finalize": finalize}[sys.argv[1]]()
+     "pool": pool, "names": names, "daemons": daemons, "finalize": finalize,
+     "broken": broken}[sys.argv[1]]()
