@@ -151,14 +151,19 @@ std::map<std::string, double> CpuByThread(const cct::Tree& t, std::string_view f
   return by_thread;
 }
 
+// A function's recorded cputime is within 10% of the thread CPU time the
+// workload measured for it (its "MEASURED name ns" line).
+void CheckMeasured(const cct::Tree& t, const std::map<std::string, double>& measured, const std::string& name) {
+  CAPTURE(name);
+  REQUIRE(measured.count(name) == 1);
+  const double got = InclusiveOf(t, name), want = measured.at(name);
+  INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
+  CHECK(std::abs(got - want) <= 0.10 * want);
+}
+
 // The checks every CPython's recording of alpha, beta and gamma must pass.
 void CheckPureSplit(const cct::Tree& t, const std::map<std::string, double>& measured) {
-  for (const char* name : {"alpha", "beta", "gamma"}) {
-    REQUIRE(measured.count(name) == 1);
-    const double got = InclusiveOf(t, name), want = measured.at(name);
-    INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
-    CHECK(std::abs(got - want) <= 0.10 * want);
-  }
+  for (const char* name : {"alpha", "beta", "gamma"}) CheckMeasured(t, measured, name);
   // gamma(30) .. gamma(0): 31 nested frames, no more, no fewer.
   CHECK(DeepestNesting(t, "gamma") == 31);
   // Python frames name their file, and the statements are line nodes.
@@ -209,12 +214,7 @@ TEST_CASE("Python: functions within 10% of time.thread_time(); C extension frame
   // far fewer than one per sample (a regression to process_vm_readv per
   // frame would make it tens per sample).
   CHECK(meta.diagnostics.at("python_safe_reads") < meta.diagnostics.at("python_samples"));
-  for (const char* name : {"native_work", "called_from_c"}) {
-    REQUIRE(measured.count(name) == 1);
-    const double got = InclusiveOf(t, name), want = measured.at(name);
-    INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
-    CHECK(std::abs(got - want) <= 0.10 * want);
-  }
+  for (const char* name : {"native_work", "called_from_c"}) CheckMeasured(t, measured, name);
   // The extension's native function sits under the Python function that
   // called it, and the Python function C called back under that C call.
   const cct::MetricId cpu = t.metrics().Find("cputime");
@@ -304,11 +304,7 @@ TEST_CASE("Python: threads still running as the interpreter frees their states: 
         // The hashers were sampled after their states were freed.
         CHECK(meta.diagnostics.at("python_finalizing_skips") > 0);
         CHECK(InclusiveOf(t, "hash_forever") > 0);
-        const auto measured = testutil::Measured(r.out);
-        REQUIRE(measured.count("finalizing_burn") == 1);
-        const double got = InclusiveOf(t, "finalizing_burn"), want = measured.at("finalizing_burn");
-        INFO("finalizing_burn: recorded " << got << " ns, measured " << want << " ns");
-        CHECK(std::abs(got - want) <= 0.10 * want);
+        CheckMeasured(t, testutil::Measured(r.out), "finalizing_burn");
       },
       {{"MALLOC_PERTURB_", "110"}, {"GLIBC_TUNABLES", "glibc.malloc.tcache_count=0"}});
 }
@@ -339,14 +335,7 @@ TEST_CASE("Python: a fault while reading the interpreter's frames ends that samp
   }
   CHECK(meta.diagnostics.at("python_walk_faults") >= 100);  // 300 samples at the default 1 kHz
   const auto measured = testutil::Measured(r.out);
-  for (const char* name : {"cct_ext_spin_broken_state", "after_broken"}) {
-    CAPTURE(name);
-    const std::string key = std::string(name) == "after_broken" ? "after_broken" : "spin_broken_state";
-    REQUIRE(measured.count(key) == 1);
-    const double got = InclusiveOf(t, name), want = measured.at(key);
-    INFO(name << ": recorded " << got << " ns, measured " << want << " ns");
-    CHECK(std::abs(got - want) <= 0.10 * want);
-  }
+  for (const char* name : {"cct_ext_spin_broken_state", "after_broken"}) CheckMeasured(t, measured, name);
 }
 
 TEST_CASE("Python: daemon threads running as the interpreter exits: every run complete, the process's exit kept") {
