@@ -691,19 +691,22 @@ TEST_CASE("cct-record: a crash's final write is waited for while sampling ticks 
 }
 
 // A thread faults; the collector's handler holds it while the run is
-// written, and meanwhile the main thread calls exit(). That exit used to end
-// the process in the middle of the write: the run kept nothing (a start
-// write with no thread) and the program exited 0, where without the
-// collector it dies of the fault before exit() is reached (6 of 6 runs with
-// the exit 0.5 to 2 ms after the fault on this VM). Now the exiting thread
-// waits for the fault to end the process.
-TEST_CASE("cct-record: a fault on one thread while another exits: the run is kept and the process dies of the fault") {
-  for (const int delay_us : {500, 1000, 2000, 4000}) {
+// written, and meanwhile the main thread calls exit() or execs. That exit
+// used to end the process in the middle of the write: the run kept nothing
+// (a start write with no thread) and the program exited 0, where without
+// the collector it dies of the fault before exit() is reached (6 of 6 runs
+// with the exit 0.5 to 2 ms after the fault on this VM); the exec replaced
+// it the same way, /bin/true's run in its place. Now the exiting or
+// exec'ing thread waits for the fault to end the process.
+TEST_CASE("cct-record: a fault on one thread while another exits or execs: the run is kept, the process dies of it") {
+  for (const auto& [mode, delay_us] : std::vector<std::pair<std::string, int>>{
+           {"segv-in-exit", 500}, {"segv-in-exit", 2000}, {"segv-in-exec", 500}, {"segv-in-exec", 2000}}) {
+    CAPTURE(mode);
     CAPTURE(delay_us);
     TempDir dir;
     const std::string db = dir / "f.db";
     auto rec = Run({"/bin/sh", "-c", "ulimit -c 0; exec \"$@\"", "sh", Tool("cct-record"), "-o", db, "--",
-                    Prog("cct-test-lifecycle"), "segv-in-exit", std::to_string(delay_us)});
+                    Prog("cct-test-lifecycle"), mode, std::to_string(delay_us)});
     INFO(rec.err);
     CHECK(StatusOf(rec) == 128 + SIGSEGV);
     const auto runs = Runs(db);

@@ -240,7 +240,6 @@ pid_t ForkForVfork() {
 }
 
 void BeforeExec() {
-  AwaitFatalSignal();
   if (!rt || rt->finished || InForeignChild()) return;
   rt->final_writer.store(Tid());  // until RaiseDeferredFatal below
   SourcesBeforeCheckpoint(/*final=*/true);

@@ -135,19 +135,6 @@ void RaiseDeferredFatal() {
   if (const int sig = rt->deferred_fatal.exchange(0)) raise(sig);
 }
 
-void AwaitFatalSignal() {
-  if (!rt || InForeignChild() || !rt->fatal_once.load()) return;
-  // The handling thread may be this one's only way to die: a fault the
-  // kernel raises again as the handler returns, a signal raised from it.
-  // Past its deadline and a second more, something kept it (a program's
-  // own handler taking over): go on.
-  const int64_t deadline = Now(CLOCK_MONOTONIC) + kFatalWriteDeadlineNs + int64_t{1000} * 1000000;
-  while (Now(CLOCK_MONOTONIC) < deadline) {
-    timespec pause{0, 10 * 1000000};
-    nanosleep(&pause, nullptr);
-  }
-}
-
 void InstallFatalHandlers() {
   for (int sig : kFatalSignals) {
     struct sigaction old {};
@@ -201,3 +188,21 @@ void RemoveAltStack() {
 }
 
 }  // namespace collector::internal
+
+namespace collector {
+
+void AwaitFatalSignal() {
+  using internal::rt;
+  if (!rt || InForeignChild() || !rt->fatal_once.load()) return;
+  // The process ends as the handler returns (the kernel raises the fault
+  // again; a raised signal is delivered). Still here past the handler's
+  // deadline and a second more, something kept it alive (a program's own
+  // handler taking over): go on.
+  const int64_t deadline = internal::Now(CLOCK_MONOTONIC) + internal::kFatalWriteDeadlineNs + int64_t{1000} * 1000000;
+  while (internal::Now(CLOCK_MONOTONIC) < deadline) {
+    timespec pause{0, 10 * 1000000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+}  // namespace collector

@@ -113,6 +113,14 @@ namespace {
 // recording).
 constexpr size_t kMaxStackEnvBytes = 256 * 1024;
 
+// Whether an exec is recorded (written first, the new image linked to it).
+// A fatal signal being handled on another thread has made the collector
+// inactive: the exec waits for that signal to end the process first.
+bool RecordsExec() {
+  collector::AwaitFatalSignal();
+  return collector::Active();
+}
+
 // Runs an exec-like call with the recording's environment: the current
 // image's run is written first, and sampling resumes if the call fails.
 template <class Call>
@@ -141,19 +149,19 @@ int ExecWith(char* const envp[], Call call) {
 
 CCT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execve");
-  if (!collector::Active()) return real(path, argv, envp);
+  if (!RecordsExec()) return real(path, argv, envp);
   return ExecWith(envp, [&](char* const* env) { return real(path, argv, env); });
 }
 
 CCT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(const char*, char* const*, char* const*)>("execvpe");
-  if (!collector::Active()) return real(file, argv, envp);
+  if (!RecordsExec()) return real(file, argv, envp);
   return ExecWith(envp, [&](char* const* env) { return real(file, argv, env); });
 }
 
 CCT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   static auto real = Real<int (*)(int, char* const*, char* const*)>("fexecve");
-  if (!collector::Active()) return real(fd, argv, envp);
+  if (!RecordsExec()) return real(fd, argv, envp);
   return ExecWith(envp, [&](char* const* env) { return real(fd, argv, env); });
 }
 

@@ -86,6 +86,13 @@ ExecEnv ExecEnvironment(const char* const* envp);
 // (interpose.cc, the exit and fatal-signal paths). Async-signal-safe.
 bool InForeignChild();
 void BeforeExit(int status);  // _exit/_Exit
+// Called by a thread about to exit or exec: when a fatal signal is being
+// handled on another thread, the process is as good as dead (it would be,
+// without us) and that handler has the run written, then lets it die; this
+// thread sleeps through that, past the handler's deadline at most, instead
+// of ending or replacing the process in the middle of the write (the run
+// lost, the program's exit status 0). Normal context (fatal.cc).
+void AwaitFatalSignal();
 // vfork where the real one cannot be used (interpose.cc): a fork whose child,
 // by vfork's contract, only execs or exits: it is not sampled and writes no
 // run; what it execs links to this process's run. A child that breaks the

@@ -582,13 +582,6 @@ void RaiseDeferredFatal();
 extern __thread jmp_buf* t_fault_guard __attribute__((tls_model("initial-exec")));
 // How long a fatal signal's handler waits for the run's final write.
 inline constexpr int64_t kFatalWriteDeadlineNs = int64_t{5000} * 1000000;
-// Called by a thread about to exit or exec: when a fatal signal is being
-// handled on another thread, the process is as good as dead (it would be,
-// without us) and that handler has the run written, then lets it die; this
-// thread sleeps through that, past the handler's deadline at most, instead
-// of ending the process in the middle of the write (the run lost, the
-// program's exit status 0). Normal context.
-void AwaitFatalSignal();
 
 // --- path_keys.cc
 int PathKeys(const ThreadState* t, const uintptr_t* frames, int depth, bool truncated, int open, uint32_t epoch,

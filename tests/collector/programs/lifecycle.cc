@@ -3,6 +3,7 @@
 // or
 //   segv-in-exit DELAY_US: a second thread burns, then faults; DELAY_US
 //   after the fault the main thread calls exit(0)
+//   segv-in-exec DELAY_US: the same, the main thread exec'ing /bin/true
 // or, without the burn:
 //   term-in-exit DELAY_US THREADS: starts THREADS idle threads, then calls
 //   _exit(0) while another thread sends the main thread SIGTERM DELAY_US
@@ -51,15 +52,16 @@ void* BurnThenFault(void*) {
   return nullptr;
 }
 
-// Without a collector the fault ends the process before exit() is called;
-// with one, its handler holds the faulting thread while the run is
-// written, and the main thread goes on to exit during that write.
-[[noreturn]] void FaultInExit(long delay) {
+// Without a collector the fault ends the process before exit() or exec is
+// called; with one, its handler holds the faulting thread while the run is
+// written, and the main thread goes on to exit or exec during that write.
+[[noreturn]] void FaultInExit(long delay, bool exec) {
   pthread_t t;
   pthread_create(&t, nullptr, BurnThenFault, nullptr);
   while (!faulting) {
   }
   if (delay > 0) usleep(static_cast<useconds_t>(delay));
+  if (exec) execl("/bin/true", "true", static_cast<char*>(nullptr));
   exit(0);
 }
 
@@ -78,7 +80,8 @@ void* BurnThenFault(void*) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "return3";
   if (!strcmp(mode, "term-in-exit") && argc > 3) TermInExit(atol(argv[2]), atoi(argv[3]));
-  if (!strcmp(mode, "segv-in-exit") && argc > 2) FaultInExit(atol(argv[2]));
+  if (!strcmp(mode, "segv-in-exit") && argc > 2) FaultInExit(atol(argv[2]), false);
+  if (!strcmp(mode, "segv-in-exec") && argc > 2) FaultInExit(atol(argv[2]), true);
   burn_before_end();
   fflush(stdout);
   if (!strcmp(mode, "segv")) {
