@@ -204,6 +204,7 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
     CHECK(l->frame_globals + 8 <= l->frame_bytes);
     CHECK(l->frame_globals != l->frame_code);
     CHECK(l->frame_instr + 4 <= l->frame_bytes);
+    CHECK(l->frame_bytes % 8 == 0);  // read as whole words
     // _finalizing comes just before the interpreters' list (its lock, then
     // its head) in _PyRuntimeState, 3.13 adding _finalizing_id between.
     CHECK(l->runtime_finalizing + (minor >= 13 ? 24 : 16) == l->runtime_interpreters_head);
@@ -249,6 +250,7 @@ TEST_CASE("CPython layouts: a table for 3.10 to 3.13, none for others; 3.13's ow
   CHECK(l->code_instructions == 200);
   CHECK(l->compact_size == 56);
   CHECK(l->frame_bytes >= 72);
+  CHECK(l->frame_bytes % 8 == 0);
   // Another cookie, another version, an implausible offset: not used.
   block[0] = 'y';
   CHECK_FALSE(python::LayoutFromDebugOffsets(block, 13).has_value());

@@ -50,10 +50,14 @@ bool KernelFault(int sig, const siginfo_t* info) {  // SIGNAL-HANDLER CODE
 
 void OnFatal(int sig, siginfo_t* info, void* context) {  // SIGNAL-HANDLER CODE
   const int saved_errno = errno;
-  // A guarded read touched memory that was gone: back to its _setjmp. The
-  // jump skips the sigreturn that would unblock this signal, so the mask
-  // of the interrupted code is put back first.
-  if (jmp_buf* guard = t_fault_guard; guard != nullptr && (sig == SIGSEGV || sig == SIGBUS) && KernelFault(sig, info)) {
+  // A guarded read touched memory that was gone: back to its _setjmp. Only
+  // a fault at an instruction of ours: a program's signal handler that
+  // interrupted the guarded read and faults in its own code is the
+  // program's crash. The jump skips the sigreturn that would unblock this
+  // signal, so the mask of the interrupted code is put back first.
+  const uint64_t pc = InterruptedPc(context);
+  if (jmp_buf* guard = t_fault_guard; guard != nullptr && (sig == SIGSEGV || sig == SIGBUS) && KernelFault(sig, info) &&
+                                      pc >= own_text_lo && pc < own_text_hi) {
     t_fault_guard = nullptr;
     if (context != nullptr) pthread_sigmask(SIG_SETMASK, &static_cast<const ucontext_t*>(context)->uc_sigmask, nullptr);
     errno = saved_errno;

@@ -574,11 +574,13 @@ void RaiseDeferredFatal();
 // A read of memory that may be gone, guarded (SIGNAL-HANDLER CODE may use
 // it; python_frames.cc does): while this thread's t_fault_guard points to a
 // buffer _setjmp filled, a SIGSEGV or SIGBUS the kernel raises on the thread
-// returns to that _setjmp with 1 instead of ending the process — wherever
-// the collector's fatal-signal handler is the one installed (a program
-// that installed its own SIGSEGV handler before us keeps it). Set it with
-// the previous value saved and put that back after (a sampling signal may
-// nest a guarded read in another).
+// at an instruction of the collector's own text (own_text_lo/hi: so the
+// guarded reads are our own loads, not libc's memcpy) returns to that
+// _setjmp with 1 instead of ending the process — wherever the collector's
+// fatal-signal handler is the one installed (a program that installed its
+// own SIGSEGV handler before us keeps it). Set it with the previous value
+// saved and put that back after (a sampling signal may nest a guarded read
+// in another).
 extern __thread jmp_buf* t_fault_guard __attribute__((tls_model("initial-exec")));
 // How long a fatal signal's handler waits for the run's final write.
 inline constexpr int64_t kFatalWriteDeadlineNs = int64_t{5000} * 1000000;

@@ -82,6 +82,18 @@ bool HandlerReadWords(const uintptr_t* addresses, uint64_t* out, int n) {
   return SafeReadWords(addresses, out, n);
 }
 
+// Direct reads of the interpreter's memory, by the collector's own
+// instructions (volatile word loads, never a call to libc's memcpy): the
+// fault guard takes a fault only at an instruction of ours (OnFatal).
+// `at` is 8-aligned (fields and frames are). SIGNAL-HANDLER CODE.
+uint64_t Load64(uintptr_t at) { return *reinterpret_cast<const volatile uint64_t*>(at); }
+void LoadWords(unsigned char* out, uintptr_t from, uint32_t bytes) {  // bytes: a multiple of 8
+  for (uint32_t i = 0; i < bytes / 8; ++i) {
+    const uint64_t w = Load64(from + 8 * i);
+    std::memcpy(out + 8 * i, &w, 8);
+  }
+}
+
 template <class T>
 T At(const unsigned char* block, uint32_t offset) {
   T v;
@@ -209,9 +221,9 @@ __attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, ui
   if (trusted) {
     if (ts == 0 || dead(ts)) return s;  // this thread runs no Python (any more)
     f[0] = self;
-    std::memcpy(&f[1], reinterpret_cast<const void*>(ts + l.tstate_frame), 8);
+    f[1] = Load64(ts + l.tstate_frame);
     if (l.tstate_datastack_chunk >= 0)
-      std::memcpy(&f[2], reinterpret_cast<const void*>(ts + static_cast<uint32_t>(l.tstate_datastack_chunk)), 8);
+      f[2] = Load64(ts + static_cast<uint32_t>(l.tstate_datastack_chunk));
   } else {
     // The interpreters' thread lists, read with process_vm_readv; the first
     // thread found both ways settles whether the key can be trusted.
@@ -248,7 +260,7 @@ __attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, ui
     const bool in_state = trusted && at >= ts && at + 8 <= ts + l.tstate_bytes;
     uint64_t v = 0;
     if (on_stack(at, 8) || in_state) {
-      std::memcpy(&v, reinterpret_cast<const void*>(at), 8);
+      v = Load64(at);
     } else if (!HandlerRead(at, &v, 8)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       return s;
@@ -265,7 +277,8 @@ __attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, ui
   for (uintptr_t c = static_cast<uintptr_t>(f[2]); l.tstate_datastack_chunk >= 0 && c != 0 && chunks < kMaxChunks;) {
     uint64_t head[2] = {};  // _PyStackChunk: previous, size
     if (trusted) {
-      std::memcpy(head, reinterpret_cast<const void*>(c), sizeof head);
+      head[0] = Load64(c);
+      head[1] = Load64(c + 8);
     } else if (!HandlerRead(c, head, sizeof head)) {
       break;
     }
@@ -294,7 +307,7 @@ __attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, ui
     }
     // 3.12+'s shim frames are locals of the eval loop, on this stack.
     if (heap_frames_alive || on_stack(frame, bytes) || in_chunk(frame, bytes)) {
-      std::memcpy(block, reinterpret_cast<const void*>(frame), bytes);
+      LoadWords(block, frame, bytes);
     } else if (!HandlerRead(frame, block, bytes)) {
       g_bad_reads.fetch_add(1, std::memory_order_relaxed);
       break;
