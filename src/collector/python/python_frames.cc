@@ -208,11 +208,9 @@ __attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, ui
   // still run (daemon threads, threads in C code without the GIL) and leaves
   // their PyGILState keys pointing at the freed memory: from then on only
   // the finalizing thread's own state is read. (_PyRuntime is the
-  // interpreter's static data: always mapped. CPython sets _finalizing
-  // before it unlists the states it then frees; a walk that read 0 just
-  // before still reads through a state that is freed during it.)
-  const uintptr_t finalizing =
-      __atomic_load_n(reinterpret_cast<const uintptr_t*>(p.runtime + l.runtime_finalizing), __ATOMIC_ACQUIRE);
+  // interpreter's static data: always mapped.)
+  const auto* finalizing_at = reinterpret_cast<const uintptr_t*>(p.runtime + l.runtime_finalizing);
+  uintptr_t finalizing = __atomic_load_n(finalizing_at, __ATOMIC_ACQUIRE);
   auto dead = [&](uintptr_t state) {
     if (finalizing == 0 || state == finalizing) return false;
     g_finalizing_skips.fetch_add(1, std::memory_order_relaxed);
@@ -267,6 +265,12 @@ __attribute__((noinline)) PythonStack WalkUnguarded(internal::ThreadState* t, ui
     }
     frame = static_cast<uintptr_t>(v);
   }
+  // Finalization may have begun while the state was read: CPython sets
+  // _finalizing before it frees the states, so still 0 after those reads
+  // means they read a live state; the chunks and frames they point to are
+  // this thread's own, freed only by it (or leaked with its state).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (finalizing == 0 && (finalizing = __atomic_load_n(finalizing_at, __ATOMIC_ACQUIRE)) != 0 && dead(ts)) return s;
   // The data-stack chunks the state lists (newest first) are mapped until
   // it unlists them; a frame in one is read directly. A frame elsewhere is
   // a generator's, or one being popped from a chunk just freed: read
