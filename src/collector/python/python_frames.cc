@@ -349,10 +349,9 @@ PythonStack WalkPythonFrames(internal::ThreadState* t, uint64_t* keys, int32_t* 
   if (!g_process.enabled || max <= 0) return {};
   // The reads made directly rest on what the interpreter guarantees (a
   // state its thread's key holds is alive, a listed chunk mapped), not
-  // what it does between two of our checks: a state freed by another
-  // thread during the walk (finalization that starts mid-walk), an
-  // embedder breaking those rules. Such a fault ends this sample's walk
-  // instead of the program.
+  // what a program may do beside them: an embedder freeing a running
+  // thread's state, say. Such a fault ends this sample's walk instead of
+  // the program.
   jmp_buf guard;
   jmp_buf* const outer = internal::t_fault_guard;
   if (_setjmp(guard) != 0) {

@@ -27,8 +27,9 @@
 // instead of faulting. A failed read ends the walk; the sample then keeps
 // its native eval-loop frames for the part that could not be matched. The
 // direct reads run under the collector's fault guard (t_fault_guard,
-// runtime_state.h): should what they rest on break between two checks (a
-// state freed by another thread mid-walk), the fault ends that walk alone.
+// runtime_state.h): should what they rest on break where no check sees it
+// (an embedder freeing a running thread's state), the fault ends that walk
+// alone.
 //
 // Keys (sample_trie.h, MakePythonKey) hold a code object's id (code_ids.h:
 // one per code address and module globals, so a code object the
