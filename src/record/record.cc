@@ -307,10 +307,13 @@ void Summarize(store::Database& db, const std::string& session, pid_t child, int
     char unsampled[48] = "";
     if (m.diagnostics.count("unsampled_ns")) std::snprintf(unsampled, sizeof unsampled, ", %.1f%% unsampled", unsampled_share);
     std::string how;
-    if (m.term_signal) how = ", killed by signal " + std::to_string(*m.term_signal);
-    if (m.term_signal && m.sampling->contains("crash_site") && m.sampling->at("crash_site").is_string())
-      how += " in " + m.sampling->at("crash_site").get<std::string>();
-    else if (m.exit_code && *m.exit_code != 0) how = ", exit " + std::to_string(*m.exit_code);
+    if (m.term_signal) {
+      how = ", killed by signal " + std::to_string(*m.term_signal);
+      if (m.sampling->contains("crash_site") && m.sampling->at("crash_site").is_string())
+        how += " in " + m.sampling->at("crash_site").get<std::string>();
+    } else if (m.exit_code && *m.exit_code != 0) {
+      how = ", exit " + std::to_string(*m.exit_code);
+    }
     if (exec_replaced) how += ", replaced by exec";
     std::string gpu;
     if (m.diagnostics.count("gpu_launches"))

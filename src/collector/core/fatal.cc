@@ -67,7 +67,7 @@ void OnFatal(int sig, siginfo_t* info, void* context) {  // SIGNAL-HANDLER CODE
   if (rt && !InForeignChild() && KernelFault(sig, info)) {
     pid_t none = 0;
     if (rt->fatal_tid.compare_exchange_strong(none, Tid())) {
-      rt->fatal_pc.store(InterruptedPc(context));
+      rt->fatal_pc.store(pc);
       rt->fatal_address.store(reinterpret_cast<uint64_t>(info->si_addr));
     }
   }
