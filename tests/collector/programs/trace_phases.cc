@@ -3,10 +3,11 @@
 // 0.1 s asleep, 0.3 s of phase_a again. Worker thread (named "worker"):
 // 0.2 s of phase_c, 0.1 s asleep, 0.2 s of phase_d. Phases burn their
 // thread's CPU time; each is printed with its wall span on CLOCK_REALTIME
-// (ns since the epoch, the trace's clock) and the wall times at which it had
-// run each half millisecond of its first 40 ms of CPU (later than start +
-// 0.5 ms, 1 ms, ... where the thread waited for a core) as
-// "PHASE thread name start end progress...".
+// (ns since the epoch, the trace's clock), the wall time at which its last
+// 2 ms of CPU began, and the wall times at which it had run each half
+// millisecond of its first 40 ms of CPU (later than start + 0.5 ms, 1 ms,
+// ... where the thread waited for a core) as
+// "PHASE thread name start end tail progress...".
 //   trace-phases [hold]   hold: after the phases, burn until killed inside
 //                         two nested ranges, "hold" and "spin" in it, and
 //                         a start/end range "waiting" never ended
@@ -43,10 +44,13 @@ static void Phase(const char* thread, const char* name, void (*fn)(long long), l
     fn(kStep);
     progress[i] = RealNs();
   }
-  fn(ns - kSteps * kStep);
+  constexpr long long kTail = 2000000;
+  fn(ns - kSteps * kStep - kTail);
+  const long long tail = RealNs();
+  fn(kTail);
   const long long end = RealNs();
   nvtxRangePop();
-  printf("PHASE %s %s %lld %lld", thread, name, start, end);
+  printf("PHASE %s %s %lld %lld %lld", thread, name, start, end, tail);
   for (long long at : progress) printf(" %lld", at);
   printf("\n");
   fflush(stdout);
