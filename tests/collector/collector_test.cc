@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "collector/core/profile_builder.h"
 #include "collector/core/run_info.h"
 #include "collector/cpu/modules.h"
+#include "collector/cpu/plt_stubs.h"
 #include "collector/cpu/sample_trie.h"
 #include "collector/cpu/symbol_cache.h"
 #include "collector/cpu/symbolizer.h"
@@ -845,6 +847,147 @@ TEST_CASE("symbolizer: code mapped from a file other than by the loader is still
   sym->Lookup(reinterpret_cast<uintptr_t>(p) + 16, false);
   CHECK(sym->reports() >= 1);  // libdw was asked (it reads the mappings itself)
   munmap(p, 4096);
+}
+
+TEST_CASE("PLT stubs: each entry is named by the GOT slot its jump reads; the header and lazy entries by none") {
+  auto bytes = [](std::initializer_list<int> b) {
+    std::string s;
+    for (int c : b) s.push_back(static_cast<char>(c));
+    return s;
+  };
+  std::vector<GotSlot> slots = {{0x4008, "printf", 0}, {0x4000, "clock_gettime", 0}, {0x3ff0, "", 0x9f550}};
+  SortGotSlots(&slots);
+  REQUIRE(slots[0].address == 0x3ff0);
+  // A lazy .plt as GNU ld writes it (the bytes objdump shows for
+  // cct-test-stripped): the header pushes GOT+8 and jumps through GOT+16;
+  // entry k jumps through its slot, then pushes k and jumps to the header.
+  const std::string lazy =
+      bytes({0xff, 0x35, 0xca, 0x2f, 0, 0, 0xff, 0x25, 0xcc, 0x2f, 0, 0, 0x0f, 0x1f, 0x40, 0}) +
+      bytes({0xff, 0x25, 0xca, 0x2f, 0, 0, 0x68, 0, 0, 0, 0, 0xe9, 0xe0, 0xff, 0xff, 0xff}) +  // *0x4000
+      bytes({0xff, 0x25, 0xc2, 0x2f, 0, 0, 0x68, 1, 0, 0, 0, 0xe9, 0xd0, 0xff, 0xff, 0xff}) +  // *0x4008
+      bytes({0xff, 0x25, 0xba, 0x2f, 0, 0, 0x68, 2, 0, 0, 0, 0xe9, 0xc0, 0xff, 0xff, 0xff});   // *0x4010: no slot
+  auto stubs = DecodePltStubs(0x1020, lazy, 16, slots);
+  REQUIRE(stubs.size() == 4);
+  CHECK(stubs[0].start == 0x1020);
+  CHECK(stubs[0].slot == nullptr);  // the header: GOT+16 is the dynamic linker's, no relocation fills it
+  CHECK(stubs[1].start == 0x1030);
+  CHECK(stubs[1].size == 16);
+  REQUIRE(stubs[1].slot);
+  CHECK(stubs[1].slot->symbol == "clock_gettime");
+  REQUIRE(stubs[2].slot);
+  CHECK(stubs[2].slot->symbol == "printf");
+  CHECK(stubs[3].slot == nullptr);
+  // Entry size 0 in the section header reads as the psABI's 16; a partial
+  // entry at the end is not an entry.
+  CHECK(DecodePltStubs(0x1020, lazy, 0, slots).size() == 4);
+  CHECK(DecodePltStubs(0x1020, lazy.substr(0, 40), 16, slots).size() == 2);
+  CHECK(DecodePltStubs(0x1020, "", 16, slots).empty());
+
+  // IBT: .plt.sec's entries are endbr64; bnd jmp *disp(%rip); nop. The jump
+  // ends 11 bytes into the entry: 0x2000 + 11 + 0x1fe5 = 0x3ff0, the ifunc's
+  // slot.
+  const std::string sec = bytes({0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25, 0xe5, 0x1f, 0, 0, 0x0f, 0x1f, 0x44, 0, 0});
+  stubs = DecodePltStubs(0x2000, sec, 16, slots);
+  REQUIRE(stubs.size() == 1);
+  REQUIRE(stubs[0].slot);
+  CHECK(stubs[0].slot->symbol.empty());
+  CHECK(stubs[0].slot->resolver == 0x9f550);
+  // IBT's lazy .plt entries: endbr64; push k; bnd jmp header: no slot.
+  const std::string ibt_lazy = bytes({0xf3, 0x0f, 0x1e, 0xfa, 0x68, 0, 0, 0, 0, 0xf2, 0xe9, 0xe1, 0xff, 0xff, 0xff, 0x90});
+  stubs = DecodePltStubs(0x1020, ibt_lazy, 16, slots);
+  REQUIRE(stubs.size() == 1);
+  CHECK(stubs[0].slot == nullptr);
+  // .plt.got without IBT: 8-byte entries, jmp *disp(%rip); xchg %ax,%ax.
+  // 0x3000 + 6 + 0x1002 = 0x4008; 0x3008 + 6 + 0xff2 = 0x4000.
+  const std::string got = bytes({0xff, 0x25, 0x02, 0x10, 0, 0, 0x66, 0x90, 0xff, 0x25, 0xf2, 0x0f, 0, 0, 0x66, 0x90});
+  stubs = DecodePltStubs(0x3000, got, 8, slots);
+  REQUIRE(stubs.size() == 2);
+  CHECK(stubs[1].start == 0x3008);
+  REQUIRE(stubs[0].slot);
+  REQUIRE(stubs[1].slot);
+  CHECK(stubs[0].slot->symbol == "printf");
+  CHECK(stubs[1].slot->symbol == "clock_gettime");
+  // A negative displacement reaches a slot below the table.
+  // 0x5000 + 6 - 0x1006 = 0x4000.
+  const std::string back = bytes({0xff, 0x25, 0xfa, 0xef, 0xff, 0xff, 0x66, 0x90});
+  stubs = DecodePltStubs(0x5000, back, 8, slots);
+  REQUIRE(stubs.size() == 1);
+  REQUIRE(stubs[0].slot);
+  CHECK(stubs[0].slot->symbol == "clock_gettime");
+}
+
+TEST_CASE("symbolizer: PLT stubs are named FUNCTION@plt, as objdump names them (lazy tables, GOT-bound stubs, ifuncs)") {
+  // Expected names from a second tool: objdump -d labels each stub
+  // "<function@plt>" (binutils synthesizes them from the relocations as
+  // we do, by other code), and an ifunc's as "<*ABS*+0xRESOLVER@plt>",
+  // where nm -D names the resolver's address. Each file is symbolized
+  // offline, as an unloaded module.
+  Dl_info libc{};
+  // A libc function no sanitizer intercepts (ASan's printf is its own).
+  REQUIRE(dladdr(reinterpret_cast<void*>(&gnu_get_libc_version), &libc));
+  REQUIRE(std::string_view(libc.dli_fname).find("libc.so") != std::string_view::npos);
+  // This test binary (C++: demangled names), libc (ifuncs), and the
+  // stripped test program where this build makes it (not the sanitizers').
+  std::vector<std::string> files = {std::filesystem::read_symlink("/proc/self/exe"), libc.dli_fname};
+  const std::string stripped = testutil::BuildDir() + "/tests/collector/cct-test-stripped";
+  if (std::filesystem::exists(stripped)) files.push_back(stripped);
+  auto sym = Symbolizer::Create();
+  for (const std::string& path : files) {
+    INFO(path);
+    auto d = testutil::Run({"/usr/bin/objdump", "-d", "-C", "--no-show-raw-insn", "-j", ".plt", "-j", ".plt.got",
+                            "-j", ".plt.sec", path});
+    REQUIRE(d.exit_code == 0);
+    auto nm = testutil::Run({"/usr/bin/nm", "-D", "-C", "--defined-only", path});
+    std::multimap<uint64_t, std::string> dynamic;  // address -> names (aliases)
+    {
+      std::istringstream in(nm.out);
+      std::string l;
+      while (std::getline(in, l)) {  // "ADDRESS TYPE NAME", NAME demangled (it may hold spaces)
+        if (l.size() < 20 || l[16] != ' ' || l[18] != ' ') continue;
+        const std::string name = l.substr(19);
+        dynamic.emplace(std::stoull(l.substr(0, 16), nullptr, 16), name.substr(0, name.find('@')));
+      }
+    }
+    // Labels in address order: "0000000000001030 <clock_gettime@plt>:".
+    std::vector<std::pair<uint64_t, std::string>> labels;
+    std::istringstream in(d.out);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t lt = line.find(" <"), end = line.rfind(">:");
+      if (lt == std::string::npos || end == std::string::npos || end < lt || line[0] == ' ') continue;
+      labels.emplace_back(std::stoull(line.substr(0, lt), nullptr, 16), line.substr(lt + 2, end - lt - 2));
+    }
+    REQUIRE(labels.size() >= 3);
+    ModuleImage image;
+    image.path = path;
+    size_t named = 0, abs = 0;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const uint64_t addr = labels[i].first;  // not a structured binding: INFO captures it (clang)
+      const std::string& label = labels[i].second;
+      INFO(std::hex << addr << " objdump: " << label);
+      const uint64_t last = i + 1 < labels.size() && labels[i + 1].first - addr <= 16 ? labels[i + 1].first - 1 : addr + 7;
+      std::set<std::string> expected;
+      if (label.find("@plt-0x") != std::string::npos || label.find("@plt+0x") != std::string::npos) {
+        expected.insert("[plt]");  // objdump names the header by its distance from the first stub
+      } else if (label.starts_with("*ABS*+0x")) {
+        ++abs;
+        const uint64_t resolver = std::stoull(label.substr(8), nullptr, 16);
+        for (auto [it, stop] = dynamic.equal_range(resolver); it != stop; ++it) expected.insert(it->second + "@plt");
+      } else {
+        REQUIRE(label.ends_with("@plt"));
+        expected.insert(label);
+        ++named;
+      }
+      REQUIRE_FALSE(expected.empty());
+      for (uint64_t a : {addr, last}) {
+        const SymbolFrames& f = sym->LookupImage(image, a, false);
+        REQUIRE(f.size() == 1);
+        CHECK(expected.count(f.front().function) == 1);
+      }
+    }
+    CHECK(named >= 3);
+    if (path == libc.dli_fname) CHECK(abs >= 10);
+  }
 }
 
 TEST_CASE("symbol index: closest containing symbol, then binding; sizeless labels only when nothing covers them") {

@@ -34,7 +34,9 @@ namespace collector {
 inline constexpr std::string_view kSymbolCacheMagic = "cctdb-symcache\n";  // 15 bytes + NUL
 // 2: nameless entries for the functions only an FDE describes (stripped
 // code); version 1 files lack them and are written again.
-inline constexpr uint32_t kSymbolCacheVersion = 2;
+// 3: PLT stubs, named "function@plt" (plt_stubs.h); version 2 files named
+// them from the FDE over the whole table, and are written again.
+inline constexpr uint32_t kSymbolCacheVersion = 3;
 
 // The default directory: $XDG_CACHE_HOME/cctdb/symbols, else
 // $HOME/.cache/cctdb/symbols; "" when neither is set.

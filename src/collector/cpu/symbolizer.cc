@@ -1,6 +1,7 @@
 #include "collector/cpu/symbolizer.h"
 
 #include "collector/cpu/cfi_unwinder.h"
+#include "collector/cpu/plt_stubs.h"
 #include "collector/cpu/symbol_cache.h"
 
 #include <cxxabi.h>
@@ -64,9 +65,18 @@ namespace {
   X(dwfl_report_elf) \
   X(dwfl_report_end) \
   X(dwfl_standard_find_debuginfo) \
+  X(elf_getdata) \
   X(elf_getphdrnum) \
+  X(elf_getscn) \
+  X(elf_getshdrstrndx) \
+  X(elf_nextscn) \
   X(elf_rawfile) \
-  X(gelf_getphdr)
+  X(elf_strptr) \
+  X(gelf_getehdr) \
+  X(gelf_getphdr) \
+  X(gelf_getrela) \
+  X(gelf_getshdr) \
+  X(gelf_getsym)
 
 struct LibDw {
 #define CCT_LIBDW_POINTER(f) decltype(&::f) f = nullptr;
@@ -124,7 +134,10 @@ std::string Demangle(const char* name) {
 std::string SymbolDisplayName(const char* raw) {
   if (!raw) return {};
   const char* at = std::strchr(raw, '@');
-  return Demangle(at ? std::string(raw, at).c_str() : raw);
+  if (!at) return Demangle(raw);
+  std::string name = Demangle(std::string(raw, at).c_str());
+  if (std::strcmp(at, "@plt") == 0) name += at;
+  return name;
 }
 
 void SymbolIndex::Finish() {
@@ -221,6 +234,8 @@ struct Symbolizer::State {
   // Adds the FDE ranges of `mod` that no symbol covers, as nameless
   // entries (FunctionRangesOf).
   void AddFunctionRanges(Dwfl_Module* mod, SymbolIndex* index);
+  // Adds the PLT stubs of `mod`, named "function@plt" (PltStubsOf).
+  void AddPltStubs(Dwfl_Module* mod, SymbolIndex* index);
   SymbolFrames ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self);
   ~State() {
     for (auto& [k, o] : offline)
@@ -257,6 +272,7 @@ const SymbolIndex& Symbolizer::State::SymbolsOf(Dwfl_Module* mod) {
     slot->Add(e);
   }
   slot->Finish();
+  AddPltStubs(mod, slot.get());
   AddFunctionRanges(mod, slot.get());
   return *slot;
 }
@@ -304,6 +320,106 @@ std::vector<CfiRange> FunctionRangesOf(Elf* elf) {
   return out;
 }
 }  // namespace
+
+namespace {
+// The section's bytes as libelf holds them ("" for NOBITS: a debug file's
+// copy of the section).
+std::string_view SectionBytes(Elf_Scn* scn) {
+  Elf_Data* d = dw.elf_getdata(scn, nullptr);
+  return d && d->d_buf ? std::string_view(static_cast<const char*>(d->d_buf), d->d_size) : std::string_view();
+}
+
+// The GOT slots the module's dynamic relocations fill, with the symbol
+// each is filled with (plt_stubs.h). Names point into libelf's string
+// tables, alive as long as `elf`.
+std::vector<GotSlot> GotSlotsOf(Elf* elf) {
+  std::vector<GotSlot> slots;
+  for (Elf_Scn* scn = dw.elf_nextscn(elf, nullptr); scn; scn = dw.elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!dw.gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA) continue;
+    Elf_Data* relas = dw.elf_getdata(scn, nullptr);
+    if (!relas) continue;
+    // The symbols: only a dynamic symbol table (a static binary's
+    // .rela.plt has none, and holds only IRELATIVE slots).
+    Elf_Data* syms = nullptr;
+    size_t names = 0;
+    GElf_Shdr symsh;
+    if (Elf_Scn* s = sh.sh_link ? dw.elf_getscn(elf, sh.sh_link) : nullptr;
+        s && dw.gelf_getshdr(s, &symsh) && symsh.sh_type == SHT_DYNSYM) {
+      syms = dw.elf_getdata(s, nullptr);
+      names = symsh.sh_link;
+    }
+    GElf_Rela r;
+    for (int i = 0; dw.gelf_getrela(relas, i, &r); ++i) {
+      const auto type = GELF_R_TYPE(r.r_info);
+      GotSlot slot;
+      slot.address = r.r_offset;
+      if (type == R_X86_64_IRELATIVE) {
+        slot.resolver = static_cast<uint64_t>(r.r_addend);
+      } else if (type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) {
+        GElf_Sym sym;
+        const char* name = syms && GELF_R_SYM(r.r_info) != 0 && dw.gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym)
+                               ? dw.elf_strptr(elf, names, sym.st_name)
+                               : nullptr;
+        if (!name || !name[0]) continue;
+        slot.symbol = name;
+      } else {
+        continue;
+      }
+      slots.push_back(slot);
+    }
+  }
+  SortGotSlots(&slots);
+  return slots;
+}
+}  // namespace
+
+// x86-64 only (plt_stubs.h decodes its instructions): on other machines a
+// stub keeps its FDE's nameless entry.
+void Symbolizer::State::AddPltStubs(Dwfl_Module* mod, SymbolIndex* index) {
+  GElf_Addr bias = 0;
+  Elf* elf = dw.dwfl_module_getelf(mod, &bias);
+  GElf_Ehdr eh;
+  size_t shstrndx = 0;
+  if (!elf || !dw.gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || dw.elf_getshdrstrndx(elf, &shstrndx) != 0)
+    return;
+  std::vector<GotSlot> slots;
+  bool slots_read = false;
+  std::vector<SymbolIndex::Entry> stubs;
+  for (Elf_Scn* scn = dw.elf_nextscn(elf, nullptr); scn; scn = dw.elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!dw.gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR)) continue;
+    const char* name = dw.elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || (std::strcmp(name, ".plt") != 0 && std::strcmp(name, ".plt.sec") != 0 &&
+                  std::strcmp(name, ".plt.got") != 0))
+      continue;
+    if (!slots_read) {
+      slots = GotSlotsOf(elf);
+      slots_read = true;
+    }
+    for (const PltStub& stub : DecodePltStubs(sh.sh_addr, SectionBytes(scn), sh.sh_entsize, slots)) {
+      std::string_view function;
+      if (stub.slot && !stub.slot->symbol.empty()) {
+        function = stub.slot->symbol;
+      } else if (stub.slot) {
+        // An ifunc's slot: its resolver's symbol is the ifunc's name.
+        if (const SymbolIndex::Entry* e = index->Find(stub.slot->resolver + bias); e && e->name[0])
+          function = e->name;
+      }
+      SymbolIndex::Entry e;
+      e.start = stub.start + bias;
+      e.size = stub.size;
+      e.binding = 3;
+      e.order = 0;
+      e.name = function.empty() ? kPltHeaderName
+                                : index->Own(std::string(function.substr(0, function.find('@'))) + "@plt");
+      stubs.push_back(e);
+    }
+  }
+  if (stubs.empty()) return;
+  for (const SymbolIndex::Entry& e : stubs) index->Add(e);
+  index->Finish();
+}
 
 void Symbolizer::State::AddFunctionRanges(Dwfl_Module* mod, SymbolIndex* index) {
   GElf_Addr bias = 0;

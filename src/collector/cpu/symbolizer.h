@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -135,7 +136,8 @@ class Symbolizer {
 
 // Function symbols sorted by address, for the lookup that
 // dwfl_module_addrsym does by a linear scan. Pure data: names point into
-// storage the caller keeps alive (libelf's string tables).
+// storage the caller keeps alive (libelf's string tables), or into the
+// index's own (Own: the names it makes up, PLT stubs').
 class SymbolIndex {
  public:
   struct Entry {
@@ -146,6 +148,9 @@ class SymbolIndex {
     const char* name = nullptr;
   };
   void Add(const Entry& e) { entries_.push_back(e); }
+  // Keeps `name` as long as the index (and its copies' entries point to it:
+  // a copy must not outlive the original); returns the pointer for Entry.
+  const char* Own(std::string name) { return owned_.emplace_back(std::move(name)).c_str(); }
   void Finish();  // sorts; call once after the last Add
   // The symbol containing `address` (the closest start, then the strongest
   // binding, then the lowest order); else the closest sizeless label not
@@ -167,6 +172,7 @@ class SymbolIndex {
 
  private:
   std::vector<Entry> entries_;
+  std::deque<std::string> owned_;  // deque: emplace_back keeps earlier names in place
   std::vector<uintptr_t> max_end_;    // max end of the sized entries_[0..i]
   std::vector<size_t> last_label_;   // the preferred sizeless entry at or before i (SIZE_MAX: none)
 };
@@ -203,7 +209,11 @@ size_t SymbolIndex::FindIn(const Table& t, size_t n, uintptr_t address) {
 // Demangles a C++ symbol; returns the input when it is not a mangled name.
 std::string Demangle(const char* name);
 // An ELF symbol's name as frames show it: without its symbol version
-// ("clock_gettime@@GLIBC_2.17"), demangled.
+// ("clock_gettime@@GLIBC_2.17"), demangled. A PLT stub's name keeps its
+// "@plt" ("_ZNSo3putEc@plt" shows as "std::ostream::put(char)@plt").
 std::string SymbolDisplayName(const char* raw);
+// The name of a PLT entry that jumps to no named function: the lazy
+// binding header, IBT's lazy entries (plt_stubs.h).
+inline constexpr const char* kPltHeaderName = "[plt]";
 
 }  // namespace collector
