@@ -218,6 +218,40 @@ TEST_CASE("cct-record: a thread storm in malloc, dlopen and pthread_create sampl
   }
 }
 
+// A sample that costs c holds the thread's next samples off for 4c. On a
+// loaded machine the thread can lose its core inside the handler; under the
+// CPU clock that wait is not the handler's cost (c is then read from the
+// thread's CPU clock). Before that, CI saw a thread's whole 200 ms phase
+// unsampled at 4 kHz. The program's burning thread shares its core with a
+// real-time thread that takes it for 1 ms in every 2, so it is preempted
+// inside the handler about as often as the handler's share of its time.
+TEST_CASE("cct-record --clock cpu: a thread preempted inside the sampling handler goes on being sampled") {
+  TempDir dir;
+  const std::string db = dir / "p.db";
+  auto r = Run(Record(db, {"--clock", "cpu", "--freq", "10000"}, {Prog("cct-test-preempted")}), {}, 60);
+  INFO(r.err);
+  REQUIRE_FALSE(r.timed_out);
+  if (r.exit_code == 3) {
+    MESSAGE("SKIPPED: this system gives no real-time thread to preempt the program with");
+    return;
+  }
+  REQUIRE(r.exit_code == 0);
+  long preemptions = 0;
+  REQUIRE(std::sscanf(r.out.c_str(), "preemptions %ld", &preemptions) == 1);
+  CHECK(preemptions >= 600);  // 300 ms of CPU at half a core: ~1,200 wake-ups
+  const auto runs = Runs(db);
+  REQUIRE(runs.size() == 1);
+  const cct::Tree t = TreeOf(db, runs[0].id);
+  // 300 ms of CPU at 10 kHz: 3,000 samples. A throttled tick's time goes
+  // to the next sample, so the time is right either way; the count is not.
+  CHECK(InclusiveOf(t, "cputime", "burn_preempted") == doctest::Approx(300e6).epsilon(0.1));
+  CHECK(InclusiveOf(t, "samples", "burn_preempted") >= 0.9 * 3000);
+  // With the handler's waits taken for its cost, 3.6-5.6 % of the samples
+  // were throttled here (210-319 of ~5,800, both threads); without, 0.2 %.
+  const auto& d = runs[0].diagnostics;
+  CHECK(d.at("throttled_samples") <= 0.01 * d.at("samples"));
+}
+
 // The handler's own walker reads the modules' call-frame information, so a
 // dlclose must not unmap a module while a walk on another thread reads it
 // (dlclose waits for walks in flight), and no sample may unwind with
