@@ -990,6 +990,44 @@ TEST_CASE("symbolizer: PLT stubs are named FUNCTION@plt, as objdump names them (
   }
 }
 
+TEST_CASE("symbol index: entries added after a Finish are merged in; lookups as if all had been added at once") {
+  // A pseudo-random table of sized symbols, labels and aliases, added in
+  // three batches with a Finish after each (the symbol table, then the PLT
+  // stubs, then the FDE ranges), against the same entries in one batch.
+  static const char* names[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  std::vector<SymbolIndex::Entry> all;
+  uint64_t x = 88172645463325252ull;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (uint32_t i = 0; i < 3000; ++i) {
+    const uintptr_t start = 0x1000 + (next() % 4000) * 16;
+    all.push_back({start, (next() % 4) * 24, static_cast<int>(next() % 4), i, names[i % 8]});
+  }
+  SymbolIndex once, batches;
+  for (const auto& e : all) once.Add(e);
+  once.Finish();
+  for (size_t i = 0; i < all.size(); ++i) {
+    batches.Add(all[i]);
+    if (i == 1999 || i == 2499) batches.Finish();
+  }
+  batches.Finish();
+  REQUIRE(batches.size() == once.size());
+  for (size_t i = 0; i < once.size(); ++i) {
+    CHECK(batches.entry(i).start == once.entry(i).start);
+    CHECK(batches.max_end(i) == once.max_end(i));
+  }
+  for (uintptr_t a = 0x800; a < 0x1000 + 4001 * 16; a += 5) {
+    const SymbolIndex::Entry* p = once.Find(a);
+    const SymbolIndex::Entry* q = batches.Find(a);
+    REQUIRE((p == nullptr) == (q == nullptr));
+    if (p) CHECK(p->order == q->order);  // the same entry (orders are unique)
+  }
+}
+
 TEST_CASE("symbol index: closest containing symbol, then binding; sizeless labels only when nothing covers them") {
   static const char* names[] = {"big", "inner", "weak_alias", "global_name", "label", "after"};
   SymbolIndex idx;

@@ -7,22 +7,13 @@
 // returned is one of the given ones; decoding is deterministic.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 #include "collector/cpu/plt_stubs.h"
-
-namespace {
-void Property(bool ok, const char* what) {
-  if (!ok) {
-    __builtin_printf("property failed: %s\n", what);
-    std::abort();
-  }
-}
-}  // namespace
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace collector;
@@ -40,14 +31,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr uint64_t kAt = 0x1000;
   const auto stubs = DecodePltStubs(kAt, bytes, entry_size, slots);
   const uint64_t step = entry_size == 0 || entry_size > 64 ? 16 : entry_size;
-  Property(stubs.size() == len / step, "one entry per whole entry of the section");
+  FUZZ_CHECK(stubs.size() == len / step);
   for (size_t i = 0; i < stubs.size(); ++i) {
-    Property(stubs[i].start == kAt + i * step && stubs[i].size == step, "entries tile the section");
-    Property(!stubs[i].slot || (stubs[i].slot >= slots.data() && stubs[i].slot < slots.data() + slots.size()),
-             "a slot is one of the given ones");
+    FUZZ_CHECK(stubs[i].start == kAt + i * step && stubs[i].size == step);
+    FUZZ_CHECK(!stubs[i].slot || (stubs[i].slot >= slots.data() && stubs[i].slot < slots.data() + slots.size()));
   }
   const auto again = DecodePltStubs(kAt, bytes, entry_size, slots);
-  Property(again.size() == stubs.size(), "deterministic");
-  for (size_t i = 0; i < stubs.size(); ++i) Property(again[i].slot == stubs[i].slot, "deterministic");
+  FUZZ_CHECK(again.size() == stubs.size());
+  for (size_t i = 0; i < stubs.size(); ++i) FUZZ_CHECK(again[i].slot == stubs[i].slot);
   return 0;
 }

@@ -141,11 +141,15 @@ std::string SymbolDisplayName(const char* raw) {
 }
 
 void SymbolIndex::Finish() {
-  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+  const auto before = [](const Entry& a, const Entry& b) {
     if (a.start != b.start) return a.start < b.start;
     if (a.binding != b.binding) return a.binding > b.binding;
     return a.order < b.order;
-  });
+  };
+  const auto added = entries_.begin() + static_cast<std::ptrdiff_t>(std::min(sorted_, entries_.size()));
+  std::sort(added, entries_.end(), before);
+  std::inplace_merge(entries_.begin(), added, entries_.end(), before);
+  sorted_ = entries_.size();
   max_end_.resize(entries_.size());
   last_label_.resize(entries_.size());
   uintptr_t m = 0;
@@ -234,7 +238,7 @@ struct Symbolizer::State {
   // Adds the FDE ranges of `mod` that no symbol covers, as nameless
   // entries (FunctionRangesOf).
   void AddFunctionRanges(Dwfl_Module* mod, SymbolIndex* index);
-  // Adds the PLT stubs of `mod`, named "function@plt" (PltStubsOf).
+  // Adds the PLT stubs of `mod`, named "function@plt" (plt_stubs.h).
   void AddPltStubs(Dwfl_Module* mod, SymbolIndex* index);
   SymbolFrames ResolveIn(Dwfl_Module* mod, uintptr_t address, bool self);
   ~State() {
@@ -319,9 +323,7 @@ std::vector<CfiRange> FunctionRangesOf(Elf* elf) {
   CfiFunctionRanges(m, eh.p_vaddr + delta, delta, &out);
   return out;
 }
-}  // namespace
 
-namespace {
 // The section's bytes as libelf holds them ("" for NOBITS: a debug file's
 // copy of the section).
 std::string_view SectionBytes(Elf_Scn* scn) {
@@ -330,15 +332,20 @@ std::string_view SectionBytes(Elf_Scn* scn) {
 }
 
 // The GOT slots the module's dynamic relocations fill, with the symbol
-// each is filled with (plt_stubs.h). Names point into libelf's string
-// tables, alive as long as `elf`.
-std::vector<GotSlot> GotSlotsOf(Elf* elf) {
+// each is filled with (plt_stubs.h): those of the PLT's own relocation
+// section (.rela.plt, which names the slot table it fills: SHF_INFO_LINK),
+// and with `all`, the other dynamic relocations too (.rela.dyn: the
+// GLOB_DAT slots .plt.got's stubs jump through). .rela.dyn is most of a
+// large library's relocations (libLLVM: 381,000, 9 MB), so it is read
+// only for a .plt.got. ELF64 (the caller checks). Names point into
+// libelf's string tables, alive as long as `elf`.
+std::vector<GotSlot> GotSlotsOf(Elf* elf, bool all) {
   std::vector<GotSlot> slots;
   for (Elf_Scn* scn = dw.elf_nextscn(elf, nullptr); scn; scn = dw.elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
-    if (!dw.gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA) continue;
+    if (!dw.gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || (!all && !(sh.sh_flags & SHF_INFO_LINK))) continue;
     Elf_Data* relas = dw.elf_getdata(scn, nullptr);
-    if (!relas) continue;
+    if (!relas || !relas->d_buf || relas->d_type != ELF_T_RELA) continue;
     // The symbols: only a dynamic symbol table (a static binary's
     // .rela.plt has none, and holds only IRELATIVE slots).
     Elf_Data* syms = nullptr;
@@ -349,18 +356,22 @@ std::vector<GotSlot> GotSlotsOf(Elf* elf) {
       syms = dw.elf_getdata(s, nullptr);
       names = symsh.sh_link;
     }
-    GElf_Rela r;
-    for (int i = 0; dw.gelf_getrela(relas, i, &r); ++i) {
-      const auto type = GELF_R_TYPE(r.r_info);
+    // In memory as Elf64_Rela (libelf has converted them): read in place,
+    // not one gelf_getrela call each.
+    const auto* rela = static_cast<const Elf64_Rela*>(relas->d_buf);
+    const size_t count = relas->d_size / sizeof(Elf64_Rela);
+    for (size_t i = 0; i < count; ++i) {
+      const Elf64_Rela& r = rela[i];
+      const auto type = ELF64_R_TYPE(r.r_info);
       GotSlot slot;
       slot.address = r.r_offset;
       if (type == R_X86_64_IRELATIVE) {
         slot.resolver = static_cast<uint64_t>(r.r_addend);
       } else if (type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT) {
         GElf_Sym sym;
-        const char* name = syms && GELF_R_SYM(r.r_info) != 0 && dw.gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym)
-                               ? dw.elf_strptr(elf, names, sym.st_name)
-                               : nullptr;
+        const auto index = static_cast<int>(ELF64_R_SYM(r.r_info));
+        const char* name =
+            syms && index > 0 && dw.gelf_getsym(syms, index, &sym) ? dw.elf_strptr(elf, names, sym.st_name) : nullptr;
         if (!name || !name[0]) continue;
         slot.symbol = name;
       } else {
@@ -381,11 +392,11 @@ void Symbolizer::State::AddPltStubs(Dwfl_Module* mod, SymbolIndex* index) {
   Elf* elf = dw.dwfl_module_getelf(mod, &bias);
   GElf_Ehdr eh;
   size_t shstrndx = 0;
-  if (!elf || !dw.gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || dw.elf_getshdrstrndx(elf, &shstrndx) != 0)
+  if (!elf || !dw.gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      dw.elf_getshdrstrndx(elf, &shstrndx) != 0)
     return;
-  std::vector<GotSlot> slots;
-  bool slots_read = false;
-  std::vector<SymbolIndex::Entry> stubs;
+  std::vector<std::pair<Elf_Scn*, GElf_Shdr>> tables;  // .plt, .plt.sec, .plt.got
+  bool got_stubs = false;
   for (Elf_Scn* scn = dw.elf_nextscn(elf, nullptr); scn; scn = dw.elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
     if (!dw.gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR)) continue;
@@ -393,10 +404,13 @@ void Symbolizer::State::AddPltStubs(Dwfl_Module* mod, SymbolIndex* index) {
     if (!name || (std::strcmp(name, ".plt") != 0 && std::strcmp(name, ".plt.sec") != 0 &&
                   std::strcmp(name, ".plt.got") != 0))
       continue;
-    if (!slots_read) {
-      slots = GotSlotsOf(elf);
-      slots_read = true;
-    }
+    got_stubs |= std::strcmp(name, ".plt.got") == 0;
+    tables.emplace_back(scn, sh);
+  }
+  if (tables.empty()) return;
+  const std::vector<GotSlot> slots = GotSlotsOf(elf, got_stubs);
+  std::vector<SymbolIndex::Entry> stubs;
+  for (const auto& [scn, sh] : tables) {
     for (const PltStub& stub : DecodePltStubs(sh.sh_addr, SectionBytes(scn), sh.sh_entsize, slots)) {
       std::string_view function;
       if (stub.slot && !stub.slot->symbol.empty()) {

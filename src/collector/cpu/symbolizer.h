@@ -151,7 +151,10 @@ class SymbolIndex {
   // Keeps `name` as long as the index (and its copies' entries point to it:
   // a copy must not outlive the original); returns the pointer for Entry.
   const char* Own(std::string name) { return owned_.emplace_back(std::move(name)).c_str(); }
-  void Finish();  // sorts; call once after the last Add
+  // Sorts, and fills the columns Find reads; call after the last Add. Adds
+  // after a Finish (PLT stubs, FDE ranges) need another: it sorts only
+  // those and merges them in.
+  void Finish();
   // The symbol containing `address` (the closest start, then the strongest
   // binding, then the lowest order); else the closest sizeless label not
   // covered by a sized symbol in between; else null.
@@ -172,6 +175,7 @@ class SymbolIndex {
 
  private:
   std::vector<Entry> entries_;
+  size_t sorted_ = 0;  // entries_[0, sorted_) are in order (the last Finish's)
   std::deque<std::string> owned_;  // deque: emplace_back keeps earlier names in place
   std::vector<uintptr_t> max_end_;    // max end of the sized entries_[0..i]
   std::vector<size_t> last_label_;   // the preferred sizeless entry at or before i (SIZE_MAX: none)
