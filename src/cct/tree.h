@@ -38,6 +38,9 @@ class SparseColumn {
   // Whole columns at once (deserialization): `dense` has one value per node;
   // `nodes`/`values` are parallel, each node at most once.
   static SparseColumn FromDense(std::vector<double> dense);
+  // From this many entries on, a column whose entries reach a third of its
+  // nodes is dense (MaybeDensify; the store decodes such columns dense).
+  static constexpr size_t kDenseFrom = 4096;
   static SparseColumn FromSparse(std::vector<NodeId> nodes, std::vector<double> values);
 
   void Add(NodeId node, double v);

@@ -170,18 +170,18 @@ class PieceReader : public FixedReads<PieceReader> {
     for (std::string_view p : pieces) remaining_ += p.size();
   }
   size_t remaining() const { return remaining_; }
-
- private:
-  friend class FixedReads<PieceReader>;
-  bool ReadRaw(void* p, size_t n) {
+  // The next `n` bytes into `p` (null: skipped).
+  bool Read(void* p, size_t n) {
     if (n > remaining_) return false;
     remaining_ -= n;
     auto* out = static_cast<char*>(p);
     while (n > 0) {
       const std::string_view piece = pieces_[index_];
       const size_t take = std::min(n, piece.size() - offset_);
-      std::memcpy(out, piece.data() + offset_, take);
-      out += take;
+      if (out) {
+        std::memcpy(out, piece.data() + offset_, take);
+        out += take;
+      }
       n -= take;
       offset_ += take;
       if (offset_ == piece.size()) {
@@ -191,6 +191,10 @@ class PieceReader : public FixedReads<PieceReader> {
     }
     return true;
   }
+
+ private:
+  friend class FixedReads<PieceReader>;
+  bool ReadRaw(void* p, size_t n) { return Read(p, n); }
   const std::vector<std::string_view>& pieces_;
   size_t index_ = 0, offset_ = 0, remaining_ = 0;
 };
@@ -263,6 +267,33 @@ Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payl
     return cct::SparseColumn::FromDense(std::move(dense));
   }
   if (encoding == kValuesSparse) {
+    // Past a third of the nodes a column is dense in memory (SparseColumn's
+    // own rule, and every report wants one value per node): decoded straight
+    // into the dense array, a block of entries at a time, instead of into
+    // the entries and then the array (at 10^7 nodes, 60 MB of fresh pages
+    // fewer for the kernel to clear, and no second pass).
+    if (count >= cct::SparseColumn::kDenseFrom && static_cast<size_t>(count) * 3 >= nodes) {
+      if (count > r.remaining() / 12) return Corrupt("sparse metric values are truncated");
+      std::vector<double> dense(nodes, 0.0);
+      PieceReader values = r;
+      values.Read(nullptr, static_cast<size_t>(count) * 4);
+      constexpr size_t kBlock = 2048;
+      uint32_t ids[kBlock];
+      double block[kBlock];
+      int64_t last = -1;
+      for (size_t done = 0; done < count;) {
+        const size_t m = std::min<size_t>(kBlock, count - done);
+        if (!r.Read(ids, m * 4) || !values.Read(block, m * 8)) return Corrupt("sparse metric values are truncated");
+        for (size_t i = 0; i < m; ++i) {
+          if (ids[i] >= nodes || static_cast<int64_t>(ids[i]) <= last)
+            return Corrupt("metric values refer to nodes out of order or beyond the tree");
+          last = ids[i];
+          dense[ids[i]] = block[i];
+        }
+        done += m;
+      }
+      return cct::SparseColumn::FromDense(std::move(dense));
+    }
     std::vector<uint32_t> ids;
     std::vector<double> values;
     if (!r.Array(ids, count) || !r.Array(values, count)) return Corrupt("sparse metric values are truncated");

@@ -3,6 +3,7 @@
 // does, truncated pieces are damage, and a checksum continues across pieces.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -130,4 +131,86 @@ TEST_CASE("tree codec: a tree big enough to have its values decoded on a second 
     if (s.kind == store::SectionKind::kValues && s.arg == 1) s.arg = 9;  // a metric the table does not have
   auto unknown = store::DecodeTree(sections);
   CHECK(unknown.status().message().find("unknown metric") != std::string::npos);
+}
+
+// A column stored sparse (values on at most two thirds of the nodes: 12
+// bytes an entry against 8 a node) but with entries on a third of the nodes
+// or more is decoded straight into the dense array SparseColumn itself would
+// use. Stored layout of a sparse column: u8 0, u32 count, count u32 node
+// ids (increasing), count f64 values.
+TEST_CASE("tree codec: a sparse column on a third of the nodes or more decodes dense, value for value; damage is refused") {
+  constexpr size_t kNodes = 12000;
+  Tree t;
+  const MetricId half = t.metrics().RegisterStandard("cputime").value();      // every other node: dense in memory
+  const MetricId tenth = t.metrics().RegisterStandard("gxcopy:h2d").value();  // every tenth: stays sparse
+  NodeId parent = kRootNode;
+  for (size_t i = 1; i < kNodes; ++i) {
+    const NodeId n = t.InternChild(i % 7 == 0 ? kRootNode : parent, t.InternFrame(FrameKind::kFunction, "g" + std::to_string(i)));
+    if (i % 2 == 0) t.AddValue(n, half, static_cast<double>(i) + 0.25);
+    if (i % 10 == 0) t.AddValue(n, tenth, static_cast<double>(i) * 3);
+    parent = n;
+  }
+  std::vector<store::Section> sections = store::EncodeTree(t);
+  store::Section* stored = nullptr;
+  for (store::Section& s : sections)
+    if (s.kind == store::SectionKind::kValues && s.arg == half) stored = &s;
+  REQUIRE(stored);
+  REQUIRE(stored->payload[0] == 0);  // stored sparse
+  uint32_t count = 0;
+  std::memcpy(&count, stored->payload.data() + 1, 4);
+  REQUIRE(count == (kNodes - 1) / 2);
+  REQUIRE(count * 3 >= kNodes);
+
+  // Whole and in pieces cut across the entries.
+  for (size_t cut : {size_t{0}, size_t{7}}) {
+    CAPTURE(cut);
+    std::vector<store::SectionPieces> pieces;
+    for (const store::Section& s : sections) {
+      store::SectionPieces p{s.kind, s.arg, {}};
+      const std::string_view payload = s.payload;
+      for (size_t off = 0; off < payload.size(); off += cut ? cut : payload.size()) p.pieces.push_back(payload.substr(off, cut ? cut : payload.size()));
+      pieces.push_back(std::move(p));
+    }
+    auto back = store::DecodeTree(pieces);
+    REQUIRE(back.ok());
+    CHECK(back->column(half).dense_values() != nullptr);
+    CHECK(back->column(tenth).dense_values() == nullptr);
+    // Each node's values from its name: g<i> carries i + 0.25 when i is even.
+    size_t checked = 0;
+    for (NodeId n = 1; n < back->size(); ++n) {
+      const size_t i = std::stoul(std::string(back->name(n)).substr(1));
+      REQUIRE(back->Value(n, half) == (i % 2 == 0 ? static_cast<double>(i) + 0.25 : 0.0));
+      REQUIRE(back->Value(n, tenth) == (i % 10 == 0 ? static_cast<double>(i) * 3 : 0.0));
+      ++checked;
+    }
+    CHECK(checked == kNodes - 1);
+  }
+
+  auto corrupt = [&](auto&& damage) {
+    std::vector<store::Section> copy = sections;
+    for (store::Section& s : copy)
+      if (s.kind == store::SectionKind::kValues && s.arg == half) damage(s.payload);
+    return store::DecodeTree(copy).status();
+  };
+  auto id_at = [](std::string& p, size_t i) { return p.data() + 5 + 4 * i; };
+  // Two ids swapped, deep into a later block of entries.
+  Status swapped = corrupt([&](std::string& p) {
+    char tmp[4];
+    std::memcpy(tmp, id_at(p, 5000), 4);
+    std::memcpy(id_at(p, 5000), id_at(p, 5001), 4);
+    std::memcpy(id_at(p, 5001), tmp, 4);
+  });
+  CHECK(swapped.code() == ErrorCode::kCorrupt);
+  CHECK(swapped.message().find("out of order") != std::string::npos);
+  // The last id beyond the tree.
+  Status beyond = corrupt([&](std::string& p) {
+    const uint32_t far = kNodes + 5;
+    std::memcpy(id_at(p, count - 1), &far, 4);
+  });
+  CHECK(beyond.code() == ErrorCode::kCorrupt);
+  CHECK(beyond.message().find("beyond the tree") != std::string::npos);
+  // The last value cut short.
+  Status cut = corrupt([](std::string& p) { p.pop_back(); });
+  CHECK(cut.code() == ErrorCode::kCorrupt);
+  CHECK(cut.message().find("truncated") != std::string::npos);
 }
