@@ -111,6 +111,20 @@ int main(int argc, char** argv) {
   std::vector<cct::NodeId> ids;
   Write("tree_codec", "small", fuzz::SectionInput(store::EncodeTree(small)));
   Write("tree_codec", "rich", fuzz::SectionInput(store::EncodeTree(rich, &ids)));
+  {
+    // A chain of 6,144 nodes with values on 4,096: stored sparse (at most two
+    // thirds of the nodes), decoded dense (a third or more, and at least
+    // SparseColumn::kDenseFrom entries); each section under 64 KiB.
+    cct::Tree chain;
+    const cct::MetricId ns = *chain.metrics().Register({"cputime", cct::Unit::kNanoseconds, cct::MetricKind::kAdditive, "", ""});
+    const cct::FrameId f = chain.InternFrame(cct::FrameKind::kFunction, "step");
+    cct::NodeId n = cct::kRootNode;
+    for (int i = 1; i < 6144; ++i) {
+      n = chain.InternChild(n, f);
+      if (i % 3 != 0) chain.AddValue(n, ns, i);
+    }
+    Write("tree_codec", "dense-decoded", fuzz::SectionInput(store::EncodeTree(chain)));
+  }
 
   std::vector<cct::NodeId> identity(small.size());
   for (cct::NodeId n = 0; n < identity.size(); ++n) identity[n] = n;
