@@ -255,6 +255,18 @@ Status DecodeMetrics(std::string_view payload, cct::MetricRegistry& metrics) {
   return Status::Ok();
 }
 
+// Whether a sparse column's node ids (the next `m`, after the id `*last`;
+// -1 before the first) are below `nodes` and increasing, as they are
+// stored: anything else is damage.
+bool IdsInOrder(const uint32_t* ids, size_t m, size_t nodes, int64_t* last) {
+  for (size_t i = 0; i < m; ++i) {
+    if (ids[i] >= nodes || static_cast<int64_t>(ids[i]) <= *last) return false;
+    *last = ids[i];
+  }
+  return true;
+}
+constexpr std::string_view kIdsOutOfOrder = "metric values refer to nodes out of order or beyond the tree";
+
 // A values section's column, for a tree of `nodes` nodes.
 Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payload, size_t nodes) {
   PieceReader r(payload);
@@ -284,12 +296,8 @@ Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payl
       for (size_t done = 0; done < count;) {
         const size_t m = std::min<size_t>(kBlock, count - done);
         if (!r.Read(ids, m * 4) || !values.Read(block, m * 8)) return Corrupt("sparse metric values are truncated");
-        for (size_t i = 0; i < m; ++i) {
-          if (ids[i] >= nodes || static_cast<int64_t>(ids[i]) <= last)
-            return Corrupt("metric values refer to nodes out of order or beyond the tree");
-          last = ids[i];
-          dense[ids[i]] = block[i];
-        }
+        if (!IdsInOrder(ids, m, nodes, &last)) return Corrupt(std::string(kIdsOutOfOrder));
+        for (size_t i = 0; i < m; ++i) dense[ids[i]] = block[i];
         done += m;
       }
       return cct::SparseColumn::FromDense(std::move(dense));
@@ -297,11 +305,8 @@ Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payl
     std::vector<uint32_t> ids;
     std::vector<double> values;
     if (!r.Array(ids, count) || !r.Array(values, count)) return Corrupt("sparse metric values are truncated");
-    for (size_t i = 0; i < count; ++i) {
-      // Stored sorted and unique; anything else is damage.
-      if (ids[i] >= nodes || (i > 0 && ids[i] <= ids[i - 1]))
-        return Corrupt("metric values refer to nodes out of order or beyond the tree");
-    }
+    int64_t last = -1;
+    if (!IdsInOrder(ids.data(), count, nodes, &last)) return Corrupt(std::string(kIdsOutOfOrder));
     return cct::SparseColumn::FromSparse(std::move(ids), std::move(values));
   }
   return Corrupt("metric values have an unknown encoding");

@@ -223,7 +223,7 @@ TEST_CASE("cct-record: a thread storm in malloc, dlopen and pthread_create sampl
 // CPU clock that wait is not the handler's cost (c is then read from the
 // thread's CPU clock). Before that, CI saw a thread's whole 200 ms phase
 // unsampled at 4 kHz. The program's burning thread shares its core with a
-// real-time thread that takes it for 1 ms in every 2, so it is preempted
+// real-time thread that takes it for 0.25 ms in every 0.5, so it is preempted
 // inside the handler about as often as the handler's share of its time.
 TEST_CASE("cct-record --clock cpu: a thread preempted inside the sampling handler goes on being sampled") {
   TempDir dir;
