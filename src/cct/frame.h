@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cct/flat_index.h"
+#include "cct/prefetch.h"
 #include "cct/string_table.h"
 
 namespace cct {
@@ -65,6 +66,11 @@ class FrameTable {
   }
   FrameKind kind(FrameId id) const { return kind_[id]; }
   StringId name(FrameId id) const { return name_[id]; }
+  // Asks for the entry kind() and name() read (a hint).
+  void Prefetch(FrameId id) const {
+    cct::Prefetch(kind_.data() + id);
+    cct::Prefetch(name_.data() + id);
+  }
   size_t size() const { return kind_.size(); }
   void Reserve(size_t n);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cct/flat_index.h"
+#include "cct/prefetch.h"
 
 namespace cct {
 
@@ -28,6 +29,9 @@ class StringTable {
     return std::string_view(chars_.data() + offsets_[id], offsets_[id + 1] - offsets_[id]);
   }
   size_t size() const { return offsets_.size() - 1; }
+  // Hints ahead of Get(id): its offsets, then (once they are in cache) its text.
+  void PrefetchOffsets(StringId id) const { cct::Prefetch(offsets_.data() + id); }
+  void Prefetch(StringId id) const { cct::Prefetch(chars_.data() + offsets_[id]); }
 
   // Flat access for serialization: offsets has size()+1 entries.
   const std::vector<uint64_t>& offsets() const { return offsets_; }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cct/flat_index.h"
+#include "cct/prefetch.h"
 #include "cct/frame.h"
 #include "cct/metric.h"
 #include "cct/string_table.h"
@@ -89,7 +90,27 @@ class Tree {
   std::string_view name(NodeId n) const { return strings_.Get(frames_.name(frame_[n])); }
   // Asks for node n's frame id ahead of name()/kind() (a hint; readers of
   // many scattered nodes issue it a few nodes ahead).
-  void Prefetch(NodeId n) const { __builtin_prefetch(frame_.data() + n); }
+  void Prefetch(NodeId n) const { cct::Prefetch(frame_.data() + n); }
+  // The later stages towards name() and kind(), for readers of many
+  // scattered nodes: a name is three dependent loads past the frame id, and
+  // computing a hint's address from a missing line stalls as a read would.
+  // Stage 1 needs the frame id in cache (Prefetch some nodes before), stage
+  // 2 the frame's entry (stage 1 before), stage 3 the name's offsets.
+  void PrefetchName(NodeId n, int stage) const {
+    if (stage == 1) frames_.Prefetch(frame_[n]);
+    else if (stage == 2) strings_.PrefetchOffsets(frames_.name(frame_[n]));
+    else strings_.Prefetch(frames_.name(frame_[n]));
+  }
+  // All the stages for a loop reading the names of node_at(0), ...,
+  // node_at(count - 1) in turn: called at entry i, it asks for each stage
+  // of entries some steps ahead, a later stage nearer.
+  template <class NodeAt>
+  void PrefetchNamesAhead(size_t i, size_t count, NodeAt&& node_at) const {
+    if (i + 32 < count) Prefetch(node_at(i + 32));
+    if (i + 24 < count) PrefetchName(node_at(i + 24), 1);
+    if (i + 16 < count) PrefetchName(node_at(i + 16), 2);
+    if (i + 8 < count) PrefetchName(node_at(i + 8), 3);
+  }
 
   NodeId InternChild(NodeId parent, FrameId frame);
   NodeId FindChild(NodeId parent, FrameId frame) const;  // kNoNode when absent

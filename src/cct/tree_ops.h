@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cct/prefetch.h"
 #include "cct/status.h"
 #include "cct/tree.h"
 
@@ -24,6 +25,8 @@ struct Children {
   size_t count(NodeId n) const { return offsets[n + 1] - offsets[n]; }
   const NodeId* begin(NodeId n) const { return ids.data() + offsets[n]; }
   const NodeId* end(NodeId n) const { return ids.data() + offsets[n + 1]; }
+  // Asks for n's entry in offsets ahead of begin(n)/end(n) (a hint).
+  void Prefetch(NodeId n) const { cct::Prefetch(offsets.data() + n); }
 };
 Children BuildChildren(const Tree& tree);
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "cct/beside.h"
+#include "cct/prefetch.h"
 #include "cct/huge_pages.h"
 #include "cct/tree_ops.h"
 
@@ -36,7 +37,7 @@ void Aligner::ChildIndex::Reserve(size_t n) {
 }
 
 void Aligner::ChildIndex::Prefetch(uint32_t parent, uint32_t frame) const {
-  if (!slots_.empty()) __builtin_prefetch(&slots_[cct::MixHash((uint64_t{parent} << 32) | frame) & mask_]);
+  if (!slots_.empty()) cct::Prefetch(&slots_[cct::MixHash((uint64_t{parent} << 32) | frame) & mask_]);
 }
 
 uint32_t Aligner::ChildIndex::FindOrInsert(uint32_t parent, uint32_t frame, uint32_t id) {

@@ -182,6 +182,25 @@ std::vector<std::string> MetricColumns::TextCells(const std::vector<double>& inc
 // percentages): the widest cell up to a magnitude is among the widest
 // numbers of each decade below it (9.99…, which rounds up to the next
 // decade's width) and the magnitude itself.
+namespace {
+
+// The largest finite magnitude among `v`, and whether any value is below
+// zero. On the values' bits: a non-negative double orders as its bits do, so
+// the loop has no branch and no floating-point compare (a 10^7-node column
+// is 80 MB, and the loop with both took 35 ms of a report's critical path).
+std::pair<double, bool> Extent(const std::vector<double>& v) {
+  constexpr uint64_t kMagnitude = ~(uint64_t{1} << 63), kInfinity = 0x7ff0'0000'0000'0000;
+  uint64_t largest = 0, negative = 0;
+  for (double x : v) {
+    const uint64_t bits = std::bit_cast<uint64_t>(x), m = bits & kMagnitude;
+    largest = std::max(largest, m < kInfinity ? m : 0);  // NaN and infinities are not finite
+    negative |= (bits >> 63) & (m != 0) & (m <= kInfinity);  // x < 0: neither -0 nor NaN
+  }
+  return {std::bit_cast<double>(largest), negative != 0};
+}
+
+}  // namespace
+
 std::vector<size_t> MetricColumns::TextCellBounds(bool ascii, bool show_exclusive) const {
   size_t label_width = 0;
   for (const std::string& l : unit_labels_) label_width = std::max(label_width, DisplayWidth(l));
@@ -190,13 +209,7 @@ std::vector<size_t> MetricColumns::TextCellBounds(bool ascii, bool show_exclusiv
     const cct::Unit unit = desc(i).unit;
     size_t widths[2] = {0, 0}, percents[2] = {0, 0};
     for (int pass = 0; pass < 2; ++pass) {
-      const std::vector<double>& v = pass == 0 ? *cols_[i].inc : *cols_[i].exc;
-      double largest = 0;
-      bool negative = false;
-      for (double x : v) {
-        if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
-        negative |= x < 0;
-      }
+      const auto [largest, negative] = Extent(pass == 0 ? *cols_[i].inc : *cols_[i].exc);
       if (ratio(i)) {
         widths[pass] = RatioText(negative ? -largest : largest).size() + 1 + (label_width ? label_width + 3 : 0);
         continue;

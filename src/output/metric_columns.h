@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cct/node_values.h"
+#include "cct/prefetch.h"
 #include "cct/tree.h"
 #include "output/json_writer.h"
 #include "output/text_table.h"
@@ -93,8 +94,8 @@ class MetricColumns {
   // results): rows of a large tree are far apart in its value vectors.
   void Prefetch(cct::NodeId n) const {
     for (const Source& c : cols_) {
-      __builtin_prefetch(c.inc->data() + n);
-      __builtin_prefetch(c.exc->data() + n);
+      cct::Prefetch(c.inc->data() + n);
+      cct::Prefetch(c.exc->data() + n);
     }
   }
   // Per text column the widest cell any node of the tree can have (for

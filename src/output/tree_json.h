@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cct/prefetch.h"
 #include "cct/tree.h"
 #include "cct/tree_ops.h"
 #include "output/json_writer.h"
@@ -44,25 +45,54 @@ class VisibleTree {
     const cct::NodeId* end = children_.end(n);
     thread_local std::vector<std::pair<double, cct::NodeId>> keyed;
     keyed.clear();
-    for (const cct::NodeId* it = begin; it != end; ++it)
+    // Siblings lie far apart in the key (each one's subtree between them).
+    constexpr ptrdiff_t kAhead = 32;
+    for (const cct::NodeId* it = begin; it != end; ++it) {
+      if (end - it > kAhead) {
+        cct::Prefetch(&key_[it[kAhead]]);
+        if (with_values_) cct::Prefetch(&(*with_values_)[it[kAhead]]);
+      }
       if (Shown(*it)) keyed.emplace_back(key_[*it], *it);
+    }
     std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
-    thread_local std::vector<std::pair<std::string_view, cct::NodeId>> named;
+    // Runs of equal keys are ordered by name. The names of all tied
+    // children are read in one pass, their chains of loads overlapping
+    // (runs are short: reading them run by run stalls on each name).
+    thread_local std::vector<std::pair<size_t, size_t>> runs;  // [from, to) in keyed
+    thread_local std::vector<std::pair<std::string_view, cct::NodeId>> named;  // runs' names, in keyed's order
+    runs.clear();
     for (size_t i = 0; i < keyed.size();) {
       size_t j = i + 1;
       while (j < keyed.size() && keyed[j].first == keyed[i].first) ++j;
-      if (j - i > 1) {
-        named.clear();
-        for (size_t k = i; k < j; ++k) named.emplace_back(tree_.name(keyed[k].second), keyed[k].second);
-        std::sort(named.begin(), named.end());
-        for (size_t k = i; k < j; ++k) keyed[k].second = named[k - i].second;
-      }
+      if (j - i > 1) runs.emplace_back(i, j);
       i = j;
     }
+    if (!runs.empty()) {
+      named.clear();
+      thread_local std::vector<cct::NodeId> tied;
+      tied.clear();
+      for (const auto& [from, to] : runs)
+        for (size_t k = from; k < to; ++k) tied.push_back(keyed[k].second);
+      for (size_t k = 0; k < tied.size(); ++k) {
+        tree_.PrefetchNamesAhead(k, tied.size(), [](size_t a) { return tied[a]; });
+        named.emplace_back(tree_.name(tied[k]), tied[k]);
+      }
+      size_t at = 0;
+      for (const auto& [from, to] : runs) {
+        std::sort(named.begin() + static_cast<ptrdiff_t>(at), named.begin() + static_cast<ptrdiff_t>(at + to - from));
+        for (size_t k = from; k < to; ++k) keyed[k].second = named[at + k - from].second;
+        at += to - from;
+      }
+    }
+    // Each child's own children are listed next (the walk is depth first).
+    const bool deeper = max_depth_ < 0 || depth + 1 < max_depth_;
     out.reserve(keyed.size());
-    for (const auto& k : keyed) out.push_back(k.second);
+    for (const auto& k : keyed) {
+      if (deeper) children_.Prefetch(k.second);
+      out.push_back(k.second);
+    }
   }
   // Calls f(node, depth) for `top` and the nodes shown below it, in display
   // order (preorder; no recursion: trees are deeper than the stack).

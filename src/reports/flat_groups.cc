@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "cct/beside.h"
+#include "cct/prefetch.h"
 #include "cct/tree_ops.h"
 
 namespace reports {
@@ -101,11 +102,17 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
     for (size_t f = 0; f < frame_group.size(); ++f) part.frame_count[f] = {frame_group[f], 0};
     part.frame_first.assign(frame_group.size(), 0);
     std::vector<FrameCount>& frame_count = part.frame_count;
-    // The ancestors of the part's first node, open from the start, with
-    // whether each is its group's outermost (its entry is another part's).
-    std::vector<NodeId> open_nodes;
+    // The open nodes (the current node's ancestors), each with the group
+    // whose bit it set, as its group's outermost open node, or none: closing
+    // it clears that bit without looking its frame up again (those lookups
+    // missed the cache on 10^7 nodes). They start as the part's first
+    // node's ancestors.
+    struct Open {
+      NodeId node;
+      uint32_t group;  // kNoFlatGroup: it set no bit
+    };
+    std::vector<Open> open_nodes;
     std::vector<NodeId> chain;
-    std::vector<char> chain_outermost;
     if (part.begin > 0) {
       // One walk would have the previous node's ancestors (and itself)
       // open here: this node's parent must be among them.
@@ -122,24 +129,19 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
         const uint32_t g = frame_group[tree.frame_id(c)];
         const bool outer = (!only || (*only)[c]) && g != kNoFlatGroup && !(open_bits[g / 64] >> (g % 64) & 1);
         if (outer) open_bits[g / 64] |= uint64_t{1} << (g % 64);
-        chain_outermost.push_back(outer);
-        open_nodes.push_back(c);
+        open_nodes.push_back({c, outer ? g : kNoFlatGroup});
       }
     }
     constexpr size_t kAhead = 16;  // frame entries loaded ahead: their misses overlap
     for (size_t i = part.begin; i < part.end; ++i) {
       const NodeId v = order.empty() ? static_cast<NodeId>(i) : order[i];
       if (i + kAhead < part.end)
-        __builtin_prefetch(&frame_count[tree.frame_id(order.empty() ? static_cast<NodeId>(i + kAhead) : order[i + kAhead])]);
+        cct::Prefetch(&frame_count[tree.frame_id(order.empty() ? static_cast<NodeId>(i + kAhead) : order[i + kAhead])]);
       if (v != cct::kRootNode) {
         const NodeId p = tree.parent(v);
-        while (!open_nodes.empty() && open_nodes.back() != p) {
-          const NodeId closed = open_nodes.back();
-          const bool mine = closed >= part.begin || !order.empty();
-          if (mine ? outermost_[closed] != 0 : chain_outermost[open_nodes.size() - 1] != 0) {
-            const uint32_t g = frame_group[tree.frame_id(closed)];
-            open_bits[g / 64] &= ~(uint64_t{1} << (g % 64));
-          }
+        while (!open_nodes.empty() && open_nodes.back().node != p) {
+          const uint32_t g = open_nodes.back().group;
+          if (g != kNoFlatGroup) open_bits[g / 64] &= ~(uint64_t{1} << (g % 64));
           open_nodes.pop_back();
         }
         if (open_nodes.empty()) {
@@ -147,7 +149,7 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
           return;
         }
       }
-      open_nodes.push_back(v);
+      open_nodes.push_back({v, kNoFlatGroup});
       node_group_[v] = kNoFlatGroup;
       outermost_[v] = 0;
       if (only && !(*only)[v]) continue;
@@ -160,6 +162,7 @@ FlatGroups::FlatGroups(const cct::Tree& tree, GroupBy by, const std::vector<char
       const uint64_t bit = uint64_t{1} << (g % 64);
       if (!(word & bit)) {
         outermost_[v] = 1;
+        open_nodes.back().group = g;
         word |= bit;
       }
     }
@@ -217,8 +220,8 @@ void FlatGroups::Accumulate(const std::vector<double>& exc, const std::vector<do
   const size_t count = n_;
   for (NodeId n = 0; n < count; ++n) {
     if (n + kAhead < count && node_group_[n + kAhead] != kNoFlatGroup) {
-      __builtin_prefetch(&group_exc[node_group_[n + kAhead]], 1);
-      __builtin_prefetch(&group_inc[node_group_[n + kAhead]], 1);
+      cct::Prefetch(&group_exc[node_group_[n + kAhead]]);
+      cct::Prefetch(&group_inc[node_group_[n + kAhead]]);
     }
     const uint32_t g = node_group_[n];
     if (g == kNoFlatGroup) continue;

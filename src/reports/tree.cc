@@ -75,12 +75,10 @@ void WriteText(const cct::Tree& tree, const VisibleTree& vis, const MetricColumn
   auto format_rows = [&](const Round& round, size_t from, size_t to, Part& s) {
     const std::vector<Row>& rows = round.rows;
     for (size_t i = from; i < to; ++i) {
-      // Rows are far apart in a large tree's arrays: fetched a few rows ahead.
-      if (i + 16 < to) {
-        tree.Prefetch(rows[i + 16].node);
-        cols.Prefetch(rows[i + 16].node);
-      }
-      if (i + 6 < to) __builtin_prefetch(tree.name(rows[i + 6].node).data());
+      // Rows are far apart in a large tree's arrays: their values and the
+      // chain of loads to a name (node, frame, offsets, text) fetched ahead.
+      if (i + 16 < to) cols.Prefetch(rows[i + 16].node);
+      tree.PrefetchNamesAhead(i, to, [&rows](size_t k) { return rows[k].node; });
       const Row& r = rows[i];
       s.name.clear();
       if (ends && (*ends)[r.node]) (s.name += end_mark) += ' ';

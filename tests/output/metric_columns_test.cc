@@ -4,11 +4,14 @@
 // MetricColumns the memo served before.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cct/node_values.h"
+#include "cct/text.h"
 #include "cct/tree.h"
 #include "output/metric_columns.h"
 
@@ -78,4 +81,56 @@ TEST_CASE("MetricColumns: cells through a CellMemo are the cells made without on
   }
   CHECK(spelled_apart);
   CHECK(totals_apart);
+}
+
+TEST_CASE("MetricColumns: no node's text cell is wider than TextCellBounds says") {
+  // A streamed tree fixes its column widths from these bounds before its
+  // rows are seen: a cell wider than its bound would break the alignment.
+  // Values of every kind the bounds' scan must read right: negative ones
+  // (the minus sign), -0 (no sign), NaN and infinities (not finite: left
+  // out of the largest magnitude), subnormals, a huge one.
+  cct::Tree t;
+  const cct::MetricId time = t.metrics().RegisterStandard("cputime").value();
+  const std::vector<double> specials = {0.0,  -0.0, 1.0, -1.0, 999.5, -999.5, 1e-320, -1e-320, 4.9e-324,
+                                        1e15, -3e14, 9.9951e6, std::numeric_limits<double>::quiet_NaN(),
+                                        std::numeric_limits<double>::infinity(),
+                                        -std::numeric_limits<double>::infinity()};
+  std::mt19937 rng(3);
+  // Columns: each a subset of the special values in random order, so that
+  // the largest magnitude and the only negative value sit anywhere.
+  std::vector<std::vector<double>> inc, exc;
+  for (int c = 0; c < 40; ++c) {
+    std::vector<double> a, b;
+    for (int i = 0; i < 64; ++i) {
+      a.push_back(specials[rng() % specials.size()] * (c % 2 ? 1.0 : 0.001));
+      b.push_back(rng() % 3 ? specials[rng() % specials.size()] : static_cast<double>(rng() % 1000));
+    }
+    // The root's value is the column's total, a normal number or 0 (a
+    // subnormal total turns shares of large values into infinities).
+    while (a[0] != 0 && !std::isnormal(a[0])) a[0] = specials[rng() % specials.size()];
+    inc.push_back(a);
+    exc.push_back(b);
+  }
+  while (t.size() < 64)
+    t.InternChild(cct::kRootNode, t.InternFrame(cct::FrameKind::kFunction, "f" + std::to_string(t.size())));
+  for (size_t c = 0; c < inc.size(); ++c) {
+    output::MetricColumns::Source s;
+    s.name = "cputime";
+    s.metric = time;
+    s.percent = true;
+    s.inc = &inc[c];
+    s.exc = &exc[c];
+    const output::MetricColumns cols(t, {s}, {});
+    for (bool ascii : {false, true}) {
+      const std::vector<size_t> bounds = cols.TextCellBounds(ascii);
+      REQUIRE(bounds.size() == cols.TextColumns().size());
+      size_t over = 0;
+      std::vector<std::string> cells;
+      for (cct::NodeId n = 0; n < t.size(); ++n) {
+        cols.NodeTextCells(n, ascii, cells);
+        for (size_t k = 0; k < cells.size(); ++k) over += cct::DisplayWidth(cells[k]) > bounds[k];
+      }
+      CHECK_MESSAGE(over == 0, "column set " << c << ", ascii " << ascii);
+    }
+  }
 }
