@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "cct/flat_index.h"
-#include "cct/prefetch.h"
 #include "cct/frame.h"
 #include "cct/metric.h"
+#include "cct/prefetch.h"
 #include "cct/string_table.h"
 
 namespace cct {

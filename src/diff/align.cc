@@ -3,8 +3,8 @@
 #include <cstdint>
 
 #include "cct/beside.h"
-#include "cct/prefetch.h"
 #include "cct/huge_pages.h"
+#include "cct/prefetch.h"
 #include "cct/tree_ops.h"
 
 namespace diff {

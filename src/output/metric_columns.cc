@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "output/format.h"
 
@@ -177,11 +178,6 @@ std::vector<std::string> MetricColumns::TextCells(const std::vector<double>& inc
   return cells;
 }
 
-// A cell's width depends on the value's sign and decade only (three
-// significant digits, a unit per power of 1000 or 1024, one decimal for
-// percentages): the widest cell up to a magnitude is among the widest
-// numbers of each decade below it (9.99…, which rounds up to the next
-// decade's width) and the magnitude itself.
 namespace {
 
 // The largest finite magnitude among `v`, and whether any value is below
@@ -201,6 +197,11 @@ std::pair<double, bool> Extent(const std::vector<double>& v) {
 
 }  // namespace
 
+// A cell's width depends on the value's sign and decade only (three
+// significant digits, a unit per power of 1000 or 1024, one decimal for
+// percentages): the widest cell up to a magnitude is among the widest
+// numbers of each decade below it (9.99…, which rounds up to the next
+// decade's width) and the magnitude itself.
 std::vector<size_t> MetricColumns::TextCellBounds(bool ascii, bool show_exclusive) const {
   size_t label_width = 0;
   for (const std::string& l : unit_labels_) label_width = std::max(label_width, DisplayWidth(l));
