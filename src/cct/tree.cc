@@ -26,7 +26,7 @@ size_t SparseColumn::Slot(NodeId node) {
 // Past a third of the nodes a dense array (8 bytes a node) is smaller than
 // the sparse entries (12 bytes) plus their index (8+ bytes).
 void SparseColumn::MaybeDensify(NodeId node) {
-  if (nodes_.size() < kDenseFrom || nodes_.size() * 3 < static_cast<size_t>(node) + 1) return;
+  if (!DenseFor(nodes_.size(), static_cast<size_t>(node) + 1)) return;
   NodeId max_node = 0;
   for (NodeId n : nodes_) max_node = std::max(max_node, n);
   dense_.assign(static_cast<size_t>(max_node) + 1, 0.0);

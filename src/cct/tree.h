@@ -42,6 +42,8 @@ class SparseColumn {
   // From this many entries on, a column whose entries reach a third of its
   // nodes is dense (MaybeDensify; the store decodes such columns dense).
   static constexpr size_t kDenseFrom = 4096;
+  // That rule: whether `entries` values on nodes below `span` are held dense.
+  static constexpr bool DenseFor(size_t entries, size_t span) { return entries >= kDenseFrom && entries * 3 >= span; }
   static SparseColumn FromSparse(std::vector<NodeId> nodes, std::vector<double> values);
 
   void Add(NodeId node, double v);
@@ -91,25 +93,18 @@ class Tree {
   // Asks for node n's frame id ahead of name()/kind() (a hint; readers of
   // many scattered nodes issue it a few nodes ahead).
   void Prefetch(NodeId n) const { cct::Prefetch(frame_.data() + n); }
-  // The later stages towards name() and kind(), for readers of many
-  // scattered nodes: a name is three dependent loads past the frame id, and
-  // computing a hint's address from a missing line stalls as a read would.
-  // Stage 1 needs the frame id in cache (Prefetch some nodes before), stage
-  // 2 the frame's entry (stage 1 before), stage 3 the name's offsets.
-  void PrefetchName(NodeId n, int stage) const {
-    if (stage == 1) frames_.Prefetch(frame_[n]);
-    else if (stage == 2) strings_.PrefetchOffsets(frames_.name(frame_[n]));
-    else strings_.Prefetch(frames_.name(frame_[n]));
-  }
-  // All the stages for a loop reading the names of node_at(0), ...,
-  // node_at(count - 1) in turn: called at entry i, it asks for each stage
-  // of entries some steps ahead, a later stage nearer.
+  // For a loop reading name() (and kind()) of node_at(0), ...,
+  // node_at(count - 1) in turn, called at entry i: a name is three dependent
+  // loads past the frame id (frame entry, name offsets, text), and a hint
+  // whose address is itself a miss stalls as a read would. So each stage is
+  // asked for some entries after the one before it, for entries this far
+  // ahead: the frame id 32, the frame's entry 24, the offsets 16, the text 8.
   template <class NodeAt>
   void PrefetchNamesAhead(size_t i, size_t count, NodeAt&& node_at) const {
     if (i + 32 < count) Prefetch(node_at(i + 32));
-    if (i + 24 < count) PrefetchName(node_at(i + 24), 1);
-    if (i + 16 < count) PrefetchName(node_at(i + 16), 2);
-    if (i + 8 < count) PrefetchName(node_at(i + 8), 3);
+    if (i + 24 < count) frames_.Prefetch(frame_[node_at(i + 24)]);
+    if (i + 16 < count) strings_.PrefetchOffsets(frames_.name(frame_[node_at(i + 16)]));
+    if (i + 8 < count) strings_.Prefetch(frames_.name(frame_[node_at(i + 8)]));
   }
 
   NodeId InternChild(NodeId parent, FrameId frame);

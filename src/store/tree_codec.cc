@@ -284,7 +284,7 @@ Result<cct::SparseColumn> DecodeValues(const std::vector<std::string_view>& payl
     // into the dense array, a block of entries at a time, instead of into
     // the entries and then the array (at 10^7 nodes, 60 MB of fresh pages
     // fewer for the kernel to clear, and no second pass).
-    if (count >= cct::SparseColumn::kDenseFrom && static_cast<size_t>(count) * 3 >= nodes) {
+    if (cct::SparseColumn::DenseFor(count, nodes)) {
       if (count > r.remaining() / 12) return Corrupt("sparse metric values are truncated");
       std::vector<double> dense(nodes, 0.0);
       PieceReader values = r;
