@@ -48,6 +48,11 @@ const std::vector<double>& NodeValues::Exclusive(MetricId metric) {
   return *exclusive_ref_[metric];
 }
 
+void NodeValues::SetInclusive(MetricId metric, std::vector<double> values) {
+  if (inclusive_.size() < tree_.metrics().size()) inclusive_.resize(tree_.metrics().size());
+  inclusive_[metric] = std::make_unique<std::vector<double>>(std::move(values));
+}
+
 const std::vector<double>& NodeValues::Inclusive(MetricId metric) {
   if (inclusive_.size() < tree_.metrics().size()) inclusive_.resize(tree_.metrics().size());
   if (inclusive_[metric]) return *inclusive_[metric];

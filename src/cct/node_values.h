@@ -24,6 +24,10 @@ class NodeValues {
   const std::vector<double>& Exclusive(MetricId metric);
   const std::vector<double>& Inclusive(MetricId metric);
   double Total(MetricId metric) { return Inclusive(metric)[kRootNode]; }
+  // Inclusive values computed elsewhere, one per node, used instead of this
+  // tree's own sums (a ShallowTree's: sums over the whole tree it was cut
+  // from).
+  void SetInclusive(MetricId metric, std::vector<double> values);
   const Tree& tree() const { return tree_; }
 
  private:

@@ -1,11 +1,26 @@
 #include "cct/text.h"
 
+#include <cstring>
+
 namespace cct {
 
+// Every byte but a continuation byte (10xxxxxx) starts a code point. Eight
+// bytes at a time: a byte's bit 7 and the complement of its bit 6 (shifted
+// up into bit 7) mark a continuation; the marks, moved down to one per byte,
+// are added by a multiplication into the top byte (std::popcount is a
+// library call on the baseline x86-64 this is built for). Each row of a
+// large `tree` measures its cells, prefix and name (772,002 rows for a
+// 10^7-node --depth 4).
 size_t DisplayWidth(std::string_view s) {
-  size_t w = 0;
-  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
-  return w;
+  constexpr uint64_t kHigh = 0x8080808080808080ull, kOnes = 0x0101010101010101ull;
+  size_t continuations = 0, i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t x;
+    std::memcpy(&x, s.data() + i, 8);
+    continuations += static_cast<size_t>((((x & ~(x << 1) & kHigh) >> 7) * kOnes) >> 56);
+  }
+  for (; i < s.size(); ++i) continuations += (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80;
+  return s.size() - continuations;
 }
 
 namespace {

@@ -31,13 +31,14 @@ size_t Utf8Length(std::string_view s, size_t i) {
 
 // Names come from binaries and other tools' files and need not be UTF-8:
 // bytes that are not well-formed UTF-8 become U+FFFD, so the output always
-// parses as JSON.
-std::string JsonWriter::Escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
+// parses as JSON. Runs of bytes that need nothing are appended at once.
+void JsonWriter::AppendEscaped(std::string& out, std::string_view s) {
   out.push_back('"');
+  size_t run = 0;  // s[run, i) is plain
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -49,8 +50,6 @@ std::string JsonWriter::Escape(std::string_view s) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
-        } else if (c < 0x80) {
-          out.push_back(static_cast<char>(c));
         } else if (const size_t n = Utf8Length(s, i)) {
           out.append(s.substr(i, n));
           i += n - 1;
@@ -58,15 +57,34 @@ std::string JsonWriter::Escape(std::string_view s) {
           out += "\xEF\xBF\xBD";  // U+FFFD
         }
     }
+    run = i + 1;
   }
+  out.append(s.data() + run, s.size() - run);
   out.push_back('"');
+}
+
+std::string JsonWriter::Escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  AppendEscaped(out, s);
   return out;
+}
+
+void JsonWriter::Flush() {
+  if (buf_.empty()) return;
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+}
+
+void JsonWriter::AfterValue() {
+  constexpr size_t kFlushAt = 64 * 1024;
+  if (first_.empty() || buf_.size() >= kFlushAt) Flush();
 }
 
 void JsonWriter::Newline() {
   if (!pretty_) return;
-  out_ << '\n';
-  for (size_t i = 0; i < first_.size(); ++i) out_ << "  ";
+  buf_ += '\n';
+  buf_.append(2 * first_.size(), ' ');
 }
 
 void JsonWriter::BeforeValue() {
@@ -75,7 +93,7 @@ void JsonWriter::BeforeValue() {
     return;
   }
   if (!first_.empty()) {
-    if (!first_.back()) out_ << ',';
+    if (!first_.back()) buf_ += ',';
     first_.back() = false;
     Newline();
   }
@@ -83,7 +101,7 @@ void JsonWriter::BeforeValue() {
 
 JsonWriter& JsonWriter::BeginObject() {
   BeforeValue();
-  out_ << '{';
+  buf_ += '{';
   first_.push_back(true);
   return *this;
 }
@@ -91,12 +109,13 @@ JsonWriter& JsonWriter::EndObject() {
   const bool empty = first_.back();
   first_.pop_back();
   if (!empty) Newline();
-  out_ << '}';
+  buf_ += '}';
+  AfterValue();
   return *this;
 }
 JsonWriter& JsonWriter::BeginArray() {
   BeforeValue();
-  out_ << '[';
+  buf_ += '[';
   first_.push_back(true);
   return *this;
 }
@@ -104,48 +123,58 @@ JsonWriter& JsonWriter::EndArray() {
   const bool empty = first_.back();
   first_.pop_back();
   if (!empty) Newline();
-  out_ << ']';
+  buf_ += ']';
+  AfterValue();
   return *this;
 }
 JsonWriter& JsonWriter::Key(std::string_view key) {
   BeforeValue();
-  out_ << Escape(key) << (pretty_ ? ": " : ":");
+  AppendEscaped(buf_, key);
+  buf_ += pretty_ ? ": " : ":";
   after_key_ = true;
   return *this;
 }
 JsonWriter& JsonWriter::String(std::string_view s) {
   BeforeValue();
-  out_ << Escape(s);
+  AppendEscaped(buf_, s);
+  AfterValue();
   return *this;
 }
 JsonWriter& JsonWriter::Number(double v) {
   BeforeValue();
-  if (std::isnan(v) || std::isinf(v)) {
-    out_ << "null";
-    return *this;
-  }
-  if (v == std::floor(v) && std::fabs(v) < 1e15) {
-    out_ << static_cast<long long>(v);
-    return *this;
-  }
   char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out_ << std::string_view(buf, ec == std::errc() ? static_cast<size_t>(end - buf) : 0);
+  std::string_view text = "null";
+  if (std::isnan(v) || std::isinf(v)) {
+    // text stays null
+  } else if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v));
+    text = std::string_view(buf, static_cast<size_t>(end - buf));
+  } else {
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    text = std::string_view(buf, ec == std::errc() ? static_cast<size_t>(end - buf) : 0);
+  }
+  buf_ += text;
+  AfterValue();
   return *this;
 }
 JsonWriter& JsonWriter::Int(long long v) {
   BeforeValue();
-  out_ << v;
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  buf_.append(buf, static_cast<size_t>(end - buf));
+  AfterValue();
   return *this;
 }
 JsonWriter& JsonWriter::Bool(bool v) {
   BeforeValue();
-  out_ << (v ? "true" : "false");
+  buf_ += v ? "true" : "false";
+  AfterValue();
   return *this;
 }
 JsonWriter& JsonWriter::Null() {
   BeforeValue();
-  out_ << "null";
+  buf_ += "null";
+  AfterValue();
   return *this;
 }
 

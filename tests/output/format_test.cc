@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include "output/format.h"
@@ -43,6 +44,24 @@ TEST_CASE("names are elided in the middle to fit") {
   CHECK(DisplayWidth(ElideMiddle("αβγδεζηθικ", 5)) == 5);  // counts code points, never splits one
   CHECK(ElideMiddle("αβγδεζηθικ", 5) == "αβ…ικ");
   CHECK(DisplayWidth("├─ x") == 4);
+  // Counted eight bytes at a time: against the definition, one code point
+  // per byte that is not 10xxxxxx, on every length and alignment of random
+  // bytes (valid UTF-8 or not).
+  {
+    std::mt19937 rng(5);
+    size_t mismatches = 0;
+    for (int round = 0; round < 2000; ++round) {
+      std::string s(rng() % 40, '\0');
+      for (char& c : s) c = static_cast<char>(rng() % 4 == 0 ? 0x80 | (rng() % 64) : rng() % 256);
+      for (size_t from = 0; from <= std::min<size_t>(s.size(), 8); ++from) {
+        const std::string_view v = std::string_view(s).substr(from);
+        size_t expected = 0;
+        for (unsigned char c : v) expected += (c >> 6) != 2;
+        mismatches += DisplayWidth(v) != expected;
+      }
+    }
+    CHECK(mismatches == 0);
+  }
   CHECK(PadLeft("ab", 4) == "  ab");
   CHECK(PadRight("µs", 4) == "µs  ");
 }
@@ -65,6 +84,31 @@ TEST_CASE("JSON writer escapes and nests") {
   w.BeginObject().Field("name", "a\"b\\c\n\x01").Key("list").BeginArray().Number(1.5).Int(-2).Null().Bool(true);
   w.Number(std::numeric_limits<double>::quiet_NaN()).EndArray().Key("empty").BeginObject().EndObject().EndObject();
   CHECK(out.str() == R"({"name":"a\"b\\c\n\u0001","list":[1.5,-2,null,true,null],"empty":{}})");
+}
+
+TEST_CASE("JSON writer: output reaches the stream at each top-level value's end, and as a large one grows") {
+  std::ostringstream out;
+  {
+    JsonWriter w(out);
+    w.BeginObject().Field("a", 1.0);
+    // A caller may write between top-level values: the first is there.
+    w.EndObject();
+    CHECK(out.str() == R"({"a":1})");
+    out << '\n';
+    w.String("next");
+    CHECK(out.str() == "{\"a\":1}\n\"next\"");
+    // A large value is written as it grows, not held whole.
+    w.BeginArray();
+    size_t written_before_end = 0;
+    for (int i = 0; i < 100000; ++i) w.Int(i);
+    written_before_end = out.str().size();
+    w.EndArray();
+    CHECK(written_before_end > 100000);
+    CHECK(out.str().size() > written_before_end);
+    // Destroyed mid-value: what was written still reaches the stream.
+    w.BeginArray().String("unfinished");
+  }
+  CHECK(out.str().ends_with(R"(,99999]["unfinished")"));
 }
 
 TEST_CASE("text tables drop columns in priority order to keep names readable") {
