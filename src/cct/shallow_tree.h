@@ -12,7 +12,7 @@
 // The values are bit for bit those NodeValues computes on the whole tree:
 // each subtree sum adds the same terms in the same order (the node's own
 // value, then its children's sums from the last child to the first), and
-// exclusive values are read the way NodeValues reads them.
+// exclusive values are read through a NodeValues of the whole tree.
 //
 // A ShallowTree owns its tree (the original's strings, frames and metrics,
 // copied) and its values; it does not refer to the original after Make.
@@ -34,8 +34,9 @@ class ShallowTree {
   // 0), with their frames, in the same relative order; values of the
   // `metrics` (and of the metrics derived ones are computed from). Null
   // when the tree's ids are not its preorder (only trees built in memory),
-  // or when more than `max_nodes` nodes are that shallow (the copy would
-  // save nothing).
+  // when it is deeper than 65,534 levels (depths are held in 16 bits), or
+  // when more than `max_nodes` nodes are that shallow (the copy would save
+  // nothing).
   static std::unique_ptr<ShallowTree> Make(const Tree& tree, size_t max_depth, const std::vector<MetricId>& metrics,
                                            size_t max_nodes = SIZE_MAX);
 
