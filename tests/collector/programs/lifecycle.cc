@@ -2,7 +2,8 @@
 //   segv | abort | exit7 (_exit(7)) | return3 | spin (until killed)
 // or
 //   segv-in-exit DELAY_US: a second thread burns, then faults; DELAY_US
-//   after the fault the main thread calls exit(0)
+//   after that thread is held in a signal handler (a collector's), the main
+//   thread calls exit(0)
 //   segv-in-exec DELAY_US: the same, the main thread exec'ing /bin/true
 // or, without the burn:
 //   term-in-exit DELAY_US THREADS: starts THREADS idle threads, then calls
@@ -43,23 +44,44 @@ void* Killer(void*) {
 }
 
 volatile int faulting = 0;
+volatile pid_t faulting_tid = 0;
 
 void* BurnThenFault(void*) {
   burn_before_end();
+  faulting_tid = static_cast<pid_t>(syscall(SYS_gettid));
   faulting = 1;
   volatile int* p = nullptr;
   *p = 1;
   return nullptr;
 }
 
+// The thread's scheduler state, from /proc/self/task/TID/stat ('R', 'S', …;
+// 0 when it cannot be read).
+char ThreadState(pid_t tid) {
+  char path[64], text[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  FILE* f = fopen(path, "r");
+  if (!f) return 0;
+  const size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  const char* paren = strrchr(text, ')');  // the name may hold spaces and parentheses
+  return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
 // Without a collector the fault ends the process before exit() or exec is
 // called; with one, its handler holds the faulting thread while the run is
 // written, and the main thread goes on to exit or exec during that write.
+// The delay counts from when the faulting thread sleeps in that handler: a
+// thread preempted between its flag and its fault (a loaded machine) would
+// otherwise let the exit or exec come before the fault, as it would without
+// a collector.
 [[noreturn]] void FaultInExit(long delay, bool exec) {
   pthread_t t;
   pthread_create(&t, nullptr, BurnThenFault, nullptr);
   while (!faulting) {
   }
+  for (int i = 0; i < 100000 && ThreadState(faulting_tid) != 'S'; ++i) usleep(100);  // at most ~10 s
   if (delay > 0) usleep(static_cast<useconds_t>(delay));
   if (exec) execl("/bin/true", "true", static_cast<char*>(nullptr));
   exit(0);
