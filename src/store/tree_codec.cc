@@ -1,7 +1,5 @@
 #include "store/tree_codec.h"
 
-#include <isa-l/crc.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -81,13 +79,6 @@ std::string EncodeValues(const Tree& tree, const cct::SparseColumn& column, cons
 }  // namespace
 
 uint32_t Crc32(std::string_view data) { return Crc32Extend(0, data); }
-
-uint32_t Crc32Extend(uint32_t crc, std::string_view data) {
-  // zlib's CRC-32 (the reflected IEEE polynomial, what format.md specifies),
-  // computed by ISA-L with carry-less multiplication: about 5x zlib's speed
-  // on the checksums every section read and raw-dump replay verifies.
-  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
 
 std::vector<Section> EncodeTree(const Tree& tree, std::vector<NodeId>* stored_ids) {
   const cct::Children children = cct::BuildChildren(tree);

@@ -1681,6 +1681,26 @@ TEST_CASE("cct-record on a real program (xz): output and status unchanged, liblz
   CHECK(top.out.find("liblzma") != std::string::npos);
 }
 
+
+// Every recorded process loads the collector and what it needs: each shared
+// library more is ld.so opening, mapping and relocating it in every process
+// a build starts (libisal.so.2, for the store's checksum, cost ~12 page
+// faults each; libm.so.6 ~10; docs/performance.md). The collector links
+// those in from static archives; readelf, a second tool, lists what is left.
+TEST_CASE("libcct-collector.so needs only libc and the loader") {
+  auto d = testutil::Run({"/usr/bin/readelf", "-d", testutil::BuildDir() + "/src/collector/libcct-collector.so"});
+  REQUIRE(d.exit_code == 0);
+  std::set<std::string> needed;
+  const std::regex entry(R"(\(NEEDED\)\s+Shared library: \[([^\]]+)\])");
+  for (auto it = std::sregex_iterator(d.out.begin(), d.out.end(), entry); it != std::sregex_iterator(); ++it)
+    needed.insert((*it)[1].str());
+  INFO(d.out);
+  CHECK(needed.contains("libc.so.6"));
+  for (const std::string& lib : needed) {
+    INFO(lib);
+    CHECK((lib == "libc.so.6" || lib.starts_with("ld-linux")));
+  }
+}
 TEST_SUITE_END();
 
 // Issue 20: names set with pthread_setname_np or prctl(PR_SET_NAME) were
