@@ -266,11 +266,50 @@ cct::Status WriteRunFile(const cct::Tree* tree, const store::RunIterations* iter
   return st;
 }
 
+namespace {
+
+// Where a thread that libc's pthread_create started ends: the checkpoint
+// thread is one, and unwinds itself (rt->thread_root_pc). It does so before
+// its first write, or when another thread's write asks ('P'), not at start:
+// the walk reads the collector's and libc's unwind tables, about 11 page
+// faults, which a process that ends before its start write (50 ms) with no
+// thread but the main one never needs (docs/performance.md). Checkpoint
+// thread only.
+void ProbeThreadRoot() {
+  if (rt->thread_root_probed.load(std::memory_order_acquire)) return;
+  uintptr_t stack[128];
+  const int n = UnwindHere(stack, 128, ThisThreadStack(false));
+  if (n > 1 && n < 128) rt->thread_root_pc.store(stack[n - 1], std::memory_order_release);
+  rt->thread_root_probed.store(true, std::memory_order_release);
+}
+
+// A write on another thread (exit, exec) of a process with threads besides
+// the main one, before the checkpoint thread probed: ask it, and wait a
+// little. It is then in poll, never waiting for flush_mutex (which the
+// caller holds): every path of it that takes that mutex probes first.
+// Without an answer the write goes on; such threads' stacks are then
+// complete only where libc's names say so.
+void AwaitThreadRoot() {
+  if (rt->thread_root_probed.load(std::memory_order_acquire) || !rt->flusher_running ||
+      rt->thread_count.load(std::memory_order_acquire) <= 1 || Tid() == rt->flusher_tid.load())
+    return;
+  const char req = 'P';
+  if (write(rt->request_pipe[1], &req, 1) != 1) return;
+  const int64_t deadline = Now(CLOCK_MONOTONIC) + 100 * int64_t{1000000};
+  while (!rt->thread_root_probed.load(std::memory_order_acquire) && Now(CLOCK_MONOTONIC) < deadline) {
+    timespec pause{0, 50 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+}  // namespace
+
 // Builds the tree from every thread's trie and writes the run. Caller holds
 // flush_mutex. Never throws.
 void WriteRun(store::RunState state) noexcept {
   const int64_t duration_ns = Now(CLOCK_MONOTONIC) - rt->start_mono_ns;  // before symbolization's cost
   EnsureChildMeta();
+  AwaitThreadRoot();
   try {
     if (!rt->symbolizer) {
       rt->symbolizer = Symbolizer::Create(0, rt->config.system_debug_info, rt->config.symbol_cache_dir);
@@ -331,6 +370,7 @@ void WriteRun(store::RunState state) noexcept {
     if (rt->checkpoints_spaced) m.diagnostics["checkpoints_spaced"] = rt->checkpoints_spaced;
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
+    m.diagnostics["thread_root"] = rt->thread_root_pc.load(std::memory_order_acquire) != 0 ? 1 : 0;
     if (uint64_t u = rt->threads_unsampled.load()) m.diagnostics["unsampled_threads"] = static_cast<int64_t>(u);
     if (state == store::RunState::kCrashed && rt->fatal_tid.load() != 0) {
       // Where the process faulted: the thread, the instruction and the
@@ -427,13 +467,6 @@ void WriteStartRun() noexcept {
 
 void* FlusherMain(void*) {
   rt->flusher_tid.store(Tid());
-  {
-    // Started by libc's pthread_create like the program's threads: where
-    // this stack ends, theirs end (rt->thread_root_pc).
-    uintptr_t stack[128];
-    const int n = UnwindHere(stack, 128, ThisThreadStack(false));
-    if (n > 1 && n < 128) rt->thread_root_pc.store(stack[n - 1], std::memory_order_release);
-  }
   const int timeout_ms =
       rt->config.checkpoint_s > 0 ? static_cast<int>(rt->config.checkpoint_s * 1000 + 0.5) : -1;
   int64_t next = Now(CLOCK_MONOTONIC) + int64_t{timeout_ms} * 1000000;
@@ -451,6 +484,7 @@ void* FlusherMain(void*) {
     const int r = poll(&pfd, 1, wait_ms);
     if (start_write && Now(CLOCK_MONOTONIC) >= start_write_at) {
       start_write = false;
+      ProbeThreadRoot();
       std::lock_guard<std::mutex> lock(rt->flush_mutex);
       WriteStartRun();
     }
@@ -464,9 +498,14 @@ void* FlusherMain(void*) {
         if (!EnsureLibunwind(&error)) Warn(error + "; samples the walker cannot unwind keep only their first frame");
         continue;
       }
+      if (c == 'P') {  // AwaitThreadRoot
+        ProbeThreadRoot();
+        continue;
+      }
       if (c == 'F') {
         // A fatal signal in another thread: write what we have, then let the
         // handler go on (it waits for this byte, with a timeout).
+        ProbeThreadRoot();
         SourcesStop();
         Finish(store::RunState::kCrashed, std::nullopt, rt->fatal_signal.load());
         const char ack = 'A';
@@ -479,6 +518,7 @@ void* FlusherMain(void*) {
     if (timeout_ms > 0 && Now(CLOCK_MONOTONIC) >= next) {
       const int64_t interval_ns = int64_t{timeout_ms} * 1000000;
       const int64_t began = Now(CLOCK_MONOTONIC);
+      ProbeThreadRoot();
       SourcesBeforeCheckpoint(/*final=*/false);  // before flush_mutex: the GPU flushes its adapter
       std::lock_guard<std::mutex> lock(rt->flush_mutex);
       if (!rt->finished) WriteRun(store::RunState::kRecording);

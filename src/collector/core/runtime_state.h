@@ -509,6 +509,10 @@ struct Runtime {
   // stack that ends there is complete even where libc has no symbols to
   // name it (Ubuntu's stripped libc.so.6). 0 until learned.
   std::atomic<uintptr_t> thread_root_pc{0};
+  // Whether the checkpoint thread has looked for it (ProbeThreadRoot in
+  // checkpoint.cc: before its first write, or when another thread's write
+  // asks).
+  std::atomic<bool> thread_root_probed{false};
   // --nvtx-inherit main: the main thread's open NVTX ranges, republished by
   // it at each push and pop (nvtx_ranges.cc) and read by other threads' GPU
   // launches (MainThreadRanges).
