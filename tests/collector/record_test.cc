@@ -1720,10 +1720,9 @@ TEST_CASE("cct-record on a real program (xz): output and status unchanged, liblz
   CHECK(top.out.find("liblzma") != std::string::npos);
 }
 
-
 // Every recorded process loads the collector and what it needs: each shared
 // library more is ld.so opening, mapping and relocating it in every process
-// a build starts (libisal.so.2, for the store's checksum, cost ~12 page
+// a build starts (libisal.so.2, for the store's checksum, cost 16 page
 // faults each; libm.so.6 ~10; docs/performance.md). The collector links
 // those in from static archives; readelf, a second tool, lists what is left.
 TEST_CASE("libcct-collector.so needs only libc and the loader") {
@@ -1740,6 +1739,7 @@ TEST_CASE("libcct-collector.so needs only libc and the loader") {
     CHECK((lib == "libc.so.6" || lib.starts_with("ld-linux")));
   }
 }
+
 TEST_SUITE_END();
 
 // Issue 20: names set with pthread_setname_np or prctl(PR_SET_NAME) were
