@@ -43,6 +43,19 @@ MetricId MetricRegistry::Find(std::string_view name) const {
   return kNoMetric;
 }
 
+std::vector<MetricId> MetricRegistry::AdditiveOperands(const std::vector<MetricId>& ids) const {
+  std::vector<MetricId> additive;
+  auto need = [&](MetricId m) {
+    if (std::find(additive.begin(), additive.end(), m) == additive.end()) additive.push_back(m);
+  };
+  for (MetricId m : ids) {
+    if (Get(m).kind == MetricKind::kAdditive) need(m);
+    else
+      for (MetricId op : operand_ids(m)) need(op);
+  }
+  return additive;
+}
+
 namespace {
 // Stored metric tables are JSON, which holds UTF-8 only: two names that
 // differed only in invalid bytes would come back as one name, and the run

@@ -86,6 +86,10 @@ class MetricRegistry {
   const Formula* formula(MetricId id) const { return entries_[id].formula.get(); }
   // For derived metrics: the operand metric ids, in Formula::operands() order.
   const std::vector<MetricId>& operand_ids(MetricId id) const { return entries_[id].operand_ids; }
+  // The additive metrics the values of `ids` are computed from: the additive
+  // ones themselves and derived ones' operands (additive: formulas are
+  // inlined), each once, in first use order. Summary metrics need none.
+  std::vector<MetricId> AdditiveOperands(const std::vector<MetricId>& ids) const;
   size_t size() const { return entries_.size(); }
 
  private:

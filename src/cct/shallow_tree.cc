@@ -8,27 +8,6 @@ namespace cct {
 
 namespace {
 
-// The metrics whose values a view of `metrics` needs, by kind: those named
-// and the operands of derived ones.
-void NeededMetrics(const MetricRegistry& registry, const std::vector<MetricId>& metrics,
-                   std::vector<MetricId>& additive, std::vector<MetricId>& summary) {
-  std::vector<char> needed(registry.size(), 0);
-  std::vector<MetricId> pending(metrics);
-  while (!pending.empty()) {
-    const MetricId m = pending.back();
-    pending.pop_back();
-    if (m >= registry.size() || needed[m]) continue;
-    needed[m] = 1;
-    switch (registry.Get(m).kind) {
-      case MetricKind::kAdditive: additive.push_back(m); break;
-      case MetricKind::kSummary: summary.push_back(m); break;
-      case MetricKind::kDerived:
-        for (MetricId op : registry.operand_ids(m)) pending.push_back(op);
-        break;
-    }
-  }
-}
-
 // Depths are held in 16 bits (20 MB for 10^7 nodes); a deeper tree is
 // shown from the whole tree instead.
 using Depth = uint16_t;
@@ -145,8 +124,8 @@ std::unique_ptr<ShallowTree> ShallowTree::Make(const Tree& tree, size_t max_dept
   Shallow shallow;
   if (!FindShallow(tree, max_depth, max_nodes, shallow)) return nullptr;
 
-  std::vector<MetricId> additive, summary;
-  NeededMetrics(tree.metrics(), metrics, additive, summary);
+  const MetricRegistry& registry = tree.metrics();
+  const std::vector<MetricId> additive = registry.AdditiveOperands(metrics);
   // The whole tree's exclusive values as NodeValues reads them (a dense
   // column in place, no copy; a sparse one spread out as the full path
   // would).
@@ -169,7 +148,8 @@ std::unique_ptr<ShallowTree> ShallowTree::Make(const Tree& tree, size_t max_dept
   }
   // A summary metric's values are kept per node, not summed: read at the
   // shallow nodes alone.
-  for (MetricId m : summary) {
+  for (MetricId m : metrics) {
+    if (registry.Get(m).kind != MetricKind::kSummary) continue;
     const std::vector<double>& own = whole.Exclusive(m);
     const std::vector<double>& stored = whole.Inclusive(m);
     std::vector<double> own_at(shallow.origin.size()), stored_at(shallow.origin.size());

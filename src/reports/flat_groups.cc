@@ -230,19 +230,6 @@ void FlatGroups::Accumulate(const std::vector<double>& exc, const std::vector<do
   }
 }
 
-std::vector<MetricId> AdditiveOperands(const cct::MetricRegistry& reg, const std::vector<MetricId>& ids) {
-  std::vector<MetricId> additive;
-  auto need = [&](MetricId m) {
-    if (std::find(additive.begin(), additive.end(), m) == additive.end()) additive.push_back(m);
-  };
-  for (MetricId m : ids) {
-    if (reg.Get(m).kind == cct::MetricKind::kAdditive) need(m);
-    else
-      for (MetricId op : reg.operand_ids(m)) need(op);
-  }
-  return additive;
-}
-
 std::vector<double> SelectedValues(const cct::MetricRegistry& reg, const std::vector<MetricId>& ids,
                                    const std::vector<MetricId>& additive, const std::vector<double>& sums) {
   std::vector<double> v;

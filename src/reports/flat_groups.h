@@ -47,10 +47,6 @@ class FlatGroups {
   std::unique_ptr<char[]> outermost_;       // per node: no ancestor in the same group
 };
 
-// The additive metrics the selected ones need: themselves, or a derived
-// one's operands.
-std::vector<cct::MetricId> AdditiveOperands(const cct::MetricRegistry& reg, const std::vector<cct::MetricId>& ids);
-
 // The selected metrics' values of one group from its sums of `additive`
 // (derived ones by their formula; 0 when no operand has a value).
 std::vector<double> SelectedValues(const cct::MetricRegistry& reg, const std::vector<cct::MetricId>& ids,

@@ -229,7 +229,7 @@ Status WriteStatsReport(const std::vector<std::string>& selectors, const std::st
     flat.emplace(tree, ro.by);
     entries = flat->groups().size();
     matrix.assign(entries * ids.size() * n_runs, 0.0);
-    const std::vector<MetricId> additive = AdditiveOperands(reg, ids);
+    const std::vector<MetricId> additive = reg.AdditiveOperands(ids);
     std::vector<std::vector<double>> acc_exc(additive.size()), acc_inc(additive.size());
     std::vector<double> sums(additive.size());
     query::ForEachUnit(units, [&](size_t u, cct::NodeValues& values) {

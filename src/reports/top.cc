@@ -65,7 +65,7 @@ Status WriteTopReport(query::Profile& profile, const ReportOptions& opt, std::os
   const output::MetricColumns& cols = view ? view->columns() : *own_cols;
   const std::string report_label = view ? profile.label + view->Across() : profile.label;
   const cct::MetricRegistry& reg = tree.metrics();
-  const std::vector<MetricId> additive = AdditiveOperands(reg, ids);
+  const std::vector<MetricId> additive = reg.AdditiveOperands(ids);
   // Metric predicates read the tree shown: the thread-merged one under
   // METRIC@AGG columns.
   query::PathQueryMatch match;
