@@ -2,10 +2,15 @@
 """Whole-process overhead of cct-record against the bare program and against
 `perf record -g`, on the workloads of issue 15: make -j2 of a generated small
 C project, g++ -O2 -c of a generated ~1,300-line C++ file, and a 1000-cycle
-dlopen/call/dlclose loop; and on two that take those apart: 300 processes
-of `true` started with posix_spawn (what each process's start and exit
-cost) and a fixed amount of CPU work under 21 nested calls (what each
-sample costs). Runs alternate (bare, cct-record, perf, bare, ...)
+dlopen/call/dlclose loop; and on three that take those apart: one `true`
+(what a recording costs whatever the program does: cct-record's own start,
+the database, its last pass), 300 processes of `true` started with
+posix_spawn (what each process's start and exit cost) and a fixed amount of
+CPU work under 21 nested calls (what each sample costs). The per-process
+and per-sample figures subtract the first's added time when it was
+measured in the same invocation (it is in `--only` by default), so a
+recording's fixed cost is not counted as the samples' or processes'.
+Runs alternate (bare, cct-record, perf, bare, ...)
 so load drifts hit every variant alike; reports medians and ratios to the
 bare median of the same invocation.
 
@@ -14,7 +19,7 @@ directory: the first recording of each workload (printed as "cold", not in
 the median) fills it, the measured ones find it filled, as every recording
 after the first on a machine does.
 
-  bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only make,gxx,dl,spawn,burn]
+  bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only empty,make,gxx,dl,spawn,burn]
                                [--record PATH] [--freq HZ] [--compare-collector LIB]
 
 --record: another cct-record (the device bundle's, .bundle/tools/cct-record);
@@ -132,7 +137,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", default="make,gxx,dl,spawn,burn")
+    ap.add_argument("--only", default="empty,make,gxx,dl,spawn,burn")
     ap.add_argument("--record")
     ap.add_argument("--freq", type=int, default=1000)
     ap.add_argument("--compare-collector", metavar="LIB")
@@ -152,6 +157,7 @@ def main():
         plugin = os.path.join(build, "tests/collector/libcct-test-plugin.so")
         gxx = shutil.which("g++")
         workloads = {
+            "empty": ([shutil.which("true")], tmp, None),
             "make": (["make", "-s", "-j2", "prog"], proj, lambda: subprocess.run(
                 ["make", "-s", "clean"], cwd=proj, stdout=subprocess.DEVNULL)),
             "gxx": ([gxx, "-O2", "-c", cxx, "-o", os.path.join(tmp, "big.o")], tmp, None),
@@ -186,6 +192,7 @@ def main():
                                              "-g", "-o", pdata, "--"] + a
         print(f"# {args.repeat} alternating runs each at {freq} Hz; C project: 31 files; C++ file: {nlines} lines; "
               f"{os.cpu_count()} CPUs; load at start: {os.getloadavg()[0]:.2f}" + ("" if perf else "; perf: not installed"))
+        fixed = None  # what cct-record adds to a program that does nothing (the empty row)
         for name in args.only.split(","):
             argv, cwd, before = workloads[name]
             times = {w: [] for w in wrappers}
@@ -205,13 +212,22 @@ def main():
                       f"runs: {' '.join(f'{t:.2f}' for t in times[w])}")
             print(f"{name:5s} cct-record, symbol cache empty (first run): {cold:.3f} s  x{cold / base:5.2f}")
             rec = statistics.median(times["cct-record"])
+            net = "" if fixed is None else ", the recording's fixed cost (empty) subtracted"
+            if name == "empty":
+                fixed = rec - base
+                print(f"{name:5s} cct-record adds {fixed * 1e3:.1f} ms to a recording, whatever the program does")
+                if "other lib" in times:
+                    print(f"{name:5s} cct-record with the other lib adds "
+                          f"{(statistics.median(times['other lib']) - base) * 1e3:.1f} ms")
             if name == "spawn":  # per process: what recording adds to each of the 300
-                print(f"{name:5s} cct-record adds {(rec - base) / 300 * 1e3:.2f} ms per process")
+                print(f"{name:5s} cct-record adds {(rec - base - (fixed or 0)) / 300 * 1e3:.2f} ms per process{net}")
                 if "other lib" in times:
                     lib = statistics.median(times["other lib"])
-                    print(f"{name:5s} cct-record with the other lib adds {(lib - base) / 300 * 1e3:.2f} ms per process")
+                    print(f"{name:5s} cct-record with the other lib adds "
+                          f"{(lib - base - (fixed or 0)) / 300 * 1e3:.2f} ms per process{net}")
             if name == "burn":  # per sample: the bare run's CPU time at `freq` samples a second
-                print(f"{name:5s} cct-record adds {(rec - base) / (base * args.freq) * 1e6:.1f} us per sample")
+                print(f"{name:5s} cct-record adds {(rec - base - (fixed or 0)) / (base * args.freq) * 1e6:.1f} us "
+                      f"per sample{net}")
         print(f"# load at end: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
     const record::ChildResult& res = *ran;
     // Processes that end from now on write files (left for the next
     // recording when they outlive this one).
-    spool->CloseInbox(2000);
+    spool->CloseInbox(2000, res.descendants_left);
     const record::Spool::Pass last = gather();
     if (!spool->RemoveIfEmpty() && last.left > 0) {
       std::cerr << kTool << ": note: " << last.left << (last.left == 1 ? " recorded process is" : " recorded processes are")

@@ -138,13 +138,14 @@ void Inbox::Serve() {
   std::erase_if(connections_, [](const Connection& c) { return c.fd < 0; });
 }
 
-void Inbox::Close(int timeout_ms) {
+void Inbox::Close(int timeout_ms, bool senders_alive) {
   if (listen_fd_ < 0) return;
   const int64_t deadline = MonotonicMs() + timeout_ms;
   unlink(socket_path_.c_str());
   // A connect that found the socket before it was removed lands in the
   // backlog within this grace; closing the socket would drop it unread.
-  for (int64_t until = MonotonicMs() + kCloseGraceMs; MonotonicMs() < until;) {
+  // A connect is made by a live process: with none left, nothing can land.
+  for (int64_t until = MonotonicMs() + (senders_alive ? kCloseGraceMs : 0); MonotonicMs() < until;) {
     Serve();
     timespec ms{0, 1000000};
     nanosleep(&ms, nullptr);

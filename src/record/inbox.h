@@ -44,8 +44,13 @@ class Inbox {
   void Serve();
   // Stops taking messages: removes the socket (a process that ends from
   // now on writes its file), then reads the connections already made or
-  // queued, for up to `timeout_ms` in all.
-  void Close(int timeout_ms);
+  // queued, for up to `timeout_ms` in all. `senders_alive`: processes that
+  // may send are still running, so a connect that found the socket before
+  // it was removed may still be on its way into the backlog; Close waits a
+  // short grace for it. When none can be running (RunProgram knows: it
+  // reaps every descendant, ChildResult::descendants_left), there is no
+  // such connect, and Close does not wait.
+  void Close(int timeout_ms, bool senders_alive = true);
 
   // The run files received since the last Take, in arrival order; each is
   // in the journal too.

@@ -43,6 +43,22 @@ void Forward(int sig, siginfo_t* info, void*) {
   if (pid > 0 && info && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) kill(pid, sig);
 }
 
+// SIGNAL-HANDLER CODE (async-signal-safe: does nothing). It only makes
+// SIGCHLD interrupt RunProgram's poll, which then reaps ended orphans.
+void OnChild(int) {}
+
+// Reaps the ended processes re-parented to this one (RunProgram made it
+// their subreaper), never `program`, whose status RunProgram keeps. A
+// zombie program listed first hides the ones behind it until it is reaped.
+void ReapOrphans(pid_t program) {
+  for (;;) {
+    siginfo_t si{};
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 || si.si_pid == program) return;
+    siginfo_t gone{};
+    if (waitid(P_PID, static_cast<id_t>(si.si_pid), &gone, WEXITED | WNOHANG) != 0) return;
+  }
+}
+
 }  // namespace
 
 std::string CollectorLibrary() {
@@ -142,6 +158,15 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
+  // Orphans come here, not to init: RunProgram can then tell whether any
+  // process the program started still runs once it has ended (and the
+  // inbox need not wait for their connects, Inbox::Close).
+  const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  struct sigaction on_child {}, caller_child {};
+  on_child.sa_handler = OnChild;
+  on_child.sa_flags = SA_NOCLDSTOP;
+  sigemptyset(&on_child.sa_mask);
+  sigaction(SIGCHLD, &on_child, &caller_child);
   const int64_t start_time_ns = Clock(CLOCK_REALTIME);
   const int64_t started = Clock(CLOCK_MONOTONIC);
   const pid_t pid = fork();
@@ -149,10 +174,15 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
     const int e = errno;
     close(err_pipe[0]);
     close(err_pipe[1]);
+    sigaction(SIGCHLD, &caller_child, nullptr);
+    if (subreaper) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     return cct::IoError(std::string("fork: ") + std::strerror(e));
   }
   if (pid == 0) {
     close(err_pipe[0]);
+    // The program sees SIGCHLD as cct-record's caller left it (an ignored
+    // SIGCHLD stays ignored across exec; a handler would not).
+    sigaction(SIGCHLD, &caller_child, nullptr);
     // If cct-record is killed outright, the program gets SIGTERM and its
     // collector still writes the run.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -193,6 +223,7 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
       if (pidfd < 0) timeout_ms = timeout_ms < 0 ? 50 : std::min<int64_t>(timeout_ms, 50);
       const int n = poll(fds.data(), fds.size(), static_cast<int>(timeout_ms));
       if (n < 0 && errno != EINTR) break;
+      ReapOrphans(pid);
       if (pidfd >= 0 ? n > 0 && fds[0].revents != 0 : waitpid(pid, &result.status, WNOHANG) == pid) {
         reaped = pidfd < 0;
         break;
@@ -211,9 +242,19 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
       result.status = 0;
       break;
     }
+    ReapOrphans(pid);
   }
   child_pid = 0;
   result.duration_ns = Clock(CLOCK_MONOTONIC) - started;
+  // Every descendant is now a child of this process or of another
+  // descendant: with no child left, none runs.
+  ReapOrphans(0);
+  siginfo_t si{};
+  result.descendants_left = !subreaper || waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 || errno != ECHILD;
+  sigaction(SIGCHLD, &caller_child, nullptr);
+  // Those still running stay this process's children; later orphans go
+  // where they went before (the caller may be a long-lived process).
+  if (subreaper) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
   return result;
 }
 

@@ -68,11 +68,23 @@ struct ChildResult {
   int exec_errno = 0;  // nonzero: the program could not be executed
   int64_t start_time_ns = 0;  // Unix epoch, at the fork
   int64_t duration_ns = 0;    // fork to wait
+  // After the program: some of its descendants still run (a daemon, a
+  // process a shell left in the background), or cct-record could not be
+  // their subreaper and cannot tell. false: every process the program
+  // started has ended and been reaped, so none can still send a run.
+  bool descendants_left = true;
 };
 
 // Runs `program` (argv, looked up in PATH) with environment `env` and waits
 // for it. The child gets SIGTERM if cct-record dies. An error status when
 // the pipe or the fork fails.
+// While it runs, the calling process is a child subreaper
+// (PR_SET_CHILD_SUBREAPER): the program's orphaned descendants are
+// re-parented to it rather than to init, and reaped here as they end (a
+// SIGCHLD handler wakes the wait), so that when the program ends,
+// RunProgram knows whether any of them still run (descendants_left); those
+// stay the caller's children. The program inherits SIGCHLD's disposition
+// as the caller had it. Not thread-safe (process-wide dispositions).
 // While it waits, `tick` runs every `tick_s` seconds (cct-record gathers
 // the spool there; 0: never) and `inbox` is served (record/inbox.h), woken
 // at once when the child exits through a pidfd (Linux 5.3+; without one it

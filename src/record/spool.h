@@ -60,8 +60,8 @@ class Spool {
   // nullptr when there is none (the processes write files).
   Inbox* inbox() const { return inbox_.get(); }
   // Stops the inbox (Inbox::Close): before the pass after the program.
-  void CloseInbox(int timeout_ms) {
-    if (inbox_) inbox_->Close(timeout_ms);
+  void CloseInbox(int timeout_ms, bool senders_alive = true) {
+    if (inbox_) inbox_->Close(timeout_ms, senders_alive);
   }
 
   struct Pass {

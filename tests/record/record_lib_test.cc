@@ -6,6 +6,7 @@
 #include <set>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -121,6 +122,117 @@ TEST_CASE("record: RunProgram reports exit status, signals and exec failures") {
   auto missing = record::RunProgram({"/nonexistent/cct-no-such-program"}, {});
   REQUIRE(missing.ok());
   CHECK(missing->exec_errno == ENOENT);
+}
+
+namespace {
+
+// The processes whose parent is this one, from /proc: state ('Z': ended,
+// not reaped) and name.
+struct ChildProcess {
+  pid_t pid = 0;
+  char state = '?';
+  std::string comm;
+};
+std::vector<ChildProcess> ChildrenOfThisProcess() {
+  std::vector<ChildProcess> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    ChildProcess c;
+    pid_t ppid = 0;
+    rest >> c.state >> ppid;
+    if (ppid != getpid()) continue;
+    c.pid = static_cast<pid_t>(std::stol(name));
+    c.comm = stat.substr(open + 1, close - open - 1);
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("record: RunProgram reaps the program's orphans as they end and says whether any still runs") {
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
+  auto alone = record::RunProgram({"/bin/true"}, env);
+  REQUIRE(alone.ok());
+  CHECK_FALSE(alone->descendants_left);
+
+  // Two subshells each leave a short `true` behind, orphaned at once and
+  // re-parented to this process; the shell then sleeps, and at its exit
+  // leaves `sleep 30` running. With and without a tick (the wait loop, and
+  // the plain wait).
+  for (const double tick_s : {0.15, 0.0}) {
+    CAPTURE(tick_s);
+    std::vector<std::vector<ChildProcess>> at_ticks;
+    std::atomic<bool> sampling{true};
+    std::vector<ChildProcess> seen_meanwhile;
+    std::thread watcher;
+    if (tick_s == 0) {
+      // No tick to look from: a thread looks at 0.3 s, when both `true`s
+      // have long ended and the shell still sleeps.
+      watcher = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        seen_meanwhile = ChildrenOfThisProcess();
+      });
+    }
+    auto left = record::RunProgram({"sh", "-c", "(true &); (true &); sleep 0.6; sleep 30 & exit 0"}, env,
+                                   tick_s > 0 ? std::function<void()>([&] { at_ticks.push_back(ChildrenOfThisProcess()); })
+                                              : std::function<void()>(),
+                                   tick_s);
+    if (watcher.joinable()) {
+      watcher.join();
+      at_ticks.push_back(seen_meanwhile);
+    }
+    REQUIRE(left.ok());
+    CHECK(WIFEXITED(left->status));
+    REQUIRE_FALSE(at_ticks.empty());
+    for (const auto& children : at_ticks) {
+      // The shell, sleeping; never an unreaped `true`.
+      CHECK(children.size() == 1);
+      for (const ChildProcess& c : children) CHECK(c.state != 'Z');
+    }
+    CHECK(left->descendants_left);
+    // The shell's `sleep 30` is this process's child now, and runs.
+    pid_t sleeper = 0;
+    for (const ChildProcess& c : ChildrenOfThisProcess())
+      if (c.comm == "sleep" && c.state != 'Z') sleeper = c.pid;
+    REQUIRE(sleeper > 0);
+    kill(sleeper, SIGKILL);
+    CHECK(waitpid(sleeper, nullptr, 0) == sleeper);
+    // A subreaper only while RunProgram ran.
+    int subreaper = -1;
+    REQUIRE(prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0);
+    CHECK(subreaper == 0);
+  }
+}
+
+TEST_CASE("record: RunProgram's program inherits an ignored SIGCHLD as ignored") {
+  testutil::TempDir dir;
+  const std::string out = dir / "sigign";
+  struct sigaction ign {}, before {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  REQUIRE(sigaction(SIGCHLD, &ign, &before) == 0);
+  // awk reads its own status (a shell would reset SIGCHLD for itself).
+  auto r = record::RunProgram({"awk", "/^SigIgn:/ { print > \"" + out + "\" }", "/proc/self/status"},
+                              {"PATH=/usr/bin:/bin"});
+  struct sigaction after {};
+  sigaction(SIGCHLD, &before, &after);
+  REQUIRE(r.ok());
+  CHECK(WIFEXITED(r->status));
+  // And RunProgram left the caller's disposition as it found it.
+  CHECK(reinterpret_cast<void*>(after.sa_handler) == reinterpret_cast<void*>(SIG_IGN));
+  std::ifstream in(out);
+  std::string label, mask;
+  in >> label >> mask;
+  REQUIRE(label == "SigIgn:");
+  CHECK(((std::stoull(mask, nullptr, 16) >> (SIGCHLD - 1)) & 1) == 1);
 }
 
 TEST_CASE("record: Summarize marks a run killed by SIGKILL as crashed and prints its line") {
@@ -505,6 +617,24 @@ TEST_CASE("inbox: a message sent whole is received and journaled; cut short, mal
   CHECK(inbox.Take() == std::vector<std::string>{last});
   CHECK_FALSE(std::filesystem::exists(spool + "/inbox"));
   CHECK_FALSE(SendRaw(spool, Frame(last)));
+}
+
+TEST_CASE("inbox: closed with no sender left, it still reads what was queued, and takes nothing after") {
+  testutil::TempDir dir;
+  const std::string spool = dir / "s";
+  std::filesystem::create_directories(spool);
+  auto opened = record::Inbox::Open(spool);
+  REQUIRE(opened.ok());
+  REQUIRE(*opened != nullptr);
+  record::Inbox& inbox = **opened;
+  const std::string first = "queued, never served", second = "queued too";
+  REQUIRE(SendRaw(spool, Frame(first)));
+  REQUIRE(SendRaw(spool, Frame(second)));
+  inbox.Close(2000, false);
+  CHECK(inbox.Take() == std::vector<std::string>{first, second});
+  CHECK(inbox.dropped() == 0);
+  CHECK_FALSE(std::filesystem::exists(spool + "/inbox"));
+  CHECK_FALSE(SendRaw(spool, Frame(first)));
 }
 
 TEST_CASE("inbox: a socket path too long for sockaddr_un means no inbox (files), not an error") {
