@@ -20,14 +20,16 @@ the median) fills it, the measured ones find it filled, as every recording
 after the first on a machine does.
 
   bench/whole_process_bench.py BUILD_DIR [--repeat N] [--only empty,make,gxx,dl,spawn,burn]
-                               [--record PATH] [--freq HZ] [--compare-collector LIB]
+                               [--record PATH] [--freq HZ] [--compare-collector LIB] [--compare-record PATH]
 
 --record: another cct-record (the device bundle's, .bundle/tools/cct-record);
 --freq: cct-record's sampling rate (its default, 1000, when absent); perf
 is run at the same rate. --compare-collector: one more variant, cct-record
 with another build of libcct-collector.so (CCT_COLLECTOR_LIB=LIB; e.g. the
 one before a change, copied aside), alternated with the others: a before
-and after in one invocation. Where perf is not installed its column is left out
+and after in one invocation. --compare-record: the same with another
+cct-record (its own collector beside it, as any cct-record finds it; e.g.
+a copy of the tool from before a change). Where perf is not installed its column is left out
 (and said so); the dl workload needs BUILD_DIR's test programs.
 """
 import argparse
@@ -141,6 +143,7 @@ def main():
     ap.add_argument("--record")
     ap.add_argument("--freq", type=int, default=1000)
     ap.add_argument("--compare-collector", metavar="LIB")
+    ap.add_argument("--compare-record", metavar="PATH")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     record = os.path.abspath(args.record) if args.record else os.path.join(build, "tools/cct-record")
@@ -167,10 +170,11 @@ def main():
         }
         symbols = os.path.join(tmp, "symbols")
         freq = str(args.freq)
-        wrappers = {
-            "bare": lambda a: a,
-            "cct-record": lambda a: [record, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a,
-        }
+        def recording(tool):
+            return lambda a: [tool, "-o", db, "--symbol-cache", symbols, "--freq", freq, "--"] + a
+        wrappers = {"bare": lambda a: a, "cct-record": recording(record)}
+        if args.compare_record:
+            wrappers["other record"] = recording(os.path.abspath(args.compare_record))
         if args.compare_collector:
             wrappers["other lib"] = lambda a, lib=os.path.abspath(args.compare_collector): (
                 ["env", "CCT_COLLECTOR_LIB=" + lib] + wrappers["cct-record"](a))
@@ -216,15 +220,20 @@ def main():
             if name == "empty":
                 fixed = rec - base
                 print(f"{name:5s} cct-record adds {fixed * 1e3:.1f} ms to a recording, whatever the program does")
-                if "other lib" in times:
-                    print(f"{name:5s} cct-record with the other lib adds "
-                          f"{(statistics.median(times['other lib']) - base) * 1e3:.1f} ms")
+                for other, who in (("other lib", "cct-record with the other lib"),
+                                   ("other record", "the other cct-record")):
+                    if other in times:
+                        print(f"{name:5s} {who} adds {(statistics.median(times[other]) - base) * 1e3:.1f} ms")
             if name == "spawn":  # per process: what recording adds to each of the 300
                 print(f"{name:5s} cct-record adds {(rec - base - (fixed or 0)) / 300 * 1e3:.2f} ms per process{net}")
                 if "other lib" in times:
                     lib = statistics.median(times["other lib"])
                     print(f"{name:5s} cct-record with the other lib adds "
                           f"{(lib - base - (fixed or 0)) / 300 * 1e3:.2f} ms per process{net}")
+                if "other record" in times:  # its own fixed cost is not measured apart: gross
+                    other = statistics.median(times["other record"])
+                    print(f"{name:5s} the other cct-record adds {(other - base) / 300 * 1e3:.2f} ms per process, "
+                          f"against {(rec - base) / 300 * 1e3:.2f} for this one, fixed costs included")
             if name == "burn":  # per sample: the bare run's CPU time at `freq` samples a second
                 print(f"{name:5s} cct-record adds {(rec - base - (fixed or 0)) / (base * args.freq) * 1e6:.1f} us "
                       f"per sample{net}")

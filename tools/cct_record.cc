@@ -279,6 +279,8 @@ int main(int argc, char** argv) {
   int exit_status = 0;
   for (int r = 0; r < repeat; ++r) {
     config.session = record::RandomSession();
+    // This recording's runs get ids from here on: its summary reads only those.
+    const auto first_id = (*db)->NextRunId();
     auto spool = record::Spool::Create(config.db_path, config.session, plan->spool_root);
     if (!spool.ok()) cli::Fail(kTool, spool.status(), kExitOwnError);
     config.spool_dir = spool->dir();
@@ -317,7 +319,7 @@ int main(int argc, char** argv) {
                 not_found ? kExitNotFound : kExitCannotExecute);
     }
     record::Summarize(**db, config.session, res.pid, res.status, record::DescribeChild(config, program, res, launcher),
-                      reported, std::cerr);
+                      reported, std::cerr, first_id.ok() ? *first_id : 1);
     if (WIFEXITED(res.status)) exit_status = WEXITSTATUS(res.status);
     else if (WIFSIGNALED(res.status)) exit_status = 128 + WTERMSIG(res.status);
     if (exit_status != 0) break;

@@ -288,19 +288,19 @@ std::optional<store::LauncherRank> LaunchIdentity(std::string& launch_entry) {
 }
 
 void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,
-               std::set<store::RunId>& reported, std::ostream& out) {
+               std::set<store::RunId>& reported, std::ostream& out, store::RunId first) {
   auto db = store::Database::Open(db_path, store::Database::Mode::kWrite);
   if (!db.ok()) {
     out << kTool << ": cannot read back the runs: " << db.status().message() << '\n';
     return;
   }
-  Summarize(**db, session, child, status, what, reported, out);
+  Summarize(**db, session, child, status, what, reported, out, first);
 }
 
 void Summarize(store::Database& db, const std::string& session, pid_t child, int status, const ChildRun& what,
-               std::set<store::RunId>& reported, std::ostream& out) {
+               std::set<store::RunId>& reported, std::ostream& out, store::RunId first) {
   const std::string& db_path = db.path();
-  auto runs = db.ListRuns();
+  auto runs = db.ListRuns(first);
   if (!runs.ok()) {
     out << kTool << ": cannot read back the runs: " << runs.status().message() << '\n';
     return;

@@ -126,11 +126,14 @@ std::optional<store::LauncherRank> LaunchIdentity(std::string& launch_entry);
 // a run from `what`, `crashed` with the signal and no profile (diagnostic
 // no_profile), so every program killed is in the database. (One that ended
 // by itself without a run had its collector decline and say why.)
+// `first`: the database's NextRunId before the recording began; every run
+// of the session has an id at or above it, so a database's older runs are
+// not read.
 void Summarize(const std::string& db_path, const std::string& session, pid_t child, int status, const ChildRun& what,
-               std::set<store::RunId>& reported, std::ostream& out);
+               std::set<store::RunId>& reported, std::ostream& out, store::RunId first = 1);
 // The same on a database cct-record holds open (one opened without LMDB's
 // lock file must not be opened twice).
 void Summarize(store::Database& db, const std::string& session, pid_t child, int status, const ChildRun& what,
-               std::set<store::RunId>& reported, std::ostream& out);
+               std::set<store::RunId>& reported, std::ostream& out, store::RunId first = 1);
 
 }  // namespace record

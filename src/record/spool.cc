@@ -93,14 +93,13 @@ cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& 
   return spool;
 }
 
-cct::Status Spool::LoadStoredKeys(store::Database& db) {
-  if (stored_keys_loaded_) return cct::Status::Ok();
-  stored_keys_loaded_ = true;
-  CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> runs, db.ListRuns());
-  for (const store::RunMeta& m : runs) {
-    auto it = m.extra->find("run_key");
-    if (it != m.extra->end() && it->is_string()) ids_.emplace(it->get<std::string>(), m.id);
-  }
+cct::Status Spool::FindStoredKeys(store::Database& db, const std::vector<std::string>& keys) {
+  std::vector<std::string> unknown;
+  for (const std::string& k : keys)
+    if (!k.empty() && !ids_.count(k)) unknown.push_back(k);
+  if (unknown.empty()) return cct::Status::Ok();
+  CCT_ASSIGN_OR_RETURN(auto found, db.FindRunKeys(unknown));
+  ids_.merge(found);
   return cct::Status::Ok();
 }
 
@@ -169,7 +168,11 @@ cct::Result<Spool::Pass> Spool::Gather(store::Database& db, std::ostream& warn) 
     return true;
   });
   if (!changed.empty()) {
-    CCT_RETURN_IF_ERROR(LoadStoredKeys(db));
+    // Runs an earlier pass or recording stored (a file rewritten since, a
+    // parent stored by the recording this one runs under): their ids.
+    std::vector<std::string> keys;
+    for (const Changed& c : changed) keys.insert(keys.end(), {c.run.key, c.run.parent_key, c.run.root_key});
+    CCT_RETURN_IF_ERROR(FindStoredKeys(db, keys));
     // Parents start before their children: store them first, so a child
     // gathered in the same pass finds its parent's id.
     std::stable_sort(changed.begin(), changed.end(), [](const Changed& a, const Changed& b) {

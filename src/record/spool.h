@@ -82,7 +82,8 @@ class Spool {
 
  private:
   explicit Spool(std::string dir) : dir_(std::move(dir)) {}
-  cct::Status LoadStoredKeys(store::Database& db);
+  // Adds to ids_ the stored runs of those keys it does not have yet.
+  cct::Status FindStoredKeys(store::Database& db, const std::vector<std::string>& keys);
 
   struct Seen {
     uint64_t inode = 0;
@@ -97,7 +98,6 @@ class Spool {
   };
   std::map<std::string, Stored> stored_;         // file name → what the last pass stored
   std::map<std::string, store::RunId> ids_;      // run key → run id
-  bool stored_keys_loaded_ = false;
   std::unique_ptr<Inbox> inbox_;
   std::vector<std::string> messages_;  // taken from the inbox, not stored yet (a pass failed)
   size_t bad_messages_ = 0;

@@ -54,6 +54,21 @@ std::string LeU32(uint32_t v) {
 // stored once however many recorders gather its file at the same time
 // (format.md, "run_key:KEY").
 std::string RunKeyIndex(const std::string& key) { return "run_key:" + key; }
+// In `meta` once the index holds every stored run's key: set when a file
+// is created, and by the first writer that opens a file without it, which
+// indexes the runs stored before the index existed (format.md).
+constexpr std::string_view kRunKeyIndexComplete = "run_key_index";
+
+uint32_t ReadLeU32(std::string_view v) {
+  uint32_t id = 0;
+  if (v.size() == 4) std::memcpy(&id, v.data(), 4);
+  return id;
+}
+
+std::string RunKeyOf(const RunMeta& m) {
+  auto it = m.extra->find("run_key");
+  return it != m.extra->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
 
 Status ParseRun(std::string_view value, RunMeta& out) {
   nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
@@ -119,14 +134,52 @@ Status Database::Init(Mode mode) {
   if (!runs || !blobs) return Corrupt(p + " is damaged: a table is missing");
   runs_ = *runs;
   blobs_ = *blobs;
+  if (write) {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> complete, txn->Get(meta_, kRunKeyIndexComplete));
+    if (!complete) CCT_RETURN_IF_ERROR(CompleteRunKeyIndex(*txn));
+  }
   return txn->Commit();
 }
 
-Result<std::vector<RunMeta>> Database::ListRuns() {
+// Once per file: runs stored before the index (or by a writer that stamped
+// an older file) get their entries, so FindRunKeys need never read every
+// record. An unreadable record is skipped: `cct-query check` reports it.
+Status Database::CompleteRunKeyIndex(LmdbTxn& txn) {
+  std::vector<std::pair<std::string, RunId>> keys;
+  CCT_RETURN_IF_ERROR(txn.ForEach(runs_, "", [&](std::string_view, std::string_view value) {
+    RunMeta m;
+    if (ParseRun(value, m).ok())
+      if (std::string key = RunKeyOf(m); !key.empty()) keys.emplace_back(std::move(key), m.id);
+    return true;
+  }));
+  for (const auto& [key, id] : keys) {
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn.Get(meta_, RunKeyIndex(key)));
+    if (!known) CCT_RETURN_IF_ERROR(txn.Put(meta_, RunKeyIndex(key), LeU32(id)));
+  }
+  return txn.Put(meta_, kRunKeyIndexComplete, LeU32(1));
+}
+
+Result<std::map<std::string, RunId>> Database::FindRunKeys(const std::vector<std::string>& keys) {
+  CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
+  std::map<std::string, RunId> out;
+  for (const std::string& key : keys) {
+    if (key.empty() || out.count(key)) continue;
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn->Get(meta_, RunKeyIndex(key)));
+    const uint32_t id = known ? ReadLeU32(*known) : 0;
+    if (id == 0) continue;
+    // An entry whose run is gone (deleted before DeleteRun removed
+    // entries) does not count.
+    CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> record, txn->Get(runs_, U32BE(id)));
+    if (record) out.emplace(key, id);
+  }
+  return out;
+}
+
+Result<std::vector<RunMeta>> Database::ListRuns(RunId from) {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
   std::vector<RunMeta> out;
   Status parse;
-  CCT_RETURN_IF_ERROR(txn->ForEach(runs_, "", [&](std::string_view, std::string_view value) {
+  CCT_RETURN_IF_ERROR(txn->ForEach(runs_, from > 1 ? U32BE(from) : "", [&](std::string_view, std::string_view value) {
     RunMeta m;
     parse = ParseRun(value, m);
     if (!parse.ok()) return false;
@@ -208,8 +261,7 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
         // Another recorder may have stored this run file since our caller
         // looked: inside the write transaction, its key says so.
         CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn.Get(meta_, RunKeyIndex(run.key)));
-        uint32_t id = 0;
-        if (known && known->size() == 4) std::memcpy(&id, known->data(), 4);
+        const uint32_t id = known ? ReadLeU32(*known) : 0;
         if (id != 0) {
           // An entry whose run is gone (deleted by a writer before the
           // index) does not count.
@@ -240,7 +292,14 @@ Status Database::PutRuns(std::vector<RunFile>& runs, const std::function<void(Ru
       CCT_RETURN_IF_ERROR(txn.Put(runs_, U32BE(run.meta.id),
                                   run.meta.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
       CCT_RETURN_IF_ERROR(PutSections(txn, run.meta.id, run.sections));
-      if (!run.key.empty()) CCT_RETURN_IF_ERROR(txn.Put(meta_, RunKeyIndex(run.key), LeU32(run.meta.id)));
+      if (!run.key.empty()) {
+        CCT_RETURN_IF_ERROR(txn.Put(meta_, RunKeyIndex(run.key), LeU32(run.meta.id)));
+      } else if (const std::string key = RunKeyOf(run.meta); !key.empty()) {
+        // A record that names its run file's key without being gathered
+        // from it (a caller's copy): the index must still find a run with it.
+        CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn.Get(meta_, RunKeyIndex(key)));
+        if (!known) CCT_RETURN_IF_ERROR(txn.Put(meta_, RunKeyIndex(key), LeU32(run.meta.id)));
+      }
     }
     if (next_id != first_id) CCT_RETURN_IF_ERROR(txn.Put(meta_, "next_run_id", LeU32(next_id)));
     return Status::Ok();
@@ -253,9 +312,11 @@ Status Database::DeleteRun(RunId id) {
     if (record) {
       RunMeta meta;
       if (ParseRun(*record, meta).ok()) {
-        auto key = meta.extra->find("run_key");
-        if (key != meta.extra->end() && key->is_string())
-          CCT_RETURN_IF_ERROR(txn.Delete(meta_, RunKeyIndex(key->get<std::string>())));
+        // Only its own entry: one left by another run with the key stays.
+        if (const std::string key = RunKeyOf(meta); !key.empty()) {
+          CCT_ASSIGN_OR_RETURN(std::optional<std::string_view> known, txn.Get(meta_, RunKeyIndex(key)));
+          if (known && ReadLeU32(*known) == id) CCT_RETURN_IF_ERROR(txn.Delete(meta_, RunKeyIndex(key)));
+        }
       }
     }
     CCT_RETURN_IF_ERROR(txn.Delete(runs_, U32BE(id)));

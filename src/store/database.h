@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,8 +49,15 @@ class Database {
 
   const std::string& path() const { return env_->path(); }
 
-  // All runs' metadata, in id (creation) order.
-  cct::Result<std::vector<RunMeta>> ListRuns();
+  // All runs' metadata, in id (creation) order; with `from`, only the runs
+  // whose ids are `from` or above (those created since NextRunId said
+  // `from`: a recording's own, without reading a long history's).
+  cct::Result<std::vector<RunMeta>> ListRuns(RunId from = 1);
+  // The runs stored from the run files with these keys (format.md,
+  // `run_key:KEY`), for the keys stored runs have: key → id. Reads the
+  // index only; it holds every run's key in a file any writer of this
+  // version has opened (Open indexes older runs once).
+  cct::Result<std::map<std::string, RunId>> FindRunKeys(const std::vector<std::string>& keys);
   cct::Result<RunMeta> GetRun(RunId id);
   // The id the next new run gets: every run id so far is below it.
   cct::Result<RunId> NextRunId();
@@ -107,6 +115,7 @@ class Database {
   explicit Database(std::unique_ptr<LmdbEnv> env) : env_(std::move(env)) {}
   cct::Status Init(Mode mode);
   cct::Result<RunId> ReadRunCounter(LmdbTxn& txn);  // meta "next_run_id"
+  cct::Status CompleteRunKeyIndex(LmdbTxn& txn);    // Init, for a writer
   cct::Status PutSections(LmdbTxn& txn, RunId id, const std::vector<Section>& sections);
   // The tree's sections of the run (kinds 1-5; no iterations, no trace),
   // viewed in place in the map (valid while `txn` is open), checksums

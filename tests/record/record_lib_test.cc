@@ -273,6 +273,21 @@ TEST_CASE("record: Summarize marks a run killed by SIGKILL as crashed and prints
   std::ostringstream again;
   record::Summarize(db_path, "s1", 4242, SIGKILL, record::ChildRun{}, reported, again);
   CHECK(again.str().empty());
+
+  // From an id on: a session's runs created before it are not read.
+  m.name = "second";
+  m.pid = 4343;
+  {
+    auto w = store::Database::Open(db_path, store::Database::Mode::kWrite);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->CreateRun(m).ok());
+    REQUIRE((*w)->CreateRun(m).ok());
+  }
+  std::set<store::RunId> fresh;
+  std::ostringstream from_three;
+  record::Summarize(db_path, "s1", 4343, 0, record::ChildRun{}, fresh, from_three, 3);
+  CHECK(fresh == std::set<store::RunId>{3});
+  CHECK(from_three.str().rfind("cct-record: run 3 'second' ", 0) == 0);
 }
 
 TEST_CASE("record: DescribeChild names and masks the program as its collector would") {

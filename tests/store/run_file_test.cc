@@ -13,6 +13,7 @@
 #include "cct/node_values.h"
 #include "cct/tree.h"
 #include "store/database.h"
+#include "store/lmdb_env.h"
 #include "store/run_file.h"
 #include "tests/test_util.h"
 
@@ -153,4 +154,69 @@ TEST_CASE("database: PutRuns stores a batch in one transaction, linking keys to 
   bad[1].meta.id = 99;
   CHECK_FALSE((*db)->PutRuns(bad).ok());
   CHECK((*db)->ListRuns()->size() == 4);
+}
+
+TEST_CASE("database: FindRunKeys reads the key index; a writer indexes the runs of a file from before it, once") {
+  testutil::TempDir dir;
+  const std::string path = dir / "k.db";
+  const Tree t = SmallTree();
+  {
+    auto db = store::Database::Open(path, store::Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    std::vector<store::RunFile> runs = {MakeRun("00000000000000a1", "", "", &t), MakeRun("00000000000000a2", "", "", nullptr),
+                                        MakeRun("00000000000000a3", "", "", nullptr)};
+    REQUIRE((*db)->PutRuns(runs).ok());
+    auto found = (*db)->FindRunKeys({"00000000000000a2", "00000000000000a1", "00000000000000ff", ""});
+    REQUIRE(found.ok());
+    CHECK(*found == std::map<std::string, store::RunId>{{"00000000000000a1", 1}, {"00000000000000a2", 2}});
+    // A run deleted takes its entry along.
+    REQUIRE((*db)->DeleteRun(3).ok());
+    CHECK((*db)->FindRunKeys({"00000000000000a3"})->empty());
+    // A caller's copy of a record naming a stored key gets no entry of its
+    // own, and deleting it leaves the gathered run's entry.
+    store::RunMeta copy = (*db)->GetRun(1).value();
+    REQUIRE((*db)->CreateRun(copy, &t).ok());
+    CHECK(copy.id == 4);
+    CHECK((*db)->FindRunKeys({"00000000000000a1"})->at("00000000000000a1") == 1);
+    REQUIRE((*db)->DeleteRun(4).ok());
+    CHECK((*db)->FindRunKeys({"00000000000000a1"})->at("00000000000000a1") == 1);
+    // ListRuns from an id: the runs created since.
+    auto since = (*db)->ListRuns(2);
+    REQUIRE(since.ok());
+    REQUIRE(since->size() == 1);
+    CHECK((*since)[0].id == 2);
+    CHECK((*db)->ListRuns(5)->empty());
+  }
+  // The file as a writer from before the index left it: runs that name
+  // their keys, no entries, no mark that the index is complete.
+  {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) -> cct::Status {
+              auto meta = txn.OpenDb("meta", false);
+              if (!meta.ok() || !*meta) return cct::IoError("no meta table");
+              for (const char* k : {"run_key:00000000000000a1", "run_key:00000000000000a2", "run_key_index"})
+                CCT_RETURN_IF_ERROR(txn.Delete(**meta, k));
+              return cct::Status::Ok();
+            }).ok());
+  }
+  {
+    // A reader changes nothing, and finds nothing.
+    auto reader = store::Database::Open(path, store::Database::Mode::kRead);
+    REQUIRE(reader.ok());
+    CHECK((*reader)->FindRunKeys({"00000000000000a1", "00000000000000a2"})->empty());
+  }
+  {
+    // The first writer indexes them.
+    auto writer = store::Database::Open(path, store::Database::Mode::kWrite);
+    REQUIRE(writer.ok());
+    auto found = (*writer)->FindRunKeys({"00000000000000a1", "00000000000000a2"});
+    REQUIRE(found.ok());
+    CHECK(*found == std::map<std::string, store::RunId>{{"00000000000000a1", 1}, {"00000000000000a2", 2}});
+    // And a gathered run file with such a key updates its run.
+    std::vector<store::RunFile> again = {MakeRun("00000000000000a2", "", "", &t)};
+    REQUIRE((*writer)->PutRuns(again).ok());
+    CHECK(again[0].meta.id == 2);
+    CHECK((*writer)->ListRuns()->size() == 2);
+  }
 }

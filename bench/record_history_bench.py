@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""What a database's history costs a recording: `cct-record -- true` into a
+fresh database against the same into one that already holds N runs (a CI
+database after months of runs), alternating, medians of --repeat each.
+Target: the history adds at most a quarter (x1.25): a recording reads the
+runs it makes, never every run stored before (the run_key index,
+`ListRuns(from)`; architecture.md, "Run files").
+
+  bench/record_history_bench.py BUILD_DIR [--runs N] [--repeat K] [--record PATH]
+
+--record: another cct-record (a copy from before a change, kept beside
+the build's so that it finds the same collector).
+
+The history is made by recording a program that starts 300 `true`s, as
+often as N needs (301 runs each time).
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SPAWN_C = r"""
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+extern char** environ;
+int main(int argc, char** argv) {
+  for (int i = 0, n = atoi(argv[1]); i < n; ++i) {
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0 || waitpid(pid, &status, 0) != pid) return 1;
+  }
+  return 0;
+}
+"""
+
+
+def run(argv):
+    t = time.perf_counter()
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if r.returncode != 0:
+        sys.exit(f"bench: {' '.join(argv)} failed ({r.returncode})")
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--runs", type=int, default=3000)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--record")
+    args = ap.parse_args()
+    record = os.path.abspath(args.record) if args.record else os.path.join(os.path.abspath(args.build), "tools/cct-record")
+    query = os.path.join(os.path.abspath(args.build), "tools/cct-query")
+    true = shutil.which("true")
+    tmp = tempfile.mkdtemp(prefix="cct-histbench-")
+    try:
+        src = os.path.join(tmp, "spawn.c")
+        with open(src, "w") as f:
+            f.write(SPAWN_C)
+        spawn = os.path.join(tmp, "spawn")
+        subprocess.run(["cc", "-O2", "-o", spawn, src], check=True)
+        symbols = os.path.join(tmp, "symbols")
+        hist = os.path.join(tmp, "history.db")
+        fresh = os.path.join(tmp, "fresh.db")
+        t = time.perf_counter()
+        while True:
+            rows = subprocess.run([query, "-d", hist, "runs", "--format", "csv"],
+                                  capture_output=True, text=True).stdout.count("\n") - 1
+            if rows >= args.runs:
+                break
+            run([record, "-o", hist, "--symbol-cache", symbols, "--", spawn, "300", true])
+        print(f"# history: {rows} runs, made in {time.perf_counter() - t:.1f} s; "
+              f"{args.repeat} alternating recordings of `true` each; load at start: {os.getloadavg()[0]:.2f}")
+        times = {"fresh database": [], f"{rows} runs before": []}
+        for _ in range(args.repeat):
+            if os.path.exists(fresh):
+                os.remove(fresh)
+            times["fresh database"].append(run([record, "-o", fresh, "--symbol-cache", symbols, "--", true]))
+            times[f"{rows} runs before"].append(run([record, "-o", hist, "--symbol-cache", symbols, "--", true]))
+        base = statistics.median(times["fresh database"])
+        for name, ts in times.items():
+            med = statistics.median(ts)
+            print(f"{name:18s} median {med * 1e3:7.1f} ms  x{med / base:5.2f}  "
+                  f"runs: {' '.join(f'{x * 1e3:.1f}' for x in ts)}")
+        ratio = statistics.median(times[f"{rows} runs before"]) / base
+        print(f"history costs x{ratio:.2f} (target <= x1.25): {'met' if ratio <= 1.25 else 'NOT met'}")
+        print(f"# load at end: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
