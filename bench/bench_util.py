@@ -78,3 +78,31 @@ def built_programs(build, *paths):
         if not os.access(p, os.X_OK):
             sys.exit(f"bench: {p} not found; build first (meson setup build && ninja -C build && ninja -C build benches)")
     return out
+
+
+SPAWN_C = r"""
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+extern char** environ;
+/* posix_spawn (no fork in the parent) of argv[2..] argv[1] times. */
+int main(int argc, char** argv) {
+  for (int i = 0, n = atoi(argv[1]); i < n; ++i) {
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0 || waitpid(pid, &status, 0) != pid) return 1;
+  }
+  return 0;
+}
+"""
+
+
+def compile_c(tmp, name, source):
+    """Compiles C `source` (stdlib.h included) to TMP/NAME with cc -O2 -g;
+    returns the executable's path."""
+    src = os.path.join(tmp, name + ".c")
+    with open(src, "w") as f:
+        f.write("#include <stdlib.h>\n" + source)
+    exe = os.path.join(tmp, name)
+    subprocess.run(["cc", "-O2", "-g", "-o", exe, src], check=True)
+    return exe

@@ -17,7 +17,7 @@
 # recorded, with the run's diagnostics (which unwinder took its samples) and
 # where its partial samples fell. --torch-only: only that last part;
 # --no-torch: all but it. --only and --repeat go to whole_process_bench.py
-# (default make,gxx,spawn,burn and 5). tests/gpu/run_all.sh runs it with
+# (default empty,make,gxx,spawn,burn and 5). tests/gpu/run_all.sh runs it with
 # --no-torch --only make,gxx.
 #
 #   bash bench/device_overhead.sh [--torch-only | --no-torch] [--only LIST]
@@ -26,7 +26,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 torch_only=false
 torch=true
-only=make,gxx,spawn,burn
+only=empty,make,gxx,spawn,burn
 repeat=5
 bundle=.bundle
 while [ $# -gt 0 ]; do

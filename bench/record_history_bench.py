@@ -23,20 +23,9 @@ import sys
 import tempfile
 import time
 
-SPAWN_C = r"""
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-extern char** environ;
-int main(int argc, char** argv) {
-  for (int i = 0, n = atoi(argv[1]); i < n; ++i) {
-    pid_t pid;
-    int status;
-    if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0 || waitpid(pid, &status, 0) != pid) return 1;
-  }
-  return 0;
-}
-"""
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import SPAWN_C, compile_c  # noqa: E402
+
 
 
 def run(argv):
@@ -59,11 +48,7 @@ def main():
     true = shutil.which("true")
     tmp = tempfile.mkdtemp(prefix="cct-histbench-")
     try:
-        src = os.path.join(tmp, "spawn.c")
-        with open(src, "w") as f:
-            f.write(SPAWN_C)
-        spawn = os.path.join(tmp, "spawn")
-        subprocess.run(["cc", "-O2", "-o", spawn, src], check=True)
+        spawn = compile_c(tmp, "spawn", SPAWN_C)
         symbols = os.path.join(tmp, "symbols")
         hist = os.path.join(tmp, "history.db")
         fresh = os.path.join(tmp, "fresh.db")

@@ -41,6 +41,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import SPAWN_C, compile_c  # noqa: E402
+
 
 def gen_c_project(d, files=30):
     os.makedirs(d, exist_ok=True)
@@ -90,22 +93,6 @@ def gen_cxx_file(path, lines=1300):
     return len(out)
 
 
-SPAWN_C = r"""
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-extern char** environ;
-/* posix_spawn (no fork in the parent) of argv[2..] argv[1] times. */
-int main(int argc, char** argv) {
-  for (int i = 0, n = atoi(argv[1]); i < n; ++i) {
-    pid_t pid;
-    int status;
-    if (posix_spawn(&pid, argv[2], 0, 0, argv + 2, environ) != 0 || waitpid(pid, &status, 0) != pid) return 1;
-  }
-  return 0;
-}
-"""
-
 BURN_C = r"""
 /* A fixed amount of CPU work under 21 nested calls. */
 volatile double sink;
@@ -113,15 +100,6 @@ __attribute__((noinline)) double leaf(int n) { double a = sink; for (int i = 0; 
 __attribute__((noinline)) double nest(int d, int n) { return d == 0 ? leaf(n) : nest(d - 1, n) + 1; }
 int main(int argc, char** argv) { double s = 0; for (int i = 0, k = atoi(argv[1]); i < k; ++i) s += nest(20, 200000); sink = s; return 0; }
 """
-
-
-def compile_c(tmp, name, source):
-    src = os.path.join(tmp, name + ".c")
-    with open(src, "w") as f:
-        f.write("#include <stdlib.h>\n" + source)
-    exe = os.path.join(tmp, name)
-    subprocess.run(["cc", "-O2", "-g", "-o", exe, src], check=True)
-    return exe
 
 
 def timed(argv, cwd=None, before=None):

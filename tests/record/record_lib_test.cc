@@ -592,16 +592,22 @@ std::string FileBytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// An inbox listening in the spool directory `spool`, made here.
+std::unique_ptr<record::Inbox> OpenInboxIn(const std::string& spool) {
+  std::filesystem::create_directories(spool);
+  auto opened = record::Inbox::Open(spool);
+  REQUIRE(opened.ok());
+  REQUIRE(*opened != nullptr);
+  return std::move(opened).value();
+}
+
 }  // namespace
 
 TEST_CASE("inbox: a message sent whole is received and journaled; cut short, malformed or doubled ones are dropped") {
   testutil::TempDir dir;
   const std::string spool = dir / "s";
-  std::filesystem::create_directories(spool);
-  auto opened = record::Inbox::Open(spool);
-  REQUIRE(opened.ok());
-  REQUIRE(*opened != nullptr);
-  record::Inbox& inbox = **opened;
+  const std::unique_ptr<record::Inbox> opened = OpenInboxIn(spool);
+  record::Inbox& inbox = *opened;
   CHECK(std::filesystem::is_socket(spool + "/inbox"));
 
   const std::string payload = "run file bytes, as the inbox sees them";
@@ -637,11 +643,8 @@ TEST_CASE("inbox: a message sent whole is received and journaled; cut short, mal
 TEST_CASE("inbox: closed with no sender left, it still reads what was queued, and takes nothing after") {
   testutil::TempDir dir;
   const std::string spool = dir / "s";
-  std::filesystem::create_directories(spool);
-  auto opened = record::Inbox::Open(spool);
-  REQUIRE(opened.ok());
-  REQUIRE(*opened != nullptr);
-  record::Inbox& inbox = **opened;
+  const std::unique_ptr<record::Inbox> opened = OpenInboxIn(spool);
+  record::Inbox& inbox = *opened;
   const std::string first = "queued, never served", second = "queued too";
   REQUIRE(SendRaw(spool, Frame(first)));
   REQUIRE(SendRaw(spool, Frame(second)));
