@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,13 @@ namespace {
 
 constexpr const char* kTool = "cct-record";
 constexpr int kExitNotFound = 127;  // the child's exit when exec fails (the parent reads exec_errno)
+// Summarize: up to this many runs, a line each; past it, a line for the
+// program, for up to kNotableRunLines runs that crashed, were killed or
+// exited non-zero, and one for the rest, naming their kCountedNames most
+// frequent names.
+constexpr size_t kRunLinesUpTo = 8;
+constexpr size_t kNotableRunLines = 16;
+constexpr size_t kCountedNames = 4;
 
 int64_t Clock(clockid_t clock) {
   timespec ts{};
@@ -164,7 +172,9 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
   const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
   struct sigaction on_child {}, caller_child {};
   on_child.sa_handler = OnChild;
-  on_child.sa_flags = SA_NOCLDSTOP;
+  // SA_RESTART: a store or a message written while the program runs (tick)
+  // is not cut short by an orphan's end; poll is interrupted regardless.
+  on_child.sa_flags = SA_NOCLDSTOP | SA_RESTART;
   sigemptyset(&on_child.sa_mask);
   sigaction(SIGCHLD, &on_child, &caller_child);
   const int64_t start_time_ns = Clock(CLOCK_REALTIME);
@@ -237,12 +247,23 @@ cct::Result<ChildResult> RunProgram(const std::vector<std::string>& program, con
     }
     if (pidfd >= 0) close(pidfd);
   }
-  while (!reaped && waitpid(pid, &result.status, 0) < 0) {
-    if (errno != EINTR) {
+  // Waits for any child: an orphan that ends first is reaped, and the wait
+  // goes on for the program.
+  while (!reaped) {
+    siginfo_t next{};
+    if (waitid(P_ALL, 0, &next, WEXITED | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
       result.status = 0;
       break;
     }
-    ReapOrphans(pid);
+    if (next.si_pid != pid) {
+      siginfo_t gone{};
+      waitid(P_PID, static_cast<id_t>(next.si_pid), &gone, WEXITED);
+      continue;
+    }
+    while (waitpid(pid, &result.status, 0) < 0 && errno == EINTR) {
+    }
+    reaped = true;
   }
   child_pid = 0;
   result.duration_ns = Clock(CLOCK_MONOTONIC) - started;
@@ -306,6 +327,7 @@ void Summarize(store::Database& db, const std::string& session, pid_t child, int
     return;
   }
   bool child_seen = false;
+  std::vector<store::RunMeta> fresh;  // the session's runs not reported yet, fixed up
   for (store::RunMeta m : *runs) {
     auto it = m.extra->find("session");
     if (it == m.extra->end() || !it->is_string() || it->get<std::string>() != session) continue;
@@ -332,6 +354,10 @@ void Summarize(store::Database& db, const std::string& session, pid_t child, int
       if (auto st = db.UpdateMeta(m); !st.ok())
         out << kTool << ": cannot update run " << m.id << ": " << st.message() << '\n';
     }
+    fresh.push_back(std::move(m));
+  }
+  const auto line = [&](const store::RunMeta& m) {
+    const bool exec_replaced = m.extra->contains("exec");
     const auto d = [&](const char* k) {
       auto f = m.diagnostics.find(k);
       return f == m.diagnostics.end() ? int64_t{0} : f->second;
@@ -374,6 +400,54 @@ void Summarize(store::Database& db, const std::string& session, pid_t child, int
           << " of its threads' time fell after their last sample (threads shorter than the sampling period are not in "
              "the tree); --account-short-threads adds it to their start routines, a higher --freq samples them\n";
     }
+  };
+  // A build's hundreds of processes would bury the program's line: past a
+  // few runs, only the program and the runs worth a look get one, and the
+  // rest are counted in one.
+  std::vector<const store::RunMeta*> counted;
+  size_t notable_lines = 0;
+  for (const store::RunMeta& m : fresh) {
+    const bool notable = m.state == store::RunState::kCrashed || m.term_signal || (m.exit_code && *m.exit_code != 0);
+    if (fresh.size() <= kRunLinesUpTo || m.pid == child || (notable && notable_lines < kNotableRunLines)) {
+      notable_lines += notable && m.pid != child;
+      line(m);
+    } else {
+      counted.push_back(&m);
+    }
+  }
+  if (!counted.empty()) {
+    std::map<std::string, size_t> by_name;
+    std::map<store::RunState, size_t> by_state;
+    int64_t samples = 0;
+    size_t failed = 0;  // past the notable lines: exited non-zero or killed
+    for (const store::RunMeta* m : counted) {
+      ++by_name[m->name];
+      ++by_state[m->state];
+      failed += m->term_signal || (m->exit_code && *m->exit_code != 0);
+      auto f = m->diagnostics.find("samples");
+      if (f != m->diagnostics.end()) samples += f->second;
+    }
+    // Any run of the invocation selects all of it; the program's is the one
+    // the user knows.
+    store::RunId listing_id = counted.front()->id;
+    for (const store::RunMeta& m : fresh)
+      if (m.pid == child) listing_id = m.id;
+    std::vector<std::pair<std::string, size_t>> names(by_name.begin(), by_name.end());
+    std::stable_sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string listed;
+    for (size_t i = 0; i < names.size() && i < kCountedNames; ++i)
+      listed += (i ? ", '" : "'") + names[i].first + "' \u00d7" + std::to_string(names[i].second);
+    if (names.size() > kCountedNames) listed += ", \u2026";
+    std::string states;
+    if (by_state.size() == 1) {
+      states = std::string(counted.size() == 1 ? "" : "all ") + std::string(store::RunStateName(by_state.begin()->first));
+    } else {
+      for (const auto& [state, n] : by_state)
+        states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(store::RunStateName(state));
+    }
+    out << kTool << ": " << counted.size() << " more run" << (counted.size() == 1 ? "" : "s") << " (" << listed << "), "
+        << samples << " samples, " << states << (failed ? ", " + std::to_string(failed) + " failed" : "") << " -> " << db_path << " (cct-query runs " << listing_id
+        << "/all lists the recording's runs)\n";
   }
   // Only a program a signal ended: one that ended by itself without a run
   // had its collector decline to write and say why (--gpu on could not

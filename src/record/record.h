@@ -83,8 +83,10 @@ struct ChildResult {
 // re-parented to it rather than to init, and reaped here as they end (a
 // SIGCHLD handler wakes the wait), so that when the program ends,
 // RunProgram knows whether any of them still run (descendants_left); those
-// stay the caller's children. The program inherits SIGCHLD's disposition
-// as the caller had it. Not thread-safe (process-wide dispositions).
+// stay the caller's children. The caller must have no children of its own
+// (RunProgram reaps every child that ends while it waits). The program
+// inherits SIGCHLD's disposition as the caller had it. Not thread-safe
+// (process-wide dispositions).
 // While it waits, `tick` runs every `tick_s` seconds (cct-record gathers
 // the spool there; 0: never) and `inbox` is served (record/inbox.h), woken
 // at once when the child exits through a pidfd (Linux 5.3+; without one it
