@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "collector/core/run_info.h"
@@ -445,8 +445,9 @@ void Summarize(store::Database& db, const std::string& session, pid_t child, int
       for (const auto& [state, n] : by_state)
         states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(store::RunStateName(state));
     }
-    out << kTool << ": " << counted.size() << " more run" << (counted.size() == 1 ? "" : "s") << " (" << listed << "), "
-        << samples << " samples, " << states << (failed ? ", " + std::to_string(failed) + " failed" : "") << " -> " << db_path << " (cct-query runs " << listing_id
+    if (failed) states += ", " + std::to_string(failed) + " failed";
+    out << kTool << ": " << counted.size() << " more run" << (counted.size() == 1 ? "" : "s") << " (" << listed
+        << "), " << samples << " samples, " << states << " -> " << db_path << " (cct-query runs " << listing_id
         << "/all lists the recording's runs)\n";
   }
   // Only a program a signal ended: one that ended by itself without a run
