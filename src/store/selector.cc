@@ -335,6 +335,13 @@ RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs) {
 }
 
 Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
+  if (sel.kind == RunSelector::Kind::kId && !sel.all_processes) {
+    // One record, not a long history's: the run itself, or the error below
+    // that lists what there is.
+    auto run = db.GetRun(sel.id);
+    if (run.ok()) return std::vector<RunMeta>{std::move(run).value()};
+    if (run.status().code() != cct::ErrorCode::kNotFound) return run.status();
+  }
   CCT_ASSIGN_OR_RETURN(std::vector<RunMeta> runs, db.ListRuns());
   std::vector<RunMeta> out;
   const Invocations inv = sel.kind == RunSelector::Kind::kTag ? Invocations{} : Analyze(runs);

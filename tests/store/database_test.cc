@@ -665,6 +665,26 @@ TEST_CASE("selectors parse and select") {
   CHECK(testutil::LineCount(err) == 1);
   CHECK(err.find("no run matches 'nonesuch'") != std::string::npos);
   CHECK(err.find("5 'even' (complete)") != std::string::npos);
+
+  // A run by id is its own record only: another run's unreadable record
+  // stops `latest` (which reads them all), not `3`.
+  db->reset();
+  {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) -> cct::Status {
+              auto runs = txn.OpenDb("runs", false);
+              if (!runs.ok() || !*runs) return cct::IoError("no runs table");
+              return txn.Put(**runs, std::string("\0\0\0\1", 4), "{not json");
+            }).ok());
+  }
+  db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  CHECK(select("3") == std::vector<store::RunId>{3});
+  CHECK(select("latest").empty());
+  auto damaged = store::SelectRuns(**db, *store::ParseSelector("1", path));
+  REQUIRE_FALSE(damaged.ok());
+  CHECK(damaged.status().code() != cct::ErrorCode::kNotFound);
 }
 
 TEST_CASE("selectors over process trees: latest and NAME mean an invocation's root, NAME/all all its processes") {
