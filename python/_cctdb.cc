@@ -435,6 +435,23 @@ py::dict Tree(const std::string& selector, const std::string& db, const std::vec
 
 // The runs a selector names (ids, oldest first): db.run() checks its
 // selector at once, as the tools do before they load anything.
+// Opens the database read-only and closes it: cctdb.open's check (missing,
+// not a database, damaged where opening reads, a newer format). Reads no
+// run record: a long history costs nothing here.
+void CheckOpens(const std::string& db) {
+  cct::Status status;
+  {
+    py::gil_scoped_release release;
+    status = Guarded(db, [&]() -> cct::Status {
+      CCT_ASSIGN_OR_RETURN(auto database,
+                           store::Database::Open(store::DefaultDatabasePath(db), store::Database::Mode::kRead));
+      (void)database;
+      return cct::Status::Ok();
+    });
+  }
+  Check(status);
+}
+
 std::vector<uint32_t> SelectRunIds(const std::string& selector, const std::string& db) {
   std::vector<uint32_t> ids;
   cct::Status status;
@@ -470,8 +487,13 @@ std::string Runs(const std::string& db, const std::string& selector) {
         db_path = sel->db_path;
       }
       CCT_ASSIGN_OR_RETURN(auto database, store::Database::Open(db_path, store::Database::Mode::kRead));
-      CCT_ASSIGN_OR_RETURN(std::vector<store::RunMeta> all, database->ListRuns());
-      std::vector<store::RunMeta> runs;
+      // A run by id reads its own record (and its root's), as cct-query's
+      // selector does; every other listing reads them all once.
+      const bool one = sel && sel->kind == store::RunSelector::Kind::kId && !sel->all_processes;
+      std::vector<store::RunMeta> all, runs;
+      if (!one) {
+        CCT_ASSIGN_OR_RETURN(all, database->ListRuns());
+      }
       if (sel) {
         CCT_ASSIGN_OR_RETURN(runs, store::SelectRuns(*database, *sel));
       } else {
@@ -481,7 +503,12 @@ std::string Runs(const std::string& db, const std::string& selector) {
       for (const store::RunMeta& r : runs) {
         nlohmann::json j = r.ToJson();
         j["state"] = std::string(store::RunStateName(store::EffectiveState(r)));
-        j["root_run"] = store::InvocationRoot(r, all);
+        if (one) {
+          CCT_ASSIGN_OR_RETURN(store::RunId root, store::InvocationRoot(*database, r));
+          j["root_run"] = root;
+        } else {
+          j["root_run"] = store::InvocationRoot(r, all);
+        }
         out.push_back(std::move(j));
       }
       text = out.dump();
@@ -581,6 +608,7 @@ PYBIND11_MODULE(_cctdb, m) {
 
   m.def("default_db", [](const std::string& db) { return store::DefaultDatabasePath(db); }, py::arg("db") = "");
   m.def("runs", &Runs, py::arg("db"), py::arg("selector") = "");
+  m.def("check_opens", &CheckOpens, py::arg("db"));
   m.def("select", &SelectRunIds, py::arg("selector"), py::arg("db"));
   m.def("tree", &Tree, py::arg("selector"), py::arg("db"), py::arg("metrics") = std::vector<std::string>(),
         py::arg("lines") = false, py::arg("merge_threads") = false, py::arg("query") = "", py::arg("path") = true);

@@ -32,7 +32,9 @@ _TIMELINE_BY = ("function", "range", "nvtx", "node")
 
 def open(path=None):  # noqa: A001 - the package's entry point, as in the issue
     """Opens a database file (default: $CCT_DB, else ./cct.db); cctdb.Error
-    when it is missing, damaged or from a newer format version."""
+    when it is missing, not a database, damaged where opening reads, or from
+    a newer format version. Run records are read by the calls that need
+    them (a damaged one is their cctdb.Error)."""
     db = Database(_cctdb.default_db(path or ""))
     db._check()
     return db
@@ -47,7 +49,7 @@ class Database:
         self.path = path
 
     def _check(self):
-        _cctdb.runs(self.path)
+        _cctdb.check_opens(self.path)
 
     def __repr__(self):
         return "cctdb.Database(%r)" % self.path

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import cctdb
-from conftest import cct_query, cct_query_error, cct_query_json, tool
+from conftest import cct_query, cct_query_error, cct_query_json, record, tool
 
 EXAMPLE_FUNCTIONS = {"parse_input", "integrate_forces", "update_positions", "evaluate_leaf", "recursive_search",
                      "compress_block", "checksum", "simulate_physics", "main"}
@@ -63,6 +63,28 @@ def test_selectors(db_path):
     assert db.run("1").id == 1
     assert db.run(db_path + ":latest~2").ids == [1]
     assert list(db.runs("tag:v=new")["id"]) == [2]
+
+
+def test_run_by_id_reads_its_record_as_the_listing_does(tmp_path):
+    # A shell and the two processes it starts: one invocation, whose root is
+    # the shell's run. db.runs("ID") reads only that record and its root's;
+    # its row must be the whole listing's.
+    db = str(tmp_path / "tree.db")
+    record(db, ["--name", "tree"], ["/bin/sh", "-c", "/bin/true; /bin/true; exit 0"])
+    d = cctdb.open(db)
+    every = d.runs()
+    assert len(every) == 3
+    # --name names every process of the invocation; the shell is the one
+    # cct-record started, with no parent run.
+    assert sum(every["parent_run"] == 0) == 1
+    shell = int(every[every["parent_run"] == 0]["id"].iloc[0])
+    assert set(every["root_run"]) == {shell}
+    for _, row in every.iterrows():
+        one = d.runs(str(row["id"]))
+        assert list(one["id"]) == [row["id"]]
+        assert one["root_run"].iloc[0] == shell
+        assert one["state"].iloc[0] == row["state"]
+        assert one["parent_run"].iloc[0] == row["parent_run"]
 
 
 def test_selector_errors(db_path):

@@ -334,6 +334,18 @@ RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs) {
   return RootIn(run, runs, IndexById(runs));
 }
 
+Result<RunId> InvocationRoot(Database& db, const RunMeta& run) {
+  if (run.root_run != 0 && run.root_run != run.id) {
+    auto root = db.GetRun(run.root_run);
+    if (root.ok()) return run.root_run;
+    if (root.status().code() != cct::ErrorCode::kNotFound) return root.status();
+  } else if (run.parent_run == 0 || run.parent_run == run.id) {
+    return run.id;
+  }
+  CCT_ASSIGN_OR_RETURN(std::vector<RunMeta> runs, db.ListRuns());
+  return InvocationRoot(run, runs);
+}
+
 Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
   if (sel.kind == RunSelector::Kind::kId && !sel.all_processes) {
     // One record, not a long history's: the run itself, or the error below

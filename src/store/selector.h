@@ -102,6 +102,10 @@ cct::Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& se
 // parent_run chain (runs written before format version 2; a parent missing
 // from `runs`, deleted, ends the chain at its child). A root gives itself.
 RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs);
+// The same, reading only what it needs from `db`: a run that names its root
+// (format 3) or has no parent costs at most one more record; a version 1
+// chain reads every run.
+cct::Result<RunId> InvocationRoot(Database& db, const RunMeta& run);
 
 // "3 'name' (complete), 4 (crashed), ..." for error messages; the newest `max`.
 std::string DescribeRuns(const std::vector<RunMeta>& runs, size_t max = 12);
