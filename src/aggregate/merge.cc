@@ -19,12 +19,6 @@ std::string CanonicalPathOf(const std::string& path) {
   return ec ? path : p.string();
 }
 
-std::string RunKeyOf(const store::RunMeta& m) {
-  if (!m.extra->contains("run_key")) return "";
-  const nlohmann::json& k = (*m.extra)["run_key"];
-  return k.is_string() ? k.get<std::string>() : "";
-}
-
 // A run as stored: its record and its sections, re-encoded from what the
 // store decodes (the stored tree is in preorder already, so its ids, and
 // those its iterations and trace name, come back unchanged).
@@ -103,7 +97,7 @@ cct::Result<std::vector<MergeInputReport>> MergeDatabases(const MergeRequest& re
   if (out) {
     CCT_ASSIGN_OR_RETURN(out_runs, out->ListRuns());
     for (const store::RunMeta& m : out_runs)
-      if (!RunKeyOf(m).empty()) out_keys.emplace(RunKeyOf(m), m.id);
+      if (std::string key = store::RunKeyOf(m); !key.empty()) out_keys.emplace(std::move(key), m.id);
   }
   std::vector<MergeInputReport> reports;
   for (const std::string& path : request.inputs) {
@@ -126,7 +120,7 @@ cct::Result<std::vector<MergeInputReport>> MergeDatabases(const MergeRequest& re
     for (const store::RunMeta& m : *runs) {
       auto stored = ReadStoredRun(**in, m);
       if (!stored.ok()) return fail(stored.status());
-      const std::string key = RunKeyOf(m);
+      const std::string key = store::RunKeyOf(m);
       store::RunId have = 0;
       if (!key.empty()) {
         auto it = out_keys.find(key);
@@ -135,7 +129,7 @@ cct::Result<std::vector<MergeInputReport>> MergeDatabases(const MergeRequest& re
         if (!out_digests) {
           out_digests.emplace();
           for (const store::RunMeta& o : out_runs) {
-            if (!RunKeyOf(o).empty()) continue;
+            if (!store::RunKeyOf(o).empty()) continue;
             auto os = ReadStoredRun(*out, o);
             if (!os.ok()) return fail(os.status().WithContext("reading " + request.out_db));
             out_digests->emplace(DigestOf(*os), o.id);

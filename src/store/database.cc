@@ -65,11 +65,6 @@ uint32_t ReadLeU32(std::string_view v) {
   return id;
 }
 
-std::string RunKeyOf(const RunMeta& m) {
-  auto it = m.extra->find("run_key");
-  return it != m.extra->end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 Status ParseRun(std::string_view value, RunMeta& out) {
   nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Corrupt("a run record is not valid JSON");

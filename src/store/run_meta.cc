@@ -225,6 +225,11 @@ uint64_t ProcessStartTicks(int64_t pid) {
   return st ? st->start_ticks : 0;
 }
 
+std::string RunKeyOf(const RunMeta& meta) {
+  auto it = meta.extra->find("run_key");
+  return it != meta.extra->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 RunState EffectiveState(const RunMeta& meta) {
   if (meta.state != RunState::kRecording || meta.pid <= 0 || meta.host != HostName()) return meta.state;
   const bool gone = ::kill(static_cast<pid_t>(meta.pid), 0) != 0 && errno == ESRCH;

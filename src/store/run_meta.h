@@ -137,6 +137,10 @@ size_t CutToLimits(RunMeta& m);
 // process is gone from this host is `crashed`.
 RunState EffectiveState(const RunMeta& meta);
 
+// The key of the run file the run was gathered from (extra.run_key; the
+// collector's unique key per run), "" when it has none.
+std::string RunKeyOf(const RunMeta& meta);
+
 // This machine's host name, and the start time of a process (0 if unknown).
 std::string HostName();
 uint64_t ProcessStartTicks(int64_t pid);
