@@ -721,6 +721,108 @@ TEST_CASE("cfi walker: its row cache never answers for an older module set at th
   CHECK(out[1] == root + 2);
 }
 
+TEST_CASE("cfi walker: a step its row cache serves ends where the step from the CFI did") {
+  // Each step is taken twice in one module set: the first from the CFI
+  // (which fills the cache), the second after the module's CFI has been
+  // wiped, so that only the cache can serve it. Both must give the
+  // registers the construction gives.
+  std::vector<uint64_t> stack(32, 0);
+  const auto s = reinterpret_cast<uintptr_t>(stack.data());
+  FakeModule m;
+  const int cie = m.AddCie(StandardCie());
+  const uintptr_t text = m.base() + (48 << 20);
+  const uintptr_t f = text, h = text + 0x100, root = text + 0x200;
+  // f: after push %rbp; mov %rsp,%rbp: CFA = rbp + 16, rbp at CFA - 16.
+  Bytes fi;
+  fi.U8(kAdvanceLoc | 1);
+  fi.U8(kDefCfaOffset);
+  fi.Uleb(16);
+  fi.U8(kOffset | 6);
+  fi.Uleb(2);
+  fi.U8(kAdvanceLoc | 3);
+  fi.U8(kDefCfaRegister);
+  fi.Uleb(6);
+  m.fdes.push_back({f, 0x80, fi, cie});
+  // h: pushes rbx and r12 (CFA = rsp + 24, rbx at CFA - 16, r12 at
+  // CFA - 24) and says r13 does not survive it.
+  Bytes hi;
+  hi.U8(kAdvanceLoc | 2);
+  hi.U8(kDefCfaOffset);
+  hi.Uleb(24);
+  hi.U8(kOffset | 3);
+  hi.Uleb(2);
+  hi.U8(kOffset | 12);
+  hi.Uleb(3);
+  hi.U8(kUndefined);
+  hi.Uleb(13);
+  m.fdes.push_back({h, 0x80, hi, cie});
+  m.fdes.push_back({root, 0x80, RootCfi(), cie});
+  m.Build(text, text + 0x1000);
+
+  // h's frame at slots 0-2 (r12, rbx, the return address into f); f's at
+  // slots 3-4 (the saved rbp, the return address into root).
+  stack[0] = 0xc12;
+  stack[1] = 0xb3;
+  stack[2] = f + 0x20;
+  stack[3] = 0xbb;
+  stack[4] = root + 0x10;
+  struct Case {
+    const char* what;
+    CfiRegisters start;
+    CfiSpan span;
+    CfiStepResult result;
+  };
+  CfiSpan without_ra = SpanOf(stack);
+  without_ra.hi = s + 16;  // h's return address slot not allowed
+  const Case cases[] = {
+      {"h: rbx and r12 from the stack, r13 gone", Regs(h + 8, s, 0x77), SpanOf(stack), CfiStepResult::kStepped},
+      {"f: CFA from rbp, rbp from its slot", Regs(f + 0x10, s + 16, s + 24), SpanOf(stack), CfiStepResult::kStepped},
+      {"root: undefined return address", Regs(root + 4, s + 40, 0), SpanOf(stack), CfiStepResult::kRoot},
+      {"h: its return address outside the stack", Regs(h + 9, s, 0x77), without_ra, CfiStepResult::kFailed},
+      {"f: an rbp below the stack pointer (a loop)", Regs(f + 0x11, s + 64, s + 16), SpanOf(stack),
+       CfiStepResult::kFailed},
+      {"f: a CFA at the stack pointer itself (a loop)", Regs(f + 0x12, s + 64, s + 48), SpanOf(stack),
+       CfiStepResult::kFailed},
+  };
+  CfiRegisters first[std::size(cases)];
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    CAPTURE(cases[i].what);
+    first[i] = cases[i].start;
+    bool signal = true;
+    REQUIRE(CfiStep(m.set, cases[i].span, true, &first[i], &signal) == cases[i].result);
+    CHECK_FALSE(signal);
+  }
+  // From the construction.
+  CHECK(first[0].value[kCfiRip] == f + 0x20);
+  CHECK(first[0].value[kCfiRsp] == s + 24);
+  CHECK(first[0].value[3] == 0xb3);
+  CHECK(first[0].value[12] == 0xc12);
+  CHECK_FALSE(first[0].Has(13));
+  CHECK(first[0].value[kCfiRbp] == 0x77);  // kept
+  CHECK(first[0].value[1] == 0x1001);      // rdx: no rule, kept
+  CHECK(first[1].value[kCfiRip] == root + 0x10);
+  CHECK(first[1].value[kCfiRsp] == s + 40);
+  CHECK(first[1].value[kCfiRbp] == 0xbb);
+  for (size_t i = 2; i < std::size(cases); ++i) {  // not stepped: as they were
+    CHECK(first[i].known == cases[i].start.known);
+    CHECK(std::memcmp(first[i].value, cases[i].start.value, sizeof first[i].value) == 0);
+  }
+
+  std::fill(m.memory.begin(), m.memory.end(), 0);  // no CFI left: only the cache can answer
+  CfiRegisters probe = Regs(h + 0x40, s, 0);  // an address no step above looked up
+  bool signal = false;
+  REQUIRE(CfiStep(m.set, SpanOf(stack), true, &probe, &signal) == CfiStepResult::kFailed);
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    CAPTURE(cases[i].what);
+    CfiRegisters again = cases[i].start;
+    REQUIRE(CfiStep(m.set, cases[i].span, true, &again, &signal) == cases[i].result);
+    CHECK_FALSE(signal);
+    CHECK(again.known == first[i].known);
+    for (int r = 0; r < kCfiRegisters; ++r)
+      if (again.Has(r)) CHECK(again.value[r] == first[i].value[r]);
+  }
+}
+
 // --- many interruption points: whatever the timer hits ---------------------
 
 namespace {
