@@ -185,6 +185,21 @@ Bytes RootCfi() {
   return c;
 }
 
+// A frame-pointer function's prologue: push %rbp (1 byte), then
+// mov %rsp,%rbp (3 bytes); from +4 on, CFA = rbp + 16, rbp at CFA - 16.
+Bytes FramePointerPrologue() {
+  Bytes c;
+  c.U8(kAdvanceLoc | 1);
+  c.U8(kDefCfaOffset);
+  c.Uleb(16);
+  c.U8(kOffset | 6);  // rbp at CFA - 16
+  c.Uleb(2);
+  c.U8(kAdvanceLoc | 3);
+  c.U8(kDefCfaRegister);
+  c.Uleb(6);
+  return c;
+}
+
 CfiRegisters Regs(uintptr_t pc, uintptr_t sp, uintptr_t rbp) {
   CfiRegisters r;
   for (int i = 0; i < kCfiRegisters; ++i) r.Set(i, 0x1000 + i);  // every register known, as in a signal context
@@ -211,15 +226,7 @@ TEST_CASE("cfi walker: a frame-pointer function, a leaf and the root, from CFI a
   const uintptr_t f = text, g = text + 0x100, root = text + 0x200;
   // f: push %rbp (1 byte); mov %rsp,%rbp (3 bytes); body; at +0x40 an
   // epilogue that restores CFA = rsp + 8 (remember/restore around it).
-  Bytes fi;
-  fi.U8(kAdvanceLoc | 1);
-  fi.U8(kDefCfaOffset);
-  fi.Uleb(16);
-  fi.U8(kOffset | 6);  // rbp at CFA - 16
-  fi.Uleb(2);
-  fi.U8(kAdvanceLoc | 3);
-  fi.U8(kDefCfaRegister);
-  fi.Uleb(6);
+  Bytes fi = FramePointerPrologue();
   fi.U8(kAdvanceLoc | 0x3c);  // to +0x40
   fi.U8(kRememberState);
   fi.U8(kDefCfa);
@@ -732,17 +739,7 @@ TEST_CASE("cfi walker: a step its row cache serves ends where the step from the 
   const int cie = m.AddCie(StandardCie());
   const uintptr_t text = m.base() + (48 << 20);
   const uintptr_t f = text, h = text + 0x100, root = text + 0x200;
-  // f: after push %rbp; mov %rsp,%rbp: CFA = rbp + 16, rbp at CFA - 16.
-  Bytes fi;
-  fi.U8(kAdvanceLoc | 1);
-  fi.U8(kDefCfaOffset);
-  fi.Uleb(16);
-  fi.U8(kOffset | 6);
-  fi.Uleb(2);
-  fi.U8(kAdvanceLoc | 3);
-  fi.U8(kDefCfaRegister);
-  fi.Uleb(6);
-  m.fdes.push_back({f, 0x80, fi, cie});
+  m.fdes.push_back({f, 0x80, FramePointerPrologue(), cie});  // f: CFA = rbp + 16 in its body
   // h: pushes rbx and r12 (CFA = rsp + 24, rbx at CFA - 16, r12 at
   // CFA - 24) and says r13 does not survive it.
   Bytes hi;
