@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
     if (!spool.ok()) cli::Fail(kTool, spool.status(), kExitOwnError);
     config.spool_dir = spool->dir();
     config.inbox = spool->inbox() != nullptr;
+    config.rows_path = spool->rows_path();
     std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
     if (!launch_entry.empty()) env.push_back(launch_entry);
 

@@ -15,6 +15,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "collector/cpu/shared_rows.h"
 #include "store/run_file.h"
 
 namespace record {
@@ -90,7 +91,23 @@ cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& 
   // Without an inbox (a path too long for a socket, no sockets allowed
   // there) the processes write files, as they did before it.
   if (auto inbox = Inbox::Open(dir); inbox.ok()) spool.inbox_ = std::move(inbox).value();
+  // Without it (no memfd, no memory) each process keeps its own rows.
+  if (auto rows = collector::CreateSharedRows(); rows.ok()) spool.rows_.fd = *rows;
   return spool;
+}
+
+std::string Spool::rows_path() const { return rows_.fd >= 0 ? collector::SharedRowsPath(rows_.fd) : ""; }
+
+Spool::RowsFd& Spool::RowsFd::operator=(RowsFd&& o) noexcept {
+  if (this != &o) {
+    if (fd >= 0) close(fd);
+    fd = std::exchange(o.fd, -1);
+  }
+  return *this;
+}
+
+Spool::RowsFd::~RowsFd() {
+  if (fd >= 0) close(fd);
 }
 
 cct::Status Spool::FindStoredKeys(store::Database& db, const std::vector<std::string>& keys) {

@@ -29,6 +29,8 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cct/status.h"
 #include "record/inbox.h"
@@ -59,6 +61,10 @@ class Spool {
   // The inbox Create opened (record/inbox.h), for RunProgram's wait loop;
   // nullptr when there is none (the processes write files).
   Inbox* inbox() const { return inbox_.get(); }
+  // The path by which the recorded processes open the CFI row table they
+  // share (collector/cpu/shared_rows.h), which Create made and this spool
+  // holds; "" when there is none (each process keeps its own rows).
+  std::string rows_path() const;
   // Stops the inbox (Inbox::Close): before the pass after the program.
   void CloseInbox(int timeout_ms, bool senders_alive = true) {
     if (inbox_) inbox_->Close(timeout_ms, senders_alive);
@@ -99,6 +105,14 @@ class Spool {
   std::map<std::string, Stored> stored_;         // file name → what the last pass stored
   std::map<std::string, store::RunId> ids_;      // run key → run id
   std::unique_ptr<Inbox> inbox_;
+  // The shared row table's descriptor (close-on-exec), closed with the spool.
+  struct RowsFd {
+    int fd = -1;
+    RowsFd() = default;
+    RowsFd(RowsFd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    RowsFd& operator=(RowsFd&& o) noexcept;
+    ~RowsFd();
+  } rows_;
   std::vector<std::string> messages_;  // taken from the inbox, not stored yet (a pass failed)
   size_t bad_messages_ = 0;
 };

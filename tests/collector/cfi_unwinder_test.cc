@@ -88,6 +88,7 @@ struct FakeModule {
   // header's table holds 32-bit offsets from the header (and ASan's heap
   // puts blocks of different sizes gigabytes apart).
   std::vector<uint8_t> memory = std::vector<uint8_t>(1 << 16, 0);
+  std::string build_id;  // the module's identity across processes (shared rows); "": none
   CfiModuleSet set;
 
   uintptr_t base() const { return reinterpret_cast<uintptr_t>(memory.data()); }
@@ -149,7 +150,7 @@ struct FakeModule {
                                    {PT_GNU_EH_FRAME, PF_R, 0, kHdrSize},
                                    {PT_LOAD, PF_R | PF_X, text_lo - base, text_hi - text_lo}};
     set = CfiModuleSet{};
-    AddCfiModule(&set, base, segments, 3);
+    AddCfiModule(&set, base, segments, 3, build_id);
     FinishCfiModuleSet(&set);
   }
 
@@ -817,6 +818,89 @@ TEST_CASE("cfi walker: a step its row cache serves ends where the step from the 
     CHECK(again.known == first[i].known);
     for (int r = 0; r < kCfiRegisters; ++r)
       if (again.Has(r)) CHECK(again.value[r] == first[i].value[r]);
+  }
+}
+
+TEST_CASE("cfi walker: a row one process computed serves another process's copy of the same file (shared rows)") {
+  // Copies of one module at different places stand for the same file in
+  // two processes; each copy's CFI is wiped before its step, so only the
+  // shared table can answer. g: CFA = rsp + 32 after 4 bytes, its return
+  // address at CFA - 8 (the CIE's rule).
+  std::vector<uint64_t> table(4 * 64, 0);
+  UseSharedRows(table.data(), 64);
+  struct Detach {
+    ~Detach() { UseSharedRows(nullptr, 0); }
+  } detach;
+  std::vector<uint64_t> stack(8, 0);
+  const auto s = reinterpret_cast<uintptr_t>(stack.data());
+  const std::string id_a("\x5a\x01\x02\x03\x04\x05\x06\x07", 8), id_b("\x5b\x01\x02\x03\x04\x05\x06\x07", 8);
+  auto copy = [](FakeModule& m, const std::string& build_id) {
+    const int cie = m.AddCie(StandardCie());
+    const uintptr_t text = m.base() + (56 << 20);
+    Bytes gi;
+    gi.U8(kAdvanceLoc | 4);
+    gi.U8(kDefCfaOffset);
+    gi.Uleb(32);
+    m.fdes.push_back({text, 0x80, gi, cie});
+    m.fdes.push_back({text + 0x100, 0x80, RootCfi(), cie});
+    m.build_id = build_id;
+    m.Build(text, text + 0x1000);
+    return text;
+  };
+  stack[3] = 0x4242;  // g's return address, at CFA - 8 = rsp + 24
+  // Steps at g + 8 of `m` (text at `g`): the result, and the registers.
+  auto step = [&](FakeModule& m, uintptr_t g, CfiRegisters* r) {
+    *r = Regs(g + 8, s, 0x77);
+    bool signal = false;
+    return CfiStep(m.set, SpanOf(stack), true, r, &signal);
+  };
+  const CfiRowCounts before = CfiRowCountsSoFar();
+  FakeModule first;
+  const uintptr_t g1 = copy(first, id_a);
+  CfiRegisters r1;
+  REQUIRE(step(first, g1, &r1) == CfiStepResult::kStepped);  // from the CFI
+  CHECK(r1.value[kCfiRip] == 0x4242);
+  CHECK(r1.value[kCfiRsp] == s + 32);
+  CHECK(CfiRowCountsSoFar().computed == before.computed + 1);
+
+  FakeModule second;
+  const uintptr_t g2 = copy(second, id_a);
+  REQUIRE(g2 != g1);  // another address: the process's own cache cannot answer
+  std::fill(second.memory.begin(), second.memory.end(), 0);
+  CfiRegisters r2;
+  REQUIRE(step(second, g2, &r2) == CfiStepResult::kStepped);
+  CHECK(r2.value[kCfiRip] == 0x4242);
+  CHECK(r2.value[kCfiRsp] == s + 32);
+  CHECK(r2.value[kCfiRbp] == 0x77);
+  CHECK(CfiRowCountsSoFar().shared == before.shared + 1);
+
+  SUBCASE("another file (another build id) is not answered") {
+    FakeModule other;
+    const uintptr_t g3 = copy(other, id_b);
+    std::fill(other.memory.begin(), other.memory.end(), 0);
+    CfiRegisters r3;
+    CHECK(step(other, g3, &r3) == CfiStepResult::kFailed);
+  }
+  SUBCASE("a module without a build id is not answered") {
+    FakeModule anonymous;
+    const uintptr_t g3 = copy(anonymous, "");
+    std::fill(anonymous.memory.begin(), anonymous.memory.end(), 0);
+    CfiRegisters r3;
+    CHECK(step(anonymous, g3, &r3) == CfiStepResult::kFailed);
+  }
+  SUBCASE("an entry another process tore (one word changed) is not answered") {
+    bool torn = false;
+    for (size_t e = 0; e < 64; ++e)
+      if (table[4 * e] != 0) {
+        table[4 * e + 1] ^= 8;  // the CFA offset, 8 more
+        torn = true;
+      }
+    REQUIRE(torn);
+    FakeModule third;
+    const uintptr_t g3 = copy(third, id_a);
+    std::fill(third.memory.begin(), third.memory.end(), 0);
+    CfiRegisters r3;
+    CHECK(step(third, g3, &r3) == CfiStepResult::kFailed);
   }
 }
 

@@ -304,6 +304,36 @@ bool UnderPartial(const cct::Tree& t, const std::string& name) {
 }
 }  // namespace
 
+// The processes of one recording share the CFI rows their walkers compute
+// (collector/cpu/shared_rows.h): a program run a second time starts with
+// the rows the first run found, and its stacks are as complete.
+TEST_CASE("cct-record: a program run twice in one recording unwinds the second time from the rows the first computed") {
+  TempDir dir;
+  const std::string db = dir / "rows.db";
+  const std::string prog = Prog("cct-test-deep-recursion");
+  auto r = Run(Record(db, {}, {"/bin/sh", "-c", prog + " 10 && " + prog + " 10"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<store::RunMeta> runs;
+  for (const store::RunMeta& m : Runs(db))
+    if (m.name == "cct-test-deep-recursion") runs.push_back(m);
+  REQUIRE(runs.size() == 2);
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.start_time_ns < b.start_time_ns; });
+  const auto& first = runs[0].diagnostics;
+  const auto& second = runs[1].diagnostics;
+  // The first run computed its rows: main, dive and the code below them.
+  CHECK(first.at("walker_rows_computed") >= 3);
+  // The second found its program's rows in the table: dive's and main's
+  // at least (one row each, every level of dive returns to one address).
+  CHECK(second.at("walker_rows_shared") >= 2);
+  CHECK(second.at("walker_rows_computed") < first.at("walker_rows_computed"));
+  for (const store::RunMeta& m : runs) {
+    const cct::Tree t = TreeOf(db, m.id);
+    CHECK(LongestChain(t, "dive") == std::pair<int, std::string>{10, "main"});
+    CHECK_FALSE(UnderPartial(t, "dive"));
+  }
+}
+
 // Issue 15: stacks were cut at 512 frames, innermost kept, so a deep
 // recursion's samples were all "<partial call path>". Now the depth is
 // --max-depth (default 4096) and a deeper stack keeps its outermost frames.

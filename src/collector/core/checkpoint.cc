@@ -28,6 +28,7 @@
 #include "collector/core/run_info.h"
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
+#include "collector/cpu/cfi_unwinder.h"
 #include "collector/nvtx/nvtx_ranges.h"
 #include "collector/python/python_frames.h"
 #include "store/run_file.h"
@@ -363,6 +364,11 @@ void WriteRun(store::RunState state) noexcept {
     m.diagnostics["throttled_samples"] = static_cast<int64_t>(throttled);
     const UnwindCounts unwound = UnwindCountsSoFar();
     m.diagnostics["walker_samples"] = static_cast<int64_t>(unwound.walker);
+    // The walker's rows from the recording's shared table, and those it
+    // computed from CFI (cpu/shared_rows.h).
+    const CfiRowCounts rows = CfiRowCountsSoFar();
+    m.diagnostics["walker_rows_shared"] = static_cast<int64_t>(rows.shared);
+    m.diagnostics["walker_rows_computed"] = static_cast<int64_t>(rows.computed);
     m.diagnostics["libunwind_samples"] = static_cast<int64_t>(unwound.libunwind);
     m.diagnostics["handler_ns"] = handler_ns;
     if (python_ns > 0) m.diagnostics["python_handler_ns"] = python_ns;

@@ -81,6 +81,7 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
     c.symbol_cache_dir = DefaultSymbolCacheDir();
   }
   if (const char* v = env("CCT_RECORD_SPOOL"); v && *v) c.spool_dir = v;
+  if (const char* v = env("CCT_RECORD_ROWS"); v && *v) c.rows_path = v;
   else c.spool_dir = c.db_path + ".spool/unowned";
   if (const char* v = env("CCT_RECORD_INBOX")) c.inbox = std::string(v) == "1";
   if (const char* v = env("CCT_RECORD_FOLLOW")) c.follow = std::string(v) != "0";
@@ -166,6 +167,7 @@ std::map<std::string, std::string> ConfigEnvironment(const CollectorConfig& c) {
   if (!c.name.empty()) e["CCT_RECORD_NAME"] = c.name;
   if (!c.tags.empty()) e["CCT_RECORD_TAGS"] = nlohmann::json(c.tags).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   e["CCT_RECORD_SPOOL"] = c.spool_dir;
+  if (!c.rows_path.empty()) e["CCT_RECORD_ROWS"] = c.rows_path;
   if (c.inbox) e["CCT_RECORD_INBOX"] = "1";
   e["CCT_RECORD_SYMBOL_CACHE"] = c.symbol_cache_dir.empty() ? "off" : c.symbol_cache_dir;
   if (!c.parent_key.empty()) e["CCT_RECORD_PARENT_KEY"] = c.parent_key;

@@ -46,6 +46,9 @@ struct CollectorConfig {
   // db_path + ".spool/unowned", which the next cct-record into db_path
   // gathers once the process is gone.
   std::string spool_dir;
+  // CCT_RECORD_ROWS: the CFI row table the recording's processes share
+  // (cpu/shared_rows.h), a /proc/PID/fd/N path; "" when there is none.
+  std::string rows_path;
   // CCT_RECORD_INBOX=1: cct-record listens on spool_dir/inbox
   // (store/run_file.h): a run with no file there yet is sent, not written.
   bool inbox = false;

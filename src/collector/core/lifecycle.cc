@@ -24,6 +24,7 @@
 #include "collector/core/run_info.h"
 #include "collector/core/runtime_state.h"
 #include "collector/core/source.h"
+#include "collector/cpu/shared_rows.h"
 #include "collector/gpu/gpu_runtime.h"
 #include "store/run_file.h"
 
@@ -218,6 +219,9 @@ void Start() {
   SourcesStart(rt->config);  // NVTX compiles --iteration here
   if (!rt->config.follow) StripPreload(rt->own_module);
 
+  // Before the first sample; a table that cannot be used leaves the walker
+  // its own cache only (shared_rows.h says when).
+  if (!rt->config.rows_path.empty()) (void)AttachSharedRows(rt->config.rows_path);
   StartUnwinder();
   rt->signo = SIGRTMIN + rt->config.signal_offset;
   rt->clock = rt->config.clock == SampleClock::kWall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "collector/cpu/modules.h"
+
 namespace collector {
 namespace {
 
@@ -674,35 +676,71 @@ CfiStepResult StepCached(uint64_t w0, uint64_t w1, CfiSpan stack, CfiRegisters* 
   return CfiStepResult::kStepped;
 }
 
-void CacheStore(uintptr_t key, uint64_t generation, const Row& row, const Cie& cie) {
+// The two cache words of a row, when it is a plain one (above).
+bool CacheWords(const Row& row, const Cie& cie, uint64_t* w0_out, uint64_t* w1_out) {
   if (row.cfa_is_expr || row.cfa_reg >= 16 || cie.signal_frame || cie.ra_reg != kCfiRip ||
       row.cfa_offset != static_cast<int32_t>(row.cfa_offset))
-    return;
+    return false;
   uint64_t w0 = row.cfa_reg | uint64_t{static_cast<uint32_t>(static_cast<int32_t>(row.cfa_offset))} << 32, w1 = 0;
   int cached = 0;
   for (int reg = 0; reg < kCfiRegisters; ++reg) {
     const Rule& rule = row.rules[reg];
     const bool kept = cached < kCachedRegisters && kCachedRegister[cached] == reg;
     if (!kept) {
-      if (rule.kind != Rule::kSame) return;
+      if (rule.kind != Rule::kSame) return false;
       continue;
     }
     int8_t slot = kCachedSame;
     if (rule.kind == Rule::kUndefined) {
       slot = kCachedUndefined;
     } else if (rule.kind == Rule::kOffset) {
-      if (rule.value % 8 != 0 || rule.value == 0 || rule.value / 8 < -127 || rule.value / 8 > 127) return;
+      if (rule.value % 8 != 0 || rule.value == 0 || rule.value / 8 < -127 || rule.value / 8 > 127) return false;
       slot = static_cast<int8_t>(rule.value / 8);
     } else if (rule.kind != Rule::kSame) {
-      return;
+      return false;
     }
     w1 |= uint64_t{static_cast<uint8_t>(slot)} << (8 * cached);
     ++cached;
   }
+  *w0_out = w0;
+  *w1_out = w1;
+  return true;
+}
+
+void CachePut(uintptr_t key, uint64_t generation, uint64_t w0, uint64_t w1) {
   CacheEntry& e = CacheSlot(key);
   e.w0.store(w0, std::memory_order_relaxed);
   e.w1.store(w1, std::memory_order_relaxed);
   e.tag.store(CacheTag(key, generation, w0, w1), std::memory_order_relaxed);
+}
+
+// The shared rows (cfi_unwinder.h, UseSharedRows): the same three words
+// per entry as the row cache, keyed by module identity and offset instead
+// of address and set generation, in memory other processes write too
+// (std::atomic_ref: plain, lock-free 64-bit accesses, the same in every
+// process mapping it).
+std::atomic<uint64_t*> shared_words{nullptr};
+std::atomic<size_t> shared_mask{0};
+std::atomic<uint64_t> rows_shared{0}, rows_computed{0};
+
+uint64_t SharedKey(uint64_t identity, uintptr_t offset) {
+  return (identity ^ (offset * 0x9e3779b97f4a7c15ull)) * 0xc2b2ae3d27d4eb4full + offset;
+}
+uint64_t* SharedEntry(uint64_t* words, size_t mask, uint64_t key) { return words + 4 * ((key ^ (key >> 29)) & mask); }
+
+bool SharedFind(uint64_t* words, size_t mask, uint64_t key, uint64_t* w0, uint64_t* w1) {
+  uint64_t* e = SharedEntry(words, mask, key);
+  const uint64_t tag = std::atomic_ref<uint64_t>(e[0]).load(std::memory_order_relaxed);
+  *w0 = std::atomic_ref<uint64_t>(e[1]).load(std::memory_order_relaxed);
+  *w1 = std::atomic_ref<uint64_t>(e[2]).load(std::memory_order_relaxed);
+  return tag != 0 && tag == CacheTag(key, 0, *w0, *w1);  // a never-written entry is all zeros
+}
+
+void SharedPut(uint64_t* words, size_t mask, uint64_t key, uint64_t w0, uint64_t w1) {
+  uint64_t* e = SharedEntry(words, mask, key);
+  std::atomic_ref<uint64_t>(e[1]).store(w0, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(e[2]).store(w1, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(e[0]).store(CacheTag(key, 0, w0, w1), std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -733,6 +771,15 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   const CfiModule* m = modules.Find(lookup);
   CfiModule found;
   if (!m && FoundModule(modules, lookup, &found)) m = &found;
+  // Another process of the recording may have found this row already.
+  uint64_t* const shared = m && m->identity ? shared_words.load(std::memory_order_acquire) : nullptr;
+  const size_t mask = shared ? shared_mask.load(std::memory_order_relaxed) : 0;
+  const uint64_t shared_key = shared ? SharedKey(m->identity, lookup - m->text_lo) : 0;
+  if (uint64_t w0 = 0, w1 = 0; shared && SharedFind(shared, mask, shared_key, &w0, &w1)) {
+    CachePut(lookup, modules.generation, w0, w1);
+    rows_shared.fetch_add(1, std::memory_order_relaxed);
+    return StepCached(w0, w1, stack, regs);
+  }
   uintptr_t instructions = 0, end = 0, start = 0;
   if (!m || !FindFde(*m, lookup, &cie, &instructions, &end, &start)) {
     // No CFI: where the loader's entry code called the first
@@ -746,7 +793,11 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
     return CfiStepResult::kFailed;
   row = initial;
   if (!RunInstructions(Reader{instructions, end}, cie, start, lookup, &initial, &row)) return CfiStepResult::kFailed;
-  CacheStore(lookup, modules.generation, row, cie);
+  rows_computed.fetch_add(1, std::memory_order_relaxed);
+  if (uint64_t w0 = 0, w1 = 0; CacheWords(row, cie, &w0, &w1)) {
+    CachePut(lookup, modules.generation, w0, w1);
+    if (shared) SharedPut(shared, mask, shared_key, w0, w1);
+  }
 
   const Frame f{regs, stack};
   uint64_t cfa = 0;
@@ -836,7 +887,30 @@ CfiWalk CfiUnwind(const CfiModuleSet& modules, CfiSpan stack, const CfiRegisters
   }
 }
 
-void AddCfiModule(CfiModuleSet* set, uintptr_t bias, const CfiSegment* segments, size_t count) {
+void UseSharedRows(uint64_t* words, size_t entries) {
+  shared_words.store(nullptr, std::memory_order_release);
+  if (!words || entries == 0 || (entries & (entries - 1)) != 0) return;
+  shared_mask.store(entries - 1, std::memory_order_relaxed);
+  shared_words.store(words, std::memory_order_release);
+}
+
+CfiRowCounts CfiRowCountsSoFar() {
+  return {rows_shared.load(std::memory_order_relaxed), rows_computed.load(std::memory_order_relaxed)};
+}
+
+void ResetCfiRowCounts() {
+  rows_shared.store(0);
+  rows_computed.store(0);
+}
+
+void AddCfiModule(CfiModuleSet* set, uintptr_t bias, const CfiSegment* segments, size_t count,
+                  std::string_view build_id) {
+  // FNV-1a of the build id: any hash would do, the same in every process.
+  uint64_t id_hash = 0;
+  if (!build_id.empty()) {
+    id_hash = 0xcbf29ce484222325ull;
+    for (const char c : build_id) id_hash = (id_hash ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  }
   CfiModule proto;
   uintptr_t hdr = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -852,6 +926,9 @@ void AddCfiModule(CfiModuleSet* set, uintptr_t bias, const CfiSegment* segments,
     CfiModule m = proto;
     m.text_lo = bias + s.vaddr;
     m.text_hi = m.text_lo + s.memsz;
+    // Per segment: an offset from text_lo means the same byte of the file
+    // only within one segment.
+    if (id_hash != 0) m.identity = (id_hash ^ s.vaddr) * 0x9e3779b97f4a7c15ull | 1;
     set->modules.push_back(m);
   }
 }
@@ -905,7 +982,7 @@ CfiModuleSet LoadedCfiModules() {
             segments[n++] = {ph.p_type, ph.p_flags, static_cast<uintptr_t>(ph.p_vaddr),
                              static_cast<uintptr_t>(ph.p_memsz)};
         }
-        AddCfiModule(static_cast<CfiModuleSet*>(p), info->dlpi_addr, segments, n);
+        AddCfiModule(static_cast<CfiModuleSet*>(p), info->dlpi_addr, segments, n, BuildIdOf(info));
         return 0;
       },
       &set);

@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace collector {
@@ -69,6 +70,10 @@ struct CfiModule {
   size_t fde_count = 0;
   CfiSpan readable[kMaxSpans];  // the module's readable PT_LOAD segments
   int readable_count = 0;
+  // Which file's code this is, the same in every process that maps it: a
+  // hash of the module's build id and the segment's link-time address; 0
+  // when the module has no build id. Keys the shared rows (UseSharedRows).
+  uint64_t identity = 0;
 };
 
 // The modules of the process (one entry per executable segment), sorted by
@@ -102,8 +107,10 @@ struct CfiSegment {
 // Adds `bias`'s module with `segments` to `set` (unsorted; Finish sorts).
 // The .eh_frame_hdr is validated here (version, encodings, the table inside
 // a readable segment); a module whose header is unusable still gets its
-// executable segments, with hdr 0, so lookups in it fail fast.
-void AddCfiModule(CfiModuleSet* set, uintptr_t bias, const CfiSegment* segments, size_t count);
+// executable segments, with hdr 0, so lookups in it fail fast. `build_id`
+// (the raw bytes; empty: none) gives each segment its identity.
+void AddCfiModule(CfiModuleSet* set, uintptr_t bias, const CfiSegment* segments, size_t count,
+                  std::string_view build_id = {});
 void FinishCfiModuleSet(CfiModuleSet* set);
 // The process's loaded modules (dl_iterate_phdr; the vDSO included; not
 // glibc's iconv modules, which glibc may unload without dlclose). Normal
@@ -137,6 +144,27 @@ enum class CfiStepResult {
 // was a signal trampoline (its caller's pc is then exact too).
 CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc, CfiRegisters* regs,
                       bool* signal_frame);
+
+// Rows shared by the processes of a recording (shared_rows.h makes and
+// maps the table). A step that misses this process's own row cache looks
+// the row up here, by the module's identity and the pc's offset in it,
+// before it reads any CFI; a row it computes is stored here too. A build's
+// hundredth cc1 then starts with the rows the earlier ones found instead of
+// searching and interpreting cc1's CFI again (and faulting its pages in).
+// `words`: `entries` entries of 4 words (tag, the two row words, unused),
+// `entries` a power of two; null: none. Entries are read and written as
+// the row cache's are (relaxed atomics, a tag that hashes the key and both
+// words), so a torn or foreign entry misses; a row that passes is only ever
+// a CFA rule and stack slots, whose reads stay inside the stack.
+// Normal context, before sampling starts (or with no walk in flight).
+void UseSharedRows(uint64_t* words, size_t entries);
+// Steps this process took from a shared row, and from rows it computed
+// from the CFI (diagnostics). Reset in a fork child (ResetCfiRowCounts).
+struct CfiRowCounts {
+  uint64_t shared = 0, computed = 0;
+};
+CfiRowCounts CfiRowCountsSoFar();
+void ResetCfiRowCounts();
 
 enum class CfiWalkEnd { kRoot, kCut, kFailed };
 struct CfiWalk {

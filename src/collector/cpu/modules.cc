@@ -11,10 +11,7 @@
 
 namespace collector {
 
-namespace {
-
-// The GNU build id in a PT_NOTE segment that a loaded segment maps (a note
-// outside every PT_LOAD is not in memory).
+// A note outside every PT_LOAD is not in memory.
 std::string BuildIdOf(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& note = info->dlpi_phdr[i];
@@ -32,6 +29,8 @@ std::string BuildIdOf(const dl_phdr_info* info) {
   }
   return {};
 }
+
+namespace {
 
 int AddModule(dl_phdr_info* info, size_t, void* data) {
   auto& out = *static_cast<std::vector<ModuleImage>*>(data);

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+struct dl_phdr_info;
+
 namespace collector {
 
 // One loaded ELF image: its identity and where it is mapped.
@@ -37,6 +39,11 @@ std::vector<ModuleImage> LoadedModules();
 // The executable PT_LOAD segment of a loaded module that holds `address`,
 // as [*lo, *hi); both 0 when none does. From dl_iterate_phdr; normal context.
 void ExecutableSegment(uintptr_t address, uintptr_t* lo, uintptr_t* hi);
+
+// The GNU build id (raw bytes) of a loaded module, from the PT_NOTE
+// segments it has mapped; "" when none. A dl_iterate_phdr callback's
+// `info`; no file I/O.
+std::string BuildIdOf(const dl_phdr_info* info);
 
 // The NT_GNU_BUILD_ID descriptor (raw bytes) in a PT_NOTE area of `size`
 // bytes; "" when absent or malformed (every length is checked against

@@ -381,6 +381,7 @@ void EndUnload() {
 void ForkChildUnwinder() {
   walks_in_flight.store(0);
   walker_samples.store(0);  // the child's run counts its own samples
+  ResetCfiRowCounts();
   libunwind_samples.store(0);
   walker_failures.store(0);
   t_walking = false;

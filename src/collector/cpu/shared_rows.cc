@@ -1,0 +1,94 @@
+// The shared CFI row table: made by cct-record, mapped by each recorded
+// process (shared_rows.h).
+#include "collector/cpu/shared_rows.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "collector/cpu/cfi_unwinder.h"
+
+namespace collector {
+namespace {
+
+constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+void PutU32(unsigned char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+uint32_t GetU32(const unsigned char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{p[i]} << (8 * i);
+  return v;
+}
+
+cct::Status Errno(const std::string& what) { return cct::IoError(what + ": " + std::strerror(errno)); }
+
+}  // namespace
+
+cct::Result<int> CreateSharedRows(size_t entries) {
+  if (entries == 0 || (entries & (entries - 1)) != 0 || entries > kSharedRowsMaxEntries)
+    return cct::InvalidArgument("a shared row table needs a power-of-two entry count up to " +
+                                std::to_string(kSharedRowsMaxEntries));
+  const int fd = memfd_create("cctdb-cfi-rows", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Errno("cannot make the shared row table");
+  const size_t size = SharedRowsBytes(entries);
+  unsigned char header[kSharedRowsHeader] = {};
+  std::memcpy(header, kSharedRowsMagic.data(), kSharedRowsMagic.size());
+  PutU32(header + 16, kSharedRowsVersion);
+  PutU32(header + 20, static_cast<uint32_t>(entries));
+  // Its pages now, not at a first write in some process's sampling handler.
+  const int alloc = ftruncate(fd, static_cast<off_t>(size)) != 0 ? errno : posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (alloc != 0 || pwrite(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+      fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
+    if (alloc != 0) errno = alloc;
+    cct::Status st = Errno("cannot make the shared row table");
+    close(fd);
+    return st;
+  }
+  return fd;
+}
+
+std::string SharedRowsPath(int fd) {
+  return "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+}
+
+cct::Status AttachSharedRows(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open the shared row table " + path);
+  unsigned char header[kSharedRowsHeader];
+  struct stat st {};
+  const int seals = fcntl(fd, F_GET_SEALS);
+  cct::Status why = cct::Status::Ok();
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = cct::Corrupt(path + " is not a shared row table");
+  } else if (seals < 0 || (static_cast<unsigned>(seals) & F_SEAL_SHRINK) == 0) {
+    // A file that can shrink could take pages from under the handler.
+    why = cct::Corrupt(path + " is not sealed against shrinking");
+  } else if (pread(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+             std::memcmp(header, kSharedRowsMagic.data(), kSharedRowsMagic.size()) != 0 ||
+             header[kSharedRowsMagic.size()] != 0) {
+    why = cct::Corrupt(path + " is not a shared row table");
+  } else if (GetU32(header + 16) != kSharedRowsVersion) {
+    why = cct::Corrupt(path + " is a shared row table of another version");
+  }
+  const size_t entries = why.ok() ? GetU32(header + 20) : 0;
+  if (why.ok() && (entries == 0 || (entries & (entries - 1)) != 0 || entries > kSharedRowsMaxEntries ||
+                   static_cast<uint64_t>(st.st_size) != SharedRowsBytes(entries)))
+    why = cct::Corrupt(path + " has a damaged shared row table header");
+  if (!why.ok()) {
+    close(fd);
+    return why;
+  }
+  void* map = mmap(nullptr, SharedRowsBytes(entries), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return Errno("cannot map the shared row table " + path);
+  UseSharedRows(reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(map) + kSharedRowsHeader), entries);
+  return cct::Status::Ok();
+}
+
+}  // namespace collector

@@ -1,0 +1,56 @@
+// The table of CFI rows the processes of one recording share
+// (cfi_unwinder.h, UseSharedRows): made by cct-record, mapped by each
+// recorded process before it samples.
+//
+// The table is an anonymous memory file (memfd) sealed against shrinking
+// and growing: no process can cut pages from under another's mapping,
+// which would make a read in the sampling handler a SIGBUS. cct-record
+// keeps the only descriptor (close-on-exec: the program never sees it) and
+// hands the recorded processes a path to it, /proc/<its pid>/fd/<n>
+// (CCT_RECORD_ROWS). A process that cannot open it — cct-record gone, a
+// process in another pid namespace or with other credentials — keeps its
+// own row cache only, as does one handed anything that is not such a table.
+//
+// Layout: a 64-byte header (kSharedRowsMagic, NUL-padded to 16 bytes; the
+// version and the entry count, 32-bit little-endian), then `entries`
+// entries of four 64-bit words. Not a stored format: it lives as long as
+// one recording and only this build's processes read it.
+//
+// Normal context; thread-compatible (called once per process, in Start).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cct/status.h"
+
+namespace collector {
+
+inline constexpr std::string_view kSharedRowsMagic = "cctdb-cfi-rows\n";
+inline constexpr uint32_t kSharedRowsVersion = 1;
+inline constexpr size_t kSharedRowsHeader = 64;
+// 512 KiB. A collision only costs a recomputed row, while every page a
+// process touches first is a fault: in a recorded `make -j2` of 31 files a
+// step from the shared table cost 1.6 µs with 2 MiB (65,536 entries) and
+// 0.8-0.9 µs with this (docs/performance.md).
+inline constexpr size_t kSharedRowsEntries = size_t{1} << 14;
+inline constexpr size_t kSharedRowsMaxEntries = size_t{1} << 22;
+
+inline constexpr size_t SharedRowsBytes(size_t entries) { return kSharedRowsHeader + entries * 4 * sizeof(uint64_t); }
+
+// A new table, sealed; the descriptor is close-on-exec and the caller's.
+cct::Result<int> CreateSharedRows(size_t entries = kSharedRowsEntries);
+
+// The path the recorded processes open `fd` of this process by.
+std::string SharedRowsPath(int fd);
+
+// Maps the table at `path` and hands it to the walker (UseSharedRows). An
+// error, and no table, when `path` cannot be opened or is not a table this
+// build made: not sealed against shrinking, another size, magic or version.
+// The mapping stays for the life of the process (and its fork children,
+// which share it).
+cct::Status AttachSharedRows(const std::string& path);
+
+}  // namespace collector

@@ -1,0 +1,108 @@
+// The CFI row table a recording's processes share (collector/cpu/shared_rows.h):
+// what cct-record makes, and what a process refuses to map.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "collector/cpu/cfi_unwinder.h"
+#include "collector/cpu/shared_rows.h"
+#include "tests/test_util.h"
+
+using namespace collector;
+
+namespace {
+
+// A memfd holding `bytes`, sealed with `seals` (0: none).
+int MemFile(const std::string& bytes, unsigned seals) {
+  const int fd = memfd_create("cctdb-test-rows", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  REQUIRE(fd >= 0);
+  REQUIRE(pwrite(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+  if (seals) REQUIRE(fcntl(fd, F_ADD_SEALS, seals) == 0);
+  return fd;
+}
+
+// A table's bytes as CreateSharedRows lays them out, with its fields given.
+std::string TableBytes(std::string_view magic, uint32_t version, uint32_t entries, size_t size) {
+  std::string b(size, '\0');
+  std::memcpy(b.data(), magic.data(), magic.size());
+  for (int i = 0; i < 4; ++i) b[16 + i] = static_cast<char>(version >> (8 * i));
+  for (int i = 0; i < 4; ++i) b[20 + i] = static_cast<char>(entries >> (8 * i));
+  return b;
+}
+
+struct Detach {
+  ~Detach() { UseSharedRows(nullptr, 0); }
+};
+
+}  // namespace
+
+TEST_CASE("shared rows: cct-record's table is sealed, of its size, and maps through /proc/PID/fd") {
+  Detach detach;
+  auto fd = CreateSharedRows(1024);
+  REQUIRE(fd.ok());
+  struct stat st {};
+  REQUIRE(fstat(*fd, &st) == 0);
+  CHECK(static_cast<size_t>(st.st_size) == 64 + 1024 * 32);
+  const int seals = fcntl(*fd, F_GET_SEALS);
+  CHECK((seals & F_SEAL_SHRINK) != 0);
+  CHECK((seals & F_SEAL_GROW) != 0);
+  CHECK((seals & F_SEAL_SEAL) != 0);
+  CHECK(ftruncate(*fd, 64) != 0);  // no process can take its pages away
+  CHECK((fcntl(*fd, F_GETFD) & FD_CLOEXEC) != 0);  // the program never inherits it
+  const std::string path = SharedRowsPath(*fd);
+  CHECK(path == "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(*fd));
+  CHECK(AttachSharedRows(path).ok());
+  unsigned char header[16];
+  REQUIRE(pread(*fd, header, sizeof header, 0) == 16);
+  CHECK(std::memcmp(header, "cctdb-cfi-rows\n", 16) == 0);
+  CHECK_FALSE(CreateSharedRows(1000).ok());  // not a power of two
+  close(*fd);
+}
+
+TEST_CASE("shared rows: anything but such a table is refused, with a reason") {
+  Detach detach;
+  const size_t size = SharedRowsBytes(64);
+  const std::string good = TableBytes(kSharedRowsMagic, kSharedRowsVersion, 64, size);
+  struct Case {
+    const char* what;
+    std::string bytes;
+    unsigned seals;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"not sealed against shrinking", good, 0, "sealed"},
+      {"sealed against growing only", good, F_SEAL_GROW, "sealed"},
+      {"another magic", TableBytes("cctdb-cfi-rowz\n", kSharedRowsVersion, 64, size), F_SEAL_SHRINK, "not a shared row table"},
+      {"another version", TableBytes(kSharedRowsMagic, kSharedRowsVersion + 1, 64, size), F_SEAL_SHRINK, "version"},
+      {"an entry count that is not a power of two", TableBytes(kSharedRowsMagic, kSharedRowsVersion, 63, size),
+       F_SEAL_SHRINK, "damaged"},
+      {"a size other than its entries'", TableBytes(kSharedRowsMagic, kSharedRowsVersion, 128, size), F_SEAL_SHRINK,
+       "damaged"},
+      {"shorter than a header", std::string(10, 'x'), F_SEAL_SHRINK, "not a shared row table"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const int fd = MemFile(c.bytes, c.seals);
+    const cct::Status st = AttachSharedRows(SharedRowsPath(fd));
+    CHECK_FALSE(st.ok());
+    CHECK(st.message().find(c.reason) != std::string::npos);
+    close(fd);
+  }
+  testutil::TempDir dir;
+  {
+    const std::string plain = dir / "rows";
+    FILE* f = fopen(plain.c_str(), "wb");
+    REQUIRE(f);
+    fwrite(good.data(), 1, good.size(), f);
+    fclose(f);
+    CHECK(AttachSharedRows(plain).message().find("sealed") != std::string::npos);  // a file anyone may truncate
+  }
+  CHECK_FALSE(AttachSharedRows(dir / "none").ok());
+  CHECK_FALSE(AttachSharedRows(dir.path()).ok());  // a directory
+  CHECK_FALSE(AttachSharedRows("/proc/self/fd/999999").ok());
+}
