@@ -6,10 +6,16 @@ Target: the history adds at most a quarter (x1.25): a recording reads the
 runs it makes, never every run stored before (the run_key index,
 `ListRuns(from)`; architecture.md, "Run files").
 
-  bench/record_history_bench.py BUILD_DIR [--runs N] [--repeat K] [--record PATH]
+  bench/record_history_bench.py BUILD_DIR [--runs N] [--repeat K] [--record PATH] [--query PATH]
 
 --record: another cct-record (a copy from before a change, kept beside
 the build's so that it finds the same collector).
+
+Then the same for a reader: `cct-query top latest -n 3` on the history
+against the same on a database of one such recording (301 runs), both
+ending with a 300-process recording, alternating; --query: another
+cct-query timed alongside. Target: at most x1.25 as well (`latest` reads
+the newest runs, not the history: store/selector.cc, LatestInWindow).
 
 The history is made by recording a program that starts 300 `true`s, as
 often as N needs (301 runs each time).
@@ -42,6 +48,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--record")
+    ap.add_argument("--query")
     args = ap.parse_args()
     record = os.path.abspath(args.record) if args.record else os.path.join(os.path.abspath(args.build), "tools/cct-record")
     query = os.path.join(os.path.abspath(args.build), "tools/cct-query")
@@ -61,6 +68,22 @@ def main():
             run([record, "-o", hist, "--symbol-cache", symbols, "--", spawn, "300", true])
         print(f"# history: {rows} runs, made in {time.perf_counter() - t:.1f} s; "
               f"{args.repeat} alternating recordings of `true` each; load at start: {os.getloadavg()[0]:.2f}")
+        # The reader, while both databases end with a 300-process recording.
+        single = os.path.join(tmp, "single.db")
+        run([record, "-o", single, "--symbol-cache", symbols, "--", spawn, "300", true])
+        readers = {"cct-query": query}
+        if args.query:
+            readers["other cct-query"] = os.path.abspath(args.query)
+        for who, q in readers.items():
+            reads = {"301 runs": [], f"{rows} runs": []}
+            for _ in range(args.repeat):
+                reads["301 runs"].append(run([q, "-d", single, "top", "latest", "-n", "3"]))
+                reads[f"{rows} runs"].append(run([q, "-d", hist, "top", "latest", "-n", "3"]))
+            base = statistics.median(reads["301 runs"])
+            for name, ts in reads.items():
+                med = statistics.median(ts)
+                print(f"{who} top latest, {name:10s} median {med * 1e3:7.1f} ms  x{med / base:5.2f}  "
+                      f"runs: {' '.join(f'{x * 1e3:.1f}' for x in ts)}")
         times = {"fresh database": [], f"{rows} runs before": []}
         for _ in range(args.repeat):
             if os.path.exists(fresh):

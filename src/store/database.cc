@@ -170,11 +170,12 @@ Result<std::map<std::string, RunId>> Database::FindRunKeys(const std::vector<std
   return out;
 }
 
-Result<std::vector<RunMeta>> Database::ListRuns(RunId from) {
+Result<std::vector<RunMeta>> Database::ListRuns(RunId from, RunId to) {
   CCT_ASSIGN_OR_RETURN(std::unique_ptr<LmdbTxn> txn, env_->Begin(false));
   std::vector<RunMeta> out;
   Status parse;
-  CCT_RETURN_IF_ERROR(txn->ForEach(runs_, from > 1 ? U32BE(from) : "", [&](std::string_view, std::string_view value) {
+  CCT_RETURN_IF_ERROR(txn->ForEach(runs_, from > 1 ? U32BE(from) : "", [&](std::string_view key, std::string_view value) {
+    if (to != 0 && key.size() == 4 && ReadU32BE(key) >= to) return false;
     RunMeta m;
     parse = ParseRun(value, m);
     if (!parse.ok()) return false;

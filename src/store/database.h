@@ -51,8 +51,9 @@ class Database {
 
   // All runs' metadata, in id (creation) order; with `from`, only the runs
   // whose ids are `from` or above (those created since NextRunId said
-  // `from`: a recording's own, without reading a long history's).
-  cct::Result<std::vector<RunMeta>> ListRuns(RunId from = 1);
+  // `from`: a recording's own, without reading a long history's); with
+  // `to` (not 0), only those below it.
+  cct::Result<std::vector<RunMeta>> ListRuns(RunId from = 1, RunId to = 0);
   // The runs stored from the run files with these keys (format.md,
   // `run_key:KEY`), for the keys stored runs have: key → id. Reads the
   // index only; it holds every run's key in a file any writer of this

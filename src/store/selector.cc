@@ -213,17 +213,33 @@ IdIndex IndexById(const std::vector<RunMeta>& runs) {
   return at;
 }
 
-RunId RootIn(const RunMeta& run, const std::vector<RunMeta>& runs, const IdIndex& at) {
+// A run's invocation root: its root_run where that run exists, else up its
+// parents to the first without one. `find(id)`: the run, or null when
+// there is none. At most `max_steps` steps up: a damaged record's
+// parent_run cycle must not hang a reader; *bounded (when given) tells
+// whether the walk stopped there.
+template <class Find>
+RunId RootVia(const RunMeta& run, Find find, size_t max_steps, bool* bounded = nullptr) {
   const RunMeta* cur = &run;
-  // Bounded: a damaged record's parent_run cycle must not hang a reader.
-  for (size_t steps = 0; steps <= runs.size(); ++steps) {
-    if (cur->root_run != 0 && cur->root_run != cur->id && at.count(cur->root_run)) return cur->root_run;
-    if (cur->parent_run == 0 || cur->parent_run == cur->id) break;
-    auto it = at.find(cur->parent_run);
-    if (it == at.end()) break;
-    cur = &runs[it->second];
+  for (size_t steps = 0; steps <= max_steps; ++steps) {
+    if (cur->root_run != 0 && cur->root_run != cur->id && find(cur->root_run)) return cur->root_run;
+    if (cur->parent_run == 0 || cur->parent_run == cur->id) return cur->id;
+    const RunMeta* parent = find(cur->parent_run);
+    if (!parent) return cur->id;
+    cur = parent;
   }
+  if (bounded) *bounded = true;
   return cur->id;
+}
+
+RunId RootIn(const RunMeta& run, const std::vector<RunMeta>& runs, const IdIndex& at) {
+  return RootVia(
+      run,
+      [&](RunId id) -> const RunMeta* {
+        auto it = at.find(id);
+        return it == at.end() ? nullptr : &runs[it->second];
+      },
+      runs.size());
 }
 
 // The process tree of a database's runs: each run's invocation root, and
@@ -235,27 +251,95 @@ struct Invocations {
   std::vector<char> root_process;
 };
 
-Invocations Analyze(const std::vector<RunMeta>& runs) {
-  const IdIndex at = IndexById(runs);
-  Invocations inv;
-  inv.root.resize(runs.size());
-  inv.root_process.assign(runs.size(), 0);
-  for (size_t i = 0; i < runs.size(); ++i) inv.root[i] = RootIn(runs[i], runs, at);
+// Which of `runs` (in id order, `at` their index, `root` each one's
+// invocation root) are a root process: the root's run, or that of an image
+// a root process exec'd.
+std::vector<char> RootProcessFlags(const std::vector<RunMeta>& runs, const IdIndex& at, const std::vector<RunId>& root) {
+  std::vector<char> flags(runs.size(), 0);
   // Parents come before their children (ids grow), so one pass in id order
   // sees a parent's flag before its child's.
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunMeta& r = runs[i];
-    if (inv.root[i] == r.id) {
-      inv.root_process[i] = 1;
+    if (root[i] == r.id) {
+      flags[i] = 1;
       continue;
     }
     auto p = at.find(r.parent_run);
     if (p == at.end() || p->second >= i) continue;
     const RunMeta& parent = runs[p->second];
-    inv.root_process[i] = inv.root_process[p->second] && r.pid != 0 && r.pid == parent.pid &&
-                          r.host == parent.host && parent.extra->contains("exec");
+    flags[i] = flags[p->second] && r.pid != 0 && r.pid == parent.pid && r.host == parent.host &&
+               parent.extra->contains("exec");
   }
+  return flags;
+}
+
+Invocations Analyze(const std::vector<RunMeta>& runs) {
+  const IdIndex at = IndexById(runs);
+  Invocations inv;
+  inv.root.resize(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) inv.root[i] = RootIn(runs[i], runs, at);
+  inv.root_process = RootProcessFlags(runs, at, inv.root);
   return inv;
+}
+
+// latest~N without reading a long history: the newest runs, in a window
+// that grows (from 64 ids, each step reading only the runs it adds) until
+// N + 1 invocation roots are among them, with the records a
+// chain leads to below the window read one by one. The answer is
+// Analyze's over the whole database: every run newer than the root chosen
+// is in the window, and a run's root-process flag comes from parents with
+// smaller ids only (Analyze's rule), which for that root's invocation lie
+// in the window too. nullopt where there is no such root, or a walk met
+// something the full listing must judge (a record that does not read, a
+// parent cycle): the caller lists every run and says what it found.
+std::optional<RunMeta> LatestInWindow(Database& db, size_t back) {
+  const auto next = db.NextRunId();
+  if (!next.ok()) return std::nullopt;
+  std::unordered_map<RunId, std::optional<RunMeta>> below;  // records read below the window (nullopt: none)
+  std::vector<RunMeta> window;
+  RunId from = *next, lower = *next > 64 ? *next - 64 : 1;
+  for (RunId span = 64; from > 1; span *= 2) {
+    auto added = db.ListRuns(lower, from);
+    if (!added.ok()) return std::nullopt;  // the full listing says what is damaged
+    from = lower;
+    window.insert(window.begin(), std::make_move_iterator(added->begin()), std::make_move_iterator(added->end()));
+    const IdIndex at = IndexById(window);
+    bool unsure = false;
+    auto find = [&](RunId id) -> const RunMeta* {
+      if (auto it = at.find(id); it != at.end()) return &window[it->second];
+      if (id >= from) return nullptr;  // the window holds every run from `from` up
+      auto [it, fresh] = below.try_emplace(id);
+      if (fresh) {
+        auto run = db.GetRun(id);
+        if (run.ok()) it->second = std::move(run).value();
+        else if (run.status().code() != cct::ErrorCode::kNotFound) unsure = true;
+      }
+      return it->second ? &*it->second : nullptr;
+    };
+    std::vector<RunId> root(window.size());
+    for (size_t i = 0; i < window.size(); ++i) root[i] = RootVia(window[i], find, window.size() + below.size() + 64, &unsure);
+    if (unsure) return std::nullopt;
+    // The invocation roots in the window, newest first.
+    std::vector<size_t> roots;
+    for (size_t i = window.size(); i-- > 0;)
+      if (root[i] == window[i].id) roots.push_back(i);
+    if (back >= roots.size()) {
+      // A wider window: down to the newest root a run in it names below it
+      // (a recording's root is often stored before its processes, so the
+      // window then holds exactly that recording), else twice as wide.
+      RunId named = 0;
+      for (const RunId r : root)
+        if (r < from) named = std::max(named, r);
+      lower = named != 0 ? named : *next > 2 * span ? *next - 2 * span : 1;
+      continue;
+    }
+    const RunId chosen = window[roots[back]].id;
+    const std::vector<char> root_process = RootProcessFlags(window, at, root);
+    for (size_t i = window.size(); i-- > 0;)
+      if (root_process[i] && root[i] == chosen) return window[i];
+    return std::nullopt;  // not reached: the chosen root is a root process
+  }
+  return std::nullopt;
 }
 
 // Each invocation's root process run (the newest image the root process
@@ -353,6 +437,9 @@ Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
     auto run = db.GetRun(sel.id);
     if (run.ok()) return std::vector<RunMeta>{std::move(run).value()};
     if (run.status().code() != cct::ErrorCode::kNotFound) return run.status();
+  }
+  if (sel.kind == RunSelector::Kind::kLatest && !sel.all_processes) {
+    if (std::optional<RunMeta> latest = LatestInWindow(db, sel.back)) return std::vector<RunMeta>{std::move(*latest)};
   }
   CCT_ASSIGN_OR_RETURN(std::vector<RunMeta> runs, db.ListRuns());
   std::vector<RunMeta> out;

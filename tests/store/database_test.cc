@@ -763,6 +763,86 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   CHECK(runs->size() == 3);
 }
 
+TEST_CASE("selectors over a long history: latest~N from the newest runs alone, the same runs as over every run") {
+  // 200 old invocations of one run each, then runs as recordings store
+  // them (ids in storing order):
+  //   201, 202  children of A stored before A's own run, parent_run 203
+  //   203       A, a root; 204 its child (another pid)
+  //   205       B, a root that execs; 206 its next image (same pid, parent
+  //             205, execs again); 207 the image after (same pid, parent
+  //             206); 208 B's forked child (another pid)
+  //   209       a process an old recording left behind: parent_run 5
+  //   210       C, a root whose root_run names a run that is gone (999)
+  //   211       D, a root; 212 its child, root_run 211
+  testutil::TempDir dir;
+  const std::string path = dir / "history.db";
+  struct Spec {
+    store::RunId parent, root;
+    int64_t pid;
+    bool exec;
+  };
+  std::vector<Spec> specs;
+  for (int i = 1; i <= 200; ++i) specs.push_back({0, 0, 1000 + i, false});
+  const std::vector<Spec> recent = {{203, 203, 11, false}, {203, 203, 12, false}, {0, 0, 10, false},
+                                    {203, 203, 13, false}, {0, 0, 20, true},      {205, 205, 20, true},
+                                    {206, 205, 20, false}, {205, 205, 21, false}, {5, 0, 30, false},
+                                    {0, 999, 40, false},   {0, 0, 50, false},     {211, 211, 51, false}};
+  specs.insert(specs.end(), recent.begin(), recent.end());
+  {
+    auto db = Database::Open(path, Database::Mode::kWrite);
+    REQUIRE(db.ok());
+    for (const Spec& s : specs) {
+      RunMeta m = MakeMeta("run");
+      *m.extra = nlohmann::json::object();
+      m.parent_run = s.parent;
+      m.root_run = s.root;
+      m.pid = s.pid;
+      if (s.exec) m.extra["exec"] = true;
+      Tree t;
+      REQUIRE((*db)->CreateRun(m, &t).ok());
+    }
+  }
+  auto db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
+    auto sel = store::ParseSelector(text, path);
+    REQUIRE_MESSAGE(sel.ok(), text);
+    auto runs = store::SelectRuns(**db, *sel);
+    std::vector<store::RunId> ids;
+    if (runs.ok())
+      for (const RunMeta& r : *runs) ids.push_back(r.id);
+    return ids;
+  };
+  using Ids = std::vector<store::RunId>;
+  // The invocation roots, newest first: D, C, B, A, then the old runs.
+  const std::vector<std::pair<std::string, Ids>> expected = {
+      {"latest", Ids{211}},      {"latest~1", Ids{210}},    {"latest~2", Ids{207}},  // B's last image
+      {"latest~3", Ids{203}},    {"latest~4", Ids{200}},    {"latest~60", Ids{144}},  // past the first window
+      {"latest~203", Ids{1}},    {"latest~204", Ids{}}};
+  for (const auto& [text, ids] : expected) CHECK_MESSAGE(select(text) == ids, text);
+
+  // The newest invocations are found from the newest records alone: with
+  // an old record unreadable, they still are, while a selector that needs
+  // every run reports the damage.
+  db->reset();
+  {
+    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+    REQUIRE(env.ok());
+    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) -> cct::Status {
+              auto runs = txn.OpenDb("runs", false);
+              if (!runs.ok() || !*runs) return cct::IoError("no runs table");
+              return txn.Put(**runs, std::string("\0\0\0\3", 4), "{not json");
+            }).ok());
+  }
+  db = Database::Open(path, Database::Mode::kRead);
+  REQUIRE(db.ok());
+  CHECK(select("latest") == Ids{211});
+  CHECK(select("latest~2") == Ids{207});
+  auto all = store::SelectRuns(**db, *store::ParseSelector("latest~203", path));
+  REQUIRE_FALSE(all.ok());
+  CHECK(all.status().code() == cct::ErrorCode::kCorrupt);
+}
+
 TEST_CASE("run records: format version 2 fields round trip; wrong types are corrupt, not a crash") {
   RunMeta m = MakeMeta("v2");
   m.root_run = 4;
