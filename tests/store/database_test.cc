@@ -608,6 +608,31 @@ TEST_CASE("several processes write runs into one database at once") {
   CHECK(ids.size() == kWriters);
 }
 
+namespace {
+// The ids of the runs `text` selects in `db` (at `path`); none when it
+// selects nothing or fails.
+std::vector<store::RunId> SelectedIds(Database& db, const std::string& path, const std::string& text) {
+  auto sel = store::ParseSelector(text, path);
+  REQUIRE_MESSAGE(sel.ok(), text);
+  auto runs = store::SelectRuns(db, *sel);
+  std::vector<store::RunId> ids;
+  if (runs.ok())
+    for (const RunMeta& r : *runs) ids.push_back(r.id);
+  return ids;
+}
+
+// Overwrites run `id`'s record (id < 256) with bytes that are not JSON.
+void DamageRunRecord(const std::string& path, uint8_t id) {
+  auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
+  REQUIRE(env.ok());
+  REQUIRE(store::WithWriteTxn(**env, [id](store::LmdbTxn& txn) -> cct::Status {
+            auto runs = txn.OpenDb("runs", false);
+            if (!runs.ok() || !*runs) return cct::IoError("no runs table");
+            return txn.Put(**runs, std::string("\0\0\0", 3) + static_cast<char>(id), "{not json");
+          }).ok());
+}
+}  // namespace
+
 TEST_CASE("selectors parse and select") {
   testutil::TempDir dir;
   const std::string path = dir / "sel.db";
@@ -623,15 +648,7 @@ TEST_CASE("selectors parse and select") {
   }
   auto db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
-  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
-    auto sel = store::ParseSelector(text, path);
-    REQUIRE(sel.ok());
-    auto runs = store::SelectRuns(**db, *sel);
-    std::vector<store::RunId> ids;
-    if (runs.ok())
-      for (const RunMeta& r : *runs) ids.push_back(r.id);
-    return ids;
-  };
+  auto select = [&](const std::string& text) { return SelectedIds(**db, path, text); };
   CHECK(select("3") == std::vector<store::RunId>{3});
   CHECK(select("latest") == std::vector<store::RunId>{5});
   CHECK(select("latest~0") == std::vector<store::RunId>{5});
@@ -667,17 +684,10 @@ TEST_CASE("selectors parse and select") {
   CHECK(err.find("5 'even' (complete)") != std::string::npos);
 
   // A run by id is its own record only: another run's unreadable record
-  // stops `latest` (which reads them all), not `3`.
+  // stops `latest` (which, in a database this small, reads them all), not
+  // `3`.
   db->reset();
-  {
-    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
-    REQUIRE(env.ok());
-    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) -> cct::Status {
-              auto runs = txn.OpenDb("runs", false);
-              if (!runs.ok() || !*runs) return cct::IoError("no runs table");
-              return txn.Put(**runs, std::string("\0\0\0\1", 4), "{not json");
-            }).ok());
-  }
+  DamageRunRecord(path, 1);
   db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
   CHECK(select("3") == std::vector<store::RunId>{3});
@@ -721,15 +731,7 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   }
   auto db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
-  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
-    auto sel = store::ParseSelector(text, path);
-    REQUIRE_MESSAGE(sel.ok(), text);
-    auto runs = store::SelectRuns(**db, *sel);
-    std::vector<store::RunId> ids;
-    if (runs.ok())
-      for (const RunMeta& r : *runs) ids.push_back(r.id);
-    return ids;
-  };
+  auto select = [&](const std::string& text) { return SelectedIds(**db, path, text); };
   using Ids = std::vector<store::RunId>;
   CHECK(select("latest") == Ids{7});
   CHECK(select("latest~1") == Ids{5});  // the root process, in the image it exec'd
@@ -804,15 +806,7 @@ TEST_CASE("selectors over a long history: latest~N from the newest runs alone, t
   }
   auto db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
-  auto select = [&](const std::string& text) -> std::vector<store::RunId> {
-    auto sel = store::ParseSelector(text, path);
-    REQUIRE_MESSAGE(sel.ok(), text);
-    auto runs = store::SelectRuns(**db, *sel);
-    std::vector<store::RunId> ids;
-    if (runs.ok())
-      for (const RunMeta& r : *runs) ids.push_back(r.id);
-    return ids;
-  };
+  auto select = [&](const std::string& text) { return SelectedIds(**db, path, text); };
   using Ids = std::vector<store::RunId>;
   // The invocation roots, newest first: D, C, B, A, then the old runs.
   const std::vector<std::pair<std::string, Ids>> expected = {
@@ -825,15 +819,7 @@ TEST_CASE("selectors over a long history: latest~N from the newest runs alone, t
   // an old record unreadable, they still are, while a selector that needs
   // every run reports the damage.
   db->reset();
-  {
-    auto env = store::LmdbEnv::Open(path, store::LmdbEnv::Mode::kReadWrite);
-    REQUIRE(env.ok());
-    REQUIRE(store::WithWriteTxn(**env, [](store::LmdbTxn& txn) -> cct::Status {
-              auto runs = txn.OpenDb("runs", false);
-              if (!runs.ok() || !*runs) return cct::IoError("no runs table");
-              return txn.Put(**runs, std::string("\0\0\0\3", 4), "{not json");
-            }).ok());
-  }
+  DamageRunRecord(path, 3);
   db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
   CHECK(select("latest") == Ids{211});
