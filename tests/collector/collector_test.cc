@@ -344,6 +344,20 @@ TEST_CASE("collector config: parse, defaults, errors, round trip through the env
   CHECK((*again)->spool_dir == "/tmp/x.db.spool/unowned");
   CHECK((*again)->account_short_threads);
   CHECK((*again)->max_depth == 100);
+  CHECK((*again)->rows_path.empty());
+  // cct-record's spool and shared row table, each with or without the other.
+  for (const bool rows : {false, true}) {
+    CAPTURE(rows);
+    env = {{"CCT_RECORD_DB", "/tmp/x.db"}, {"CCT_RECORD_SPOOL", "/tmp/x.db.spool/s1"}};
+    if (rows) env["CCT_RECORD_ROWS"] = "/proc/77/fd/9";
+    auto spooled = ParseConfig(lookup);
+    REQUIRE(spooled.ok());
+    CHECK((*spooled)->spool_dir == "/tmp/x.db.spool/s1");
+    CHECK((*spooled)->rows_path == (rows ? "/proc/77/fd/9" : ""));
+    env = ConfigEnvironment(**spooled);
+    CHECK(env.count("CCT_RECORD_ROWS") == (rows ? 1u : 0u));
+    CHECK((*ParseConfig(lookup))->rows_path == (*spooled)->rows_path);
+  }
 
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"CCT_RECORD_CLOCK", "gpu"},
                                                                      {"CCT_RECORD_FREQ", "0"},

@@ -814,6 +814,13 @@ TEST_CASE("selectors over a long history: latest~N from the newest runs alone, t
       {"latest~3", Ids{203}},    {"latest~4", Ids{200}},    {"latest~60", Ids{144}},  // past the first window
       {"latest~203", Ids{1}},    {"latest~204", Ids{}}};
   for (const auto& [text, ids] : expected) CHECK_MESSAGE(select(text) == ids, text);
+  {
+    auto part = (*db)->ListRuns(10, 13);  // what each step of the window reads
+    REQUIRE(part.ok());
+    Ids listed;
+    for (const RunMeta& r : *part) listed.push_back(r.id);
+    CHECK(listed == (Ids{10, 11, 12}));
+  }
 
   // The newest invocations are found from the newest records alone: with
   // an old record unreadable, they still are, while a selector that needs

@@ -81,8 +81,8 @@ cct::Result<std::optional<CollectorConfig>> ParseConfig(const EnvLookup& env) {
     c.symbol_cache_dir = DefaultSymbolCacheDir();
   }
   if (const char* v = env("CCT_RECORD_SPOOL"); v && *v) c.spool_dir = v;
-  if (const char* v = env("CCT_RECORD_ROWS"); v && *v) c.rows_path = v;
   else c.spool_dir = c.db_path + ".spool/unowned";
+  if (const char* v = env("CCT_RECORD_ROWS"); v && *v) c.rows_path = v;
   if (const char* v = env("CCT_RECORD_INBOX")) c.inbox = std::string(v) == "1";
   if (const char* v = env("CCT_RECORD_FOLLOW")) c.follow = std::string(v) != "0";
   if (const char* v = env("CCT_RECORD_SESSION")) c.session = v;

@@ -31,11 +31,13 @@ namespace collector {
 inline constexpr std::string_view kSharedRowsMagic = "cctdb-cfi-rows\n";
 inline constexpr uint32_t kSharedRowsVersion = 1;
 inline constexpr size_t kSharedRowsHeader = 64;
-// 512 KiB. A collision only costs a recomputed row, while every page a
-// process touches first is a fault: in a recorded `make -j2` of 31 files a
-// step from the shared table cost 1.6 µs with 2 MiB (65,536 entries) and
-// 0.8-0.9 µs with this (docs/performance.md).
-inline constexpr size_t kSharedRowsEntries = size_t{1} << 14;
+// 256 KiB. A collision only costs a recomputed row, while every page of
+// the table a process touches first is a fault (~3.4 µs on the CI VM, and
+// MADV_POPULATE_READ was no cheaper in a fresh process): in a recorded
+// `make -j2` of 31 files this size kept the hits of 512 KiB, whose faults
+// made a single program's early samples dear enough to throttle twice as
+// many at 10 kHz (docs/performance.md).
+inline constexpr size_t kSharedRowsEntries = size_t{1} << 13;
 inline constexpr size_t kSharedRowsMaxEntries = size_t{1} << 22;
 
 inline constexpr size_t SharedRowsBytes(size_t entries) { return kSharedRowsHeader + entries * 4 * sizeof(uint64_t); }
