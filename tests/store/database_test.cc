@@ -813,7 +813,7 @@ TEST_CASE("selectors over a long history: latest~N from the newest runs alone, t
       {"latest", Ids{211}},      {"latest~1", Ids{210}},    {"latest~2", Ids{207}},  // B's last image
       {"latest~3", Ids{203}},    {"latest~4", Ids{200}},    {"latest~60", Ids{144}},  // past the first window
       {"latest~203", Ids{1}},    {"latest~204", Ids{}}};
-  for (const auto& [text, ids] : expected) CHECK_MESSAGE(select(text) == ids, text);
+  for (const auto& e : expected) CHECK_MESSAGE(select(e.first) == e.second, e.first);
   {
     auto part = (*db)->ListRuns(10, 13);  // what each step of the window reads
     REQUIRE(part.ok());
