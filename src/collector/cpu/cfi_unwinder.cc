@@ -606,10 +606,9 @@ bool Evaluate(const CfiModule* m, const Frame& f, uintptr_t expr, uint32_t len, 
 // plain rows are kept: CFA = register + offset, no expressions, no signal
 // frame, and the return address, rbx, rbp and r12-r15 each the same,
 // undefined or saved at CFA + a multiple of 8 (the others the same): w0
-// holds the CFA rule, w1 a byte per kept register. Each entry is three
-// words written without a lock; the tag is a hash of the
-// key and both other words, so a reader that sees a mix of two writes
-// misses. A hit skips the FDE search and the CFA program, and StepCached
+// holds the CFA rule, w1 a byte per kept register, in an entry of three
+// words (EntryFind, EntryPut). A hit skips the FDE search and the CFA
+// program, and StepCached
 // applies the two words directly: a stack sampled again costs a few loads
 // per frame (bench/handler_bench.cc: ~60 ns a frame, against ~165 when a
 // hit still went through the general step).
@@ -617,10 +616,7 @@ constexpr size_t kCacheEntries = 1024;
 constexpr int kCachedRegisters = 7;
 constexpr uint8_t kCachedRegister[kCachedRegisters] = {3, 6, 12, 13, 14, 15, kCfiRip};
 constexpr int8_t kCachedSame = 0, kCachedUndefined = -128;
-struct CacheEntry {
-  std::atomic<uint64_t> tag{0}, w0{0}, w1{0};
-};
-CacheEntry row_cache[kCacheEntries];
+alignas(64) uint64_t row_cache[3 * kCacheEntries];  // tag, w0, w1 per entry
 std::atomic<uint64_t> set_generations{0};
 
 uint64_t CacheTag(uintptr_t key, uint64_t generation, uint64_t w0, uint64_t w1) {
@@ -629,18 +625,33 @@ uint64_t CacheTag(uintptr_t key, uint64_t generation, uint64_t w0, uint64_t w1) 
   h ^= (w1 + 0x85ebca77c2b2ae63ull) * 0x9e3779b97f4a7c15ull;
   return h ^ (h >> 31);
 }
-CacheEntry& CacheSlot(uintptr_t key) { return row_cache[(key ^ (key >> 10)) % kCacheEntries]; }
+// One entry of the row cache or of the shared rows: three words (tag, w0,
+// w1) read and written without a lock. The tag hashes the key (with the
+// generation) and both words, so a reader that sees a mix of two writes,
+// or a never-written entry (all zeros), misses. Plain 64-bit atomics
+// (std::atomic_ref): lock-free, and the same in every process that maps a
+// shared table.
+bool EntryFind(uint64_t* e, uint64_t key, uint64_t generation, uint64_t* w0, uint64_t* w1) {
+  const uint64_t tag = std::atomic_ref<uint64_t>(e[0]).load(std::memory_order_relaxed);
+  *w0 = std::atomic_ref<uint64_t>(e[1]).load(std::memory_order_relaxed);
+  *w1 = std::atomic_ref<uint64_t>(e[2]).load(std::memory_order_relaxed);
+  return tag != 0 && tag == CacheTag(key, generation, *w0, *w1);
+}
+
+void EntryPut(uint64_t* e, uint64_t key, uint64_t generation, uint64_t w0, uint64_t w1) {
+  std::atomic_ref<uint64_t>(e[1]).store(w0, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(e[2]).store(w1, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(e[0]).store(CacheTag(key, generation, w0, w1), std::memory_order_relaxed);
+}
+
+uint64_t* CacheSlot(uintptr_t key) { return row_cache + 3 * ((key ^ (key >> 10)) % kCacheEntries); }
 
 bool CacheFind(uintptr_t key, uint64_t generation, uint64_t* w0, uint64_t* w1) {
-  CacheEntry& e = CacheSlot(key);
-  const uint64_t tag = e.tag.load(std::memory_order_relaxed);
-  *w0 = e.w0.load(std::memory_order_relaxed);
-  *w1 = e.w1.load(std::memory_order_relaxed);
-  return tag == CacheTag(key, generation, *w0, *w1);
+  return EntryFind(CacheSlot(key), key, generation, w0, w1);
 }
 
 // One step by a cached row, with the outcome the general path below gives
-// for the same row (CacheStore keeps only rows it can say this of). Most
+// for the same row (CacheWords makes words only of rows it can say this of). Most
 // steps of a sample take this path; the general one builds a Row, a Cie and
 // the caller's register set, and zeroing those cost more than the step.
 CfiStepResult StepCached(uint64_t w0, uint64_t w1, CfiSpan stack, CfiRegisters* regs) {
@@ -708,17 +719,13 @@ bool CacheWords(const Row& row, const Cie& cie, uint64_t* w0_out, uint64_t* w1_o
 }
 
 void CachePut(uintptr_t key, uint64_t generation, uint64_t w0, uint64_t w1) {
-  CacheEntry& e = CacheSlot(key);
-  e.w0.store(w0, std::memory_order_relaxed);
-  e.w1.store(w1, std::memory_order_relaxed);
-  e.tag.store(CacheTag(key, generation, w0, w1), std::memory_order_relaxed);
+  EntryPut(CacheSlot(key), key, generation, w0, w1);
 }
 
-// The shared rows (cfi_unwinder.h, UseSharedRows): the same three words
-// per entry as the row cache, keyed by module identity and offset instead
-// of address and set generation, in memory other processes write too
-// (std::atomic_ref: plain, lock-free 64-bit accesses, the same in every
-// process mapping it).
+// The shared rows (cfi_unwinder.h, UseSharedRows): entries as the row
+// cache's (a fourth word unused), keyed by module identity and offset
+// instead of address and set generation, in memory other processes write
+// too.
 std::atomic<uint64_t*> shared_words{nullptr};
 std::atomic<size_t> shared_mask{0};
 std::atomic<uint64_t> rows_shared{0}, rows_computed{0};
@@ -728,20 +735,6 @@ uint64_t SharedKey(uint64_t identity, uintptr_t offset) {
 }
 uint64_t* SharedEntry(uint64_t* words, size_t mask, uint64_t key) { return words + 4 * ((key ^ (key >> 29)) & mask); }
 
-bool SharedFind(uint64_t* words, size_t mask, uint64_t key, uint64_t* w0, uint64_t* w1) {
-  uint64_t* e = SharedEntry(words, mask, key);
-  const uint64_t tag = std::atomic_ref<uint64_t>(e[0]).load(std::memory_order_relaxed);
-  *w0 = std::atomic_ref<uint64_t>(e[1]).load(std::memory_order_relaxed);
-  *w1 = std::atomic_ref<uint64_t>(e[2]).load(std::memory_order_relaxed);
-  return tag != 0 && tag == CacheTag(key, 0, *w0, *w1);  // a never-written entry is all zeros
-}
-
-void SharedPut(uint64_t* words, size_t mask, uint64_t key, uint64_t w0, uint64_t w1) {
-  uint64_t* e = SharedEntry(words, mask, key);
-  std::atomic_ref<uint64_t>(e[1]).store(w0, std::memory_order_relaxed);
-  std::atomic_ref<uint64_t>(e[2]).store(w1, std::memory_order_relaxed);
-  std::atomic_ref<uint64_t>(e[0]).store(CacheTag(key, 0, w0, w1), std::memory_order_relaxed);
-}
 
 }  // namespace
 
@@ -775,7 +768,7 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   uint64_t* const shared = m && m->identity ? shared_words.load(std::memory_order_acquire) : nullptr;
   const size_t mask = shared ? shared_mask.load(std::memory_order_relaxed) : 0;
   const uint64_t shared_key = shared ? SharedKey(m->identity, lookup - m->text_lo) : 0;
-  if (uint64_t w0 = 0, w1 = 0; shared && SharedFind(shared, mask, shared_key, &w0, &w1)) {
+  if (uint64_t w0 = 0, w1 = 0; shared && EntryFind(SharedEntry(shared, mask, shared_key), shared_key, 0, &w0, &w1)) {
     CachePut(lookup, modules.generation, w0, w1);
     rows_shared.fetch_add(1, std::memory_order_relaxed);
     return StepCached(w0, w1, stack, regs);
@@ -796,7 +789,7 @@ CfiStepResult CfiStep(const CfiModuleSet& modules, CfiSpan stack, bool exact_pc,
   rows_computed.fetch_add(1, std::memory_order_relaxed);
   if (uint64_t w0 = 0, w1 = 0; CacheWords(row, cie, &w0, &w1)) {
     CachePut(lookup, modules.generation, w0, w1);
-    if (shared) SharedPut(shared, mask, shared_key, w0, w1);
+    if (shared) EntryPut(SharedEntry(shared, mask, shared_key), shared_key, 0, w0, w1);
   }
 
   const Frame f{regs, stack};

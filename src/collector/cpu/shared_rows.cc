@@ -11,20 +11,13 @@
 #include <cstring>
 
 #include "collector/cpu/cfi_unwinder.h"
+#include "store/tree_codec.h"
 
 namespace collector {
 namespace {
 
 constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
-void PutU32(unsigned char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-uint32_t GetU32(const unsigned char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{p[i]} << (8 * i);
-  return v;
-}
 
 cct::Status Errno(const std::string& what) { return cct::IoError(what + ": " + std::strerror(errno)); }
 
@@ -37,13 +30,15 @@ cct::Result<int> CreateSharedRows(size_t entries) {
   const int fd = memfd_create("cctdb-cfi-rows", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return Errno("cannot make the shared row table");
   const size_t size = SharedRowsBytes(entries);
-  unsigned char header[kSharedRowsHeader] = {};
-  std::memcpy(header, kSharedRowsMagic.data(), kSharedRowsMagic.size());
-  PutU32(header + 16, kSharedRowsVersion);
-  PutU32(header + 20, static_cast<uint32_t>(entries));
+  store::ByteWriter header;
+  header.Bytes(kSharedRowsMagic);
+  header.U8(0);
+  header.U32(kSharedRowsVersion);
+  header.U32(static_cast<uint32_t>(entries));
+  header.Bytes(std::string(kSharedRowsHeader - header.size(), '\0'));
   // Its pages now, not at a first write in some process's sampling handler.
   const int alloc = ftruncate(fd, static_cast<off_t>(size)) != 0 ? errno : posix_fallocate(fd, 0, static_cast<off_t>(size));
-  if (alloc != 0 || pwrite(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+  if (alloc != 0 || pwrite(fd, header.bytes().data(), kSharedRowsHeader, 0) != static_cast<ssize_t>(kSharedRowsHeader) ||
       fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
     if (alloc != 0) errno = alloc;
     cct::Status st = Errno("cannot make the shared row table");
@@ -60,7 +55,11 @@ std::string SharedRowsPath(int fd) {
 cct::Status AttachSharedRows(const std::string& path) {
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return Errno("cannot open the shared row table " + path);
-  unsigned char header[kSharedRowsHeader];
+  char bytes[kSharedRowsHeader];
+  store::ByteReader header({bytes, sizeof bytes});
+  std::string_view magic;
+  uint8_t nul = 1;
+  uint32_t version = 0, entry_count = 0;
   struct stat st {};
   const int seals = fcntl(fd, F_GET_SEALS);
   cct::Status why = cct::Status::Ok();
@@ -69,14 +68,14 @@ cct::Status AttachSharedRows(const std::string& path) {
   } else if (seals < 0 || (static_cast<unsigned>(seals) & F_SEAL_SHRINK) == 0) {
     // A file that can shrink could take pages from under the handler.
     why = cct::Corrupt(path + " is not sealed against shrinking");
-  } else if (pread(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
-             std::memcmp(header, kSharedRowsMagic.data(), kSharedRowsMagic.size()) != 0 ||
-             header[kSharedRowsMagic.size()] != 0) {
+  } else if (pread(fd, bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes) ||
+             !header.View(magic, kSharedRowsMagic.size()) || magic != kSharedRowsMagic || !header.U8(nul) || nul != 0 ||
+             !header.U32(version) || !header.U32(entry_count)) {
     why = cct::Corrupt(path + " is not a shared row table");
-  } else if (GetU32(header + 16) != kSharedRowsVersion) {
+  } else if (version != kSharedRowsVersion) {
     why = cct::Corrupt(path + " is a shared row table of another version");
   }
-  const size_t entries = why.ok() ? GetU32(header + 20) : 0;
+  const size_t entries = entry_count;
   if (why.ok() && (entries == 0 || (entries & (entries - 1)) != 0 || entries > kSharedRowsMaxEntries ||
                    static_cast<uint64_t>(st.st_size) != SharedRowsBytes(entries)))
     why = cct::Corrupt(path + " has a damaged shared row table header");
