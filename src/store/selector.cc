@@ -232,6 +232,31 @@ RunId RootVia(const RunMeta& run, Find find, size_t max_steps, bool* bounded = n
   return cur->id;
 }
 
+// Run records read one at a time, each once: the runs a chain leads to
+// outside what a caller listed. A record that does not read (not one that
+// is missing) sets failed(): the caller leaves the answer to the full
+// listing, which says what is damaged.
+class RecordReader {
+ public:
+  explicit RecordReader(Database& db) : db_(db) {}
+  const RunMeta* Find(RunId id) {
+    auto [it, fresh] = read_.try_emplace(id);
+    if (fresh) {
+      auto run = db_.GetRun(id);
+      if (run.ok()) it->second = std::move(run).value();
+      else if (run.status().code() != cct::ErrorCode::kNotFound) failed_ = true;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+  bool failed() const { return failed_; }
+  size_t size() const { return read_.size(); }
+
+ private:
+  Database& db_;
+  std::unordered_map<RunId, std::optional<RunMeta>> read_;  // nullopt: no such run
+  bool failed_ = false;
+};
+
 RunId RootIn(const RunMeta& run, const std::vector<RunMeta>& runs, const IdIndex& at) {
   return RootVia(
       run,
@@ -295,7 +320,7 @@ Invocations Analyze(const std::vector<RunMeta>& runs) {
 std::optional<RunMeta> LatestInWindow(Database& db, size_t back) {
   const auto next = db.NextRunId();
   if (!next.ok()) return std::nullopt;
-  std::unordered_map<RunId, std::optional<RunMeta>> below;  // records read below the window (nullopt: none)
+  RecordReader below(db);  // the records chains lead to below the window
   std::vector<RunMeta> window;
   RunId from = *next, lower = *next > 64 ? *next - 64 : 1;
   for (RunId span = 64; from > 1; span *= 2) {
@@ -304,21 +329,15 @@ std::optional<RunMeta> LatestInWindow(Database& db, size_t back) {
     from = lower;
     window.insert(window.begin(), std::make_move_iterator(added->begin()), std::make_move_iterator(added->end()));
     const IdIndex at = IndexById(window);
-    bool unsure = false;
     auto find = [&](RunId id) -> const RunMeta* {
       if (auto it = at.find(id); it != at.end()) return &window[it->second];
       if (id >= from) return nullptr;  // the window holds every run from `from` up
-      auto [it, fresh] = below.try_emplace(id);
-      if (fresh) {
-        auto run = db.GetRun(id);
-        if (run.ok()) it->second = std::move(run).value();
-        else if (run.status().code() != cct::ErrorCode::kNotFound) unsure = true;
-      }
-      return it->second ? &*it->second : nullptr;
+      return below.Find(id);
     };
+    bool bounded = false;
     std::vector<RunId> root(window.size());
-    for (size_t i = 0; i < window.size(); ++i) root[i] = RootVia(window[i], find, window.size() + below.size() + 64, &unsure);
-    if (unsure) return std::nullopt;
+    for (size_t i = 0; i < window.size(); ++i) root[i] = RootVia(window[i], find, window.size() + below.size() + 64, &bounded);
+    if (bounded || below.failed()) return std::nullopt;
     // The invocation roots in the window, newest first.
     std::vector<size_t> roots;
     for (size_t i = window.size(); i-- > 0;)
@@ -419,13 +438,14 @@ RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs) {
 }
 
 Result<RunId> InvocationRoot(Database& db, const RunMeta& run) {
-  if (run.root_run != 0 && run.root_run != run.id) {
-    auto root = db.GetRun(run.root_run);
-    if (root.ok()) return run.root_run;
-    if (root.status().code() != cct::ErrorCode::kNotFound) return root.status();
-  } else if (run.parent_run == 0 || run.parent_run == run.id) {
-    return run.id;
-  }
+  // Up the chain record by record; a chain longer than any real process
+  // tree (a parent_run cycle) or a record that does not read is the
+  // listing's to judge.
+  constexpr size_t kMaxSteps = 4096;
+  RecordReader records(db);
+  bool bounded = false;
+  const RunId root = RootVia(run, [&](RunId id) { return records.Find(id); }, kMaxSteps, &bounded);
+  if (!bounded && !records.failed()) return root;
   CCT_ASSIGN_OR_RETURN(std::vector<RunMeta> runs, db.ListRuns());
   return InvocationRoot(run, runs);
 }

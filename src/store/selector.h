@@ -104,7 +104,7 @@ cct::Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& se
 RunId InvocationRoot(const RunMeta& run, const std::vector<RunMeta>& runs);
 // The same, reading only what it needs from `db`: a run that names its root
 // (format 3) or has no parent costs at most one more record; a version 1
-// chain reads every run.
+// chain, one record per step up.
 cct::Result<RunId> InvocationRoot(Database& db, const RunMeta& run);
 
 // "3 'name' (complete), 4 (crashed), ..." for error messages; the newest `max`.

@@ -746,6 +746,22 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   CHECK(select("b/all") == (Ids{4, 5, 6}));
   CHECK(select("latest/all") == Ids{7});
   CHECK(select(path + ":latest~1/all") == (Ids{4, 5, 6}));
+  // Each run's root, read up its parent chain record by record (these
+  // version 1 runs name no root_run), as from the whole listing.
+  {
+    const std::map<store::RunId, store::RunId> root_of = {{1, 1}, {2, 1}, {3, 1}, {4, 4},
+                                                          {5, 4}, {6, 4}, {7, 7}, {8, 1}};
+    auto all = (*db)->ListRuns();
+    REQUIRE(all.ok());
+    REQUIRE(all->size() == root_of.size());
+    for (const RunMeta& r : *all) {
+      CAPTURE(r.id);
+      auto root = store::InvocationRoot(**db, r);
+      REQUIRE(root.ok());
+      CHECK(*root == root_of.at(r.id));
+      CHECK(store::InvocationRoot(r, *all) == root_of.at(r.id));
+    }
+  }
   for (const char* bad : {"/all", "tag:k=v/all", "a/all@iter=2"})
     CHECK_MESSAGE(!store::ParseSelector(bad, path).ok(), bad);
 
