@@ -11,11 +11,13 @@ runs it makes, never every run stored before (the run_key index,
 --record: another cct-record (a copy from before a change, kept beside
 the build's so that it finds the same collector).
 
-Then the same for a reader: `cct-query top latest -n 3` on the history
-against the same on a database of one such recording (301 runs), both
-ending with a 300-process recording, alternating; --query: another
-cct-query timed alongside. Target: at most x1.25 as well (`latest` reads
-the newest runs, not the history: store/selector.cc, LatestInWindow).
+Then the same for a reader: `cct-query top latest -n 3` and `cct-query top
+spawn -n 3` (NAME: the recordings' name) on the history against the same
+on a database of one such recording (301 runs), both ending with a
+300-process recording, alternating; --query: another cct-query timed
+alongside. Target: at most x1.25 as well (`latest` and NAME read the
+newest runs, not the history: store/selector.cc, LatestInWindow and
+NamedInWindow).
 
 The history is made by recording a program that starts 300 `true`s, as
 often as N needs (301 runs each time).
@@ -75,15 +77,16 @@ def main():
         if args.query:
             readers["other cct-query"] = os.path.abspath(args.query)
         for who, q in readers.items():
-            reads = {"301 runs": [], f"{rows} runs": []}
-            for _ in range(args.repeat):
-                reads["301 runs"].append(run([q, "-d", single, "top", "latest", "-n", "3"]))
-                reads[f"{rows} runs"].append(run([q, "-d", hist, "top", "latest", "-n", "3"]))
-            base = statistics.median(reads["301 runs"])
-            for name, ts in reads.items():
-                med = statistics.median(ts)
-                print(f"{who} top latest, {name:10s} median {med * 1e3:7.1f} ms  x{med / base:5.2f}  "
-                      f"runs: {' '.join(f'{x * 1e3:.1f}' for x in ts)}")
+            for selector in ("latest", "spawn"):  # spawn: the recordings' name (NAME)
+                reads = {"301 runs": [], f"{rows} runs": []}
+                for _ in range(args.repeat):
+                    reads["301 runs"].append(run([q, "-d", single, "top", selector, "-n", "3"]))
+                    reads[f"{rows} runs"].append(run([q, "-d", hist, "top", selector, "-n", "3"]))
+                base = statistics.median(reads["301 runs"])
+                for name, ts in reads.items():
+                    med = statistics.median(ts)
+                    print(f"{who} top {selector:6s}, {name:10s} median {med * 1e3:7.1f} ms  x{med / base:5.2f}  "
+                          f"runs: {' '.join(f'{x * 1e3:.1f}' for x in ts)}")
         times = {"fresh database": [], f"{rows} runs before": []}
         for _ in range(args.repeat):
             if os.path.exists(fresh):

@@ -276,13 +276,19 @@ struct Invocations {
   std::vector<char> root_process;
 };
 
+// Whether `run` is the image its parent's process exec'd (same pid and
+// host, the parent's run ended in exec), not a process of its own.
+bool ContinuesImage(const RunMeta& run, const RunMeta& parent) {
+  return run.pid != 0 && run.pid == parent.pid && run.host == parent.host && parent.extra->contains("exec");
+}
+
 // Which of `runs` (in id order, `at` their index, `root` each one's
 // invocation root) are a root process: the root's run, or that of an image
 // a root process exec'd.
 std::vector<char> RootProcessFlags(const std::vector<RunMeta>& runs, const IdIndex& at, const std::vector<RunId>& root) {
   std::vector<char> flags(runs.size(), 0);
-  // Parents come before their children (ids grow), so one pass in id order
-  // sees a parent's flag before its child's.
+  // Only a parent with a smaller id counts, so one pass in id order sees a
+  // parent's flag before its child's.
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunMeta& r = runs[i];
     if (root[i] == r.id) {
@@ -291,9 +297,7 @@ std::vector<char> RootProcessFlags(const std::vector<RunMeta>& runs, const IdInd
     }
     auto p = at.find(r.parent_run);
     if (p == at.end() || p->second >= i) continue;
-    const RunMeta& parent = runs[p->second];
-    flags[i] = flags[p->second] && r.pid != 0 && r.pid == parent.pid && r.host == parent.host &&
-               parent.extra->contains("exec");
+    flags[i] = flags[p->second] && ContinuesImage(r, runs[p->second]);
   }
   return flags;
 }
@@ -307,57 +311,139 @@ Invocations Analyze(const std::vector<RunMeta>& runs) {
   return inv;
 }
 
+// The newest runs of a database, read a slice at a time from the top: the
+// window holds every run from from() up, in id order, each with its
+// invocation root (root()); the records a chain leads to below it are read
+// one by one. failed(): a slice or a record did not read, or a parent chain
+// did not end (a cycle): what only the full listing can judge, and report.
+class NewestRuns {
+ public:
+  explicit NewestRuns(Database& db) : db_(db), below_(db) {
+    const auto next = db.NextRunId();
+    if (next.ok()) from_ = *next;
+    else failed_ = true;
+  }
+  RunId from() const { return from_; }
+  bool failed() const { return failed_ || below_.failed(); }
+  const std::vector<RunMeta>& runs() const { return window_; }
+  const std::vector<RunId>& root() const { return root_; }
+  const IdIndex& at() const { return at_; }
+  std::vector<RunMeta> TakeRuns() { return std::move(window_); }
+
+  // Widens the window one step: down to the newest root a run in it names
+  // below it — a recording's root is often stored before its processes, so
+  // the window then holds exactly that recording — else by 64 ids the
+  // first time and twice as many each time after. The runs it adds go to
+  // the front of runs() (added() of them). False at the bottom, or when
+  // they did not read.
+  bool Widen() {
+    added_ = 0;
+    if (from_ <= 1 || failed()) return false;
+    RunId lower = 0;
+    for (const RunId r : root_)
+      if (r < from_) lower = std::max(lower, r);
+    span_ = span_ == 0 ? 64 : 2 * span_;
+    if (lower == 0) lower = from_ > span_ ? from_ - span_ : 1;
+    auto added = db_.ListRuns(lower, from_);
+    if (!added.ok()) {
+      failed_ = true;
+      return false;
+    }
+    from_ = lower;
+    const size_t n = added_ = added->size();
+    window_.insert(window_.begin(), std::make_move_iterator(added->begin()), std::make_move_iterator(added->end()));
+    at_ = IndexById(window_);
+    // The roots of the runs above do not change: what their chains read
+    // below the window then is what it now holds.
+    std::vector<RunId> roots(n);
+    for (size_t i = 0; i < n; ++i) roots[i] = Root(window_[i]);
+    root_.insert(root_.begin(), roots.begin(), roots.end());
+    return !failed();
+  }
+  size_t added() const { return added_; }
+  // RootProcessFlags' answer for one run of the window, from its chain.
+  bool IsRootProcess(size_t i) {
+    const RunMeta* cur = &window_[i];
+    for (size_t steps = 0; steps <= Bound(); ++steps) {
+      if (Root(*cur) == cur->id) return true;
+      const RunMeta* parent = cur->parent_run < cur->id ? Find(cur->parent_run) : nullptr;
+      if (!parent || !ContinuesImage(*cur, *parent)) return false;
+      cur = parent;
+    }
+    failed_ = true;
+    return false;
+  }
+
+ private:
+  size_t Bound() const { return window_.size() + below_.size() + 64; }
+  const RunMeta* Find(RunId id) {
+    if (auto it = at_.find(id); it != at_.end()) return &window_[it->second];
+    if (id >= from_) return nullptr;  // the window holds every run from from_ up
+    return below_.Find(id);
+  }
+  // RootVia over the database; a chain that does not end fails.
+  RunId Root(const RunMeta& run) {
+    bool bounded = false;
+    const RunId root = RootVia(run, [&](RunId id) { return Find(id); }, Bound(), &bounded);
+    if (bounded) failed_ = true;
+    return root;
+  }
+
+  Database& db_;
+  RecordReader below_;
+  std::vector<RunMeta> window_;
+  std::vector<RunId> root_;
+  IdIndex at_;
+  RunId from_ = 1, span_ = 0;
+  size_t added_ = 0;
+  bool failed_ = false;
+};
+
 // latest~N without reading a long history: the newest runs, in a window
-// that grows (from 64 ids, each step reading only the runs it adds) until
-// N + 1 invocation roots are among them, with the records a
-// chain leads to below the window read one by one. The answer is
+// that widens until N + 1 invocation roots are among them. The answer is
 // Analyze's over the whole database: every run newer than the root chosen
 // is in the window, and a run's root-process flag comes from parents with
 // smaller ids only (Analyze's rule), which for that root's invocation lie
-// in the window too. nullopt where there is no such root, or a walk met
-// something the full listing must judge (a record that does not read, a
-// parent cycle): the caller lists every run and says what it found.
+// in the window too. nullopt where there is no such root, or the window
+// failed(): the caller lists every run and says what it found.
 std::optional<RunMeta> LatestInWindow(Database& db, size_t back) {
-  const auto next = db.NextRunId();
-  if (!next.ok()) return std::nullopt;
-  RecordReader below(db);  // the records chains lead to below the window
-  std::vector<RunMeta> window;
-  RunId from = *next, lower = *next > 64 ? *next - 64 : 1;
-  for (RunId span = 64; from > 1; span *= 2) {
-    auto added = db.ListRuns(lower, from);
-    if (!added.ok()) return std::nullopt;  // the full listing says what is damaged
-    from = lower;
-    window.insert(window.begin(), std::make_move_iterator(added->begin()), std::make_move_iterator(added->end()));
-    const IdIndex at = IndexById(window);
-    auto find = [&](RunId id) -> const RunMeta* {
-      if (auto it = at.find(id); it != at.end()) return &window[it->second];
-      if (id >= from) return nullptr;  // the window holds every run from `from` up
-      return below.Find(id);
-    };
-    bool bounded = false;
-    std::vector<RunId> root(window.size());
-    for (size_t i = 0; i < window.size(); ++i) root[i] = RootVia(window[i], find, window.size() + below.size() + 64, &bounded);
-    if (bounded || below.failed()) return std::nullopt;
+  NewestRuns w(db);
+  while (w.Widen()) {
+    const std::vector<RunMeta>& window = w.runs();
     // The invocation roots in the window, newest first.
     std::vector<size_t> roots;
     for (size_t i = window.size(); i-- > 0;)
-      if (root[i] == window[i].id) roots.push_back(i);
-    if (back >= roots.size()) {
-      // A wider window: down to the newest root a run in it names below it
-      // (a recording's root is often stored before its processes, so the
-      // window then holds exactly that recording), else twice as wide.
-      RunId named = 0;
-      for (const RunId r : root)
-        if (r < from) named = std::max(named, r);
-      lower = named != 0 ? named : *next > 2 * span ? *next - 2 * span : 1;
-      continue;
-    }
+      if (w.root()[i] == window[i].id) roots.push_back(i);
+    if (back >= roots.size()) continue;
     const RunId chosen = window[roots[back]].id;
-    const std::vector<char> root_process = RootProcessFlags(window, at, root);
+    const std::vector<char> root_process = RootProcessFlags(window, w.at(), w.root());
     for (size_t i = window.size(); i-- > 0;)
-      if (root_process[i] && root[i] == chosen) return window[i];
+      if (root_process[i] && w.root()[i] == chosen) return window[i];
     return std::nullopt;  // not reached: the chosen root is a root process
   }
+  return std::nullopt;
+}
+
+// NAME without reading a long history: the runs from the newest down, the
+// window widening as for latest, until a root process with the name turns
+// up; its flag is Analyze's (RootProcessFlags), read from its chain. The
+// newest run with the name when the whole database holds no root process
+// with it. nullopt when no run has the name, or the window failed(); *all
+// then holds every run when they were all read (the caller's listing).
+std::optional<RunMeta> NamedInWindow(Database& db, const std::string& name, std::vector<RunMeta>* all) {
+  NewestRuns w(db);
+  std::optional<RunMeta> newest_named;
+  while (w.Widen()) {
+    for (size_t i = w.added(); i-- > 0;) {
+      const RunMeta& run = w.runs()[i];
+      if (run.name != name) continue;
+      if (!newest_named) newest_named = run;
+      if (w.IsRootProcess(i) && !w.failed()) return run;
+    }
+  }
+  if (w.failed()) return std::nullopt;
+  if (newest_named) return newest_named;
+  *all = w.TakeRuns();
   return std::nullopt;
 }
 
@@ -461,7 +547,13 @@ Result<std::vector<RunMeta>> SelectRuns(Database& db, const RunSelector& sel) {
   if (sel.kind == RunSelector::Kind::kLatest && !sel.all_processes) {
     if (std::optional<RunMeta> latest = LatestInWindow(db, sel.back)) return std::vector<RunMeta>{std::move(*latest)};
   }
-  CCT_ASSIGN_OR_RETURN(std::vector<RunMeta> runs, db.ListRuns());
+  std::vector<RunMeta> runs;
+  if (sel.kind == RunSelector::Kind::kName && !sel.all_processes) {
+    if (std::optional<RunMeta> named = NamedInWindow(db, sel.name, &runs)) return std::vector<RunMeta>{std::move(*named)};
+  }
+  if (runs.empty()) {
+    CCT_ASSIGN_OR_RETURN(runs, db.ListRuns());
+  }
   std::vector<RunMeta> out;
   const Invocations inv = sel.kind == RunSelector::Kind::kTag ? Invocations{} : Analyze(runs);
   switch (sel.kind) {

@@ -781,36 +781,45 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   CHECK(runs->size() == 3);
 }
 
-TEST_CASE("selectors over a long history: latest~N from the newest runs alone, the same runs as over every run") {
-  // 200 old invocations of one run each, then runs as recordings store
-  // them (ids in storing order):
-  //   201, 202  children of A stored before A's own run, parent_run 203
-  //   203       A, a root; 204 its child (another pid)
-  //   205       B, a root that execs; 206 its next image (same pid, parent
-  //             205, execs again); 207 the image after (same pid, parent
-  //             206); 208 B's forked child (another pid)
-  //   209       a process an old recording left behind: parent_run 5
+TEST_CASE("selectors over a long history: latest~N and NAME from the newest runs alone, the same runs as over every run") {
+  // 200 old invocations of one run each (named "old"; 1 "first", 7 "rare",
+  // 150 "job"; 6 execs), then runs as recordings store them (ids in storing order),
+  // named as the NAME checks below need:
+  //   201, 202  children of A stored before A's own run, parent_run 203 ("job")
+  //   203       A, a root ("job"); 204 its child (another pid, "job")
+  //   205       B, a root that execs ("sh"); 206 its next image (same pid,
+  //             parent 205, execs again; "env"); 207 the image after (same
+  //             pid, parent 206; "make"); 208 B's forked child (another
+  //             pid; "make")
+  //   209       a process an old recording left behind: parent_run 5 ("left")
   //   210       C, a root whose root_run names a run that is gone (999)
   //   211       D, a root; 212 its child, root_run 211
+  //   213       the image old run 6 exec'd into, stored now (same pid,
+  //             parent 6, root_run 6; "late")
+  //   214       a child of old run 150 stored now (another pid; "job")
   testutil::TempDir dir;
   const std::string path = dir / "history.db";
   struct Spec {
     store::RunId parent, root;
     int64_t pid;
     bool exec;
+    std::string name = "run";
   };
   std::vector<Spec> specs;
-  for (int i = 1; i <= 200; ++i) specs.push_back({0, 0, 1000 + i, false});
-  const std::vector<Spec> recent = {{203, 203, 11, false}, {203, 203, 12, false}, {0, 0, 10, false},
-                                    {203, 203, 13, false}, {0, 0, 20, true},      {205, 205, 20, true},
-                                    {206, 205, 20, false}, {205, 205, 21, false}, {5, 0, 30, false},
-                                    {0, 999, 40, false},   {0, 0, 50, false},     {211, 211, 51, false}};
+  for (int i = 1; i <= 200; ++i)
+    specs.push_back({0, 0, 1000 + i, i == 6, i == 1 ? "first" : i == 7 ? "rare" : i == 150 ? "job" : "old"});
+  const std::vector<Spec> recent = {
+      {203, 203, 11, false, "job"}, {203, 203, 12, false, "job"}, {0, 0, 10, false, "job"},
+      {203, 203, 13, false, "job"}, {0, 0, 20, true, "sh"},       {205, 205, 20, true, "env"},
+      {206, 205, 20, false, "make"}, {205, 205, 21, false, "make"}, {5, 0, 30, false, "left"},
+      {0, 999, 40, false},           {0, 0, 50, false},            {211, 211, 51, false},
+      {6, 6, 1006, false, "late"},  {150, 150, 60, false, "job"}};
   specs.insert(specs.end(), recent.begin(), recent.end());
   {
     auto db = Database::Open(path, Database::Mode::kWrite);
     REQUIRE(db.ok());
     for (const Spec& s : specs) {
-      RunMeta m = MakeMeta("run");
+      RunMeta m = MakeMeta(s.name);
       *m.extra = nlohmann::json::object();
       m.parent_run = s.parent;
       m.root_run = s.root;
@@ -824,11 +833,21 @@ TEST_CASE("selectors over a long history: latest~N from the newest runs alone, t
   REQUIRE(db.ok());
   auto select = [&](const std::string& text) { return SelectedIds(**db, path, text); };
   using Ids = std::vector<store::RunId>;
-  // The invocation roots, newest first: D, C, B, A, then the old runs.
+  // The invocation roots, newest first: D, C, B, A, then the old runs
+  // (6's root process is the image stored last, 213).
   const std::vector<std::pair<std::string, Ids>> expected = {
-      {"latest", Ids{211}},      {"latest~1", Ids{210}},    {"latest~2", Ids{207}},  // B's last image
-      {"latest~3", Ids{203}},    {"latest~4", Ids{200}},    {"latest~60", Ids{144}},  // past the first window
-      {"latest~203", Ids{1}},    {"latest~204", Ids{}}};
+      {"latest", Ids{211}},   {"latest~1", Ids{210}},   {"latest~2", Ids{207}},  // B's last image
+      {"latest~3", Ids{203}}, {"latest~4", Ids{200}},   {"latest~60", Ids{144}},  // past the first window
+      {"latest~198", Ids{213}}, {"latest~203", Ids{1}}, {"latest~204", Ids{}},
+      // NAME: the newest root process with the name, not a newer child
+      // (204 and 214, whose root is below the first window; 208) nor an
+      // older root (150); found through exec'd images
+      // (207 by 206 and 205; 213 by 6, below every window but the last);
+      // the newest run with the name when no root process has it (209);
+      // old roots far below the first window (7, 1).
+      {"job", Ids{203}},      {"make", Ids{207}},       {"env", Ids{206}},
+      {"late", Ids{213}},     {"left", Ids{209}},       {"rare", Ids{7}},
+      {"first", Ids{1}},      {"nosuch", Ids{}}};
   for (const auto& e : expected) CHECK_MESSAGE(select(e.first) == e.second, e.first);
   {
     auto part = (*db)->ListRuns(10, 13);  // what each step of the window reads
@@ -847,9 +866,16 @@ TEST_CASE("selectors over a long history: latest~N from the newest runs alone, t
   REQUIRE(db.ok());
   CHECK(select("latest") == Ids{211});
   CHECK(select("latest~2") == Ids{207});
-  auto all = store::SelectRuns(**db, *store::ParseSelector("latest~203", path));
-  REQUIRE_FALSE(all.ok());
-  CHECK(all.status().code() == cct::ErrorCode::kCorrupt);
+  CHECK(select("job") == Ids{203});
+  CHECK(select("late") == Ids{213});  // its chain's records read one by one: 6, not 3
+  // The window widens to the roots its runs name (150 for 214, 6 for 213,
+  // 5 for 209), which brings 7 in without reading 3.
+  CHECK(select("rare") == Ids{7});
+  for (const char* text : {"latest~203", "first", "left", "nosuch"}) {
+    auto all = store::SelectRuns(**db, *store::ParseSelector(text, path));
+    REQUIRE_FALSE(all.ok());
+    CHECK_MESSAGE(all.status().code() == cct::ErrorCode::kCorrupt, text);
+  }
 }
 
 TEST_CASE("run records: format version 2 fields round trip; wrong types are corrupt, not a crash") {
