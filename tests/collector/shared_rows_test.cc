@@ -105,4 +105,19 @@ TEST_CASE("shared rows: anything but such a table is refused, with a reason") {
   CHECK_FALSE(AttachSharedRows(dir / "none").ok());
   CHECK_FALSE(AttachSharedRows(dir.path()).ok());  // a directory
   CHECK_FALSE(AttachSharedRows("/proc/self/fd/999999").ok());
+  const std::string fifo = dir / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(AttachSharedRows(fifo).message().find("not a shared row table") != std::string::npos);  // no writer awaited
+}
+
+TEST_CASE("shared rows: the header as the layout says, read back with the file's size") {
+  CHECK(EncodeSharedRowsHeader(64) == TableBytes(kSharedRowsMagic, kSharedRowsVersion, 64, 64));
+  const std::string header = EncodeSharedRowsHeader(1024);
+  auto entries = DecodeSharedRowsHeader(header, 64 + 1024 * 32);
+  REQUIRE(entries.ok());
+  CHECK(*entries == 1024);
+  CHECK_FALSE(DecodeSharedRowsHeader(header, 64 + 1024 * 32 - 1).ok());
+  CHECK_FALSE(DecodeSharedRowsHeader(header.substr(0, 63), 64 + 1024 * 32).ok());
+  const std::string too_many = TableBytes(kSharedRowsMagic, kSharedRowsVersion, 1u << 23, 64);
+  CHECK_FALSE(DecodeSharedRowsHeader(too_many, SharedRowsBytes(size_t{1} << 23)).ok());
 }

@@ -9,7 +9,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
+#include "collector/cpu/shared_rows.h"
 #include "collector/gpu/gpu_raw_dump.h"
 #include "exporters/exporter.h"
 #include "query/profile.h"
@@ -222,6 +224,15 @@ int main(int argc, char** argv) {
     std::ostringstream pprof;
     if (!exporters::WritePprof(profile, {}, pprof, nullptr).ok()) return 1;
     Write("pprof", "rich.pb.gz", pprof.str());
+  }
+  // The shared row table's header after its file's size (u64 LE): the size
+  // cct-record makes, and a file one entry short of its header's count.
+  for (const auto& [name, entries, size] :
+       {std::tuple{"default", collector::kSharedRowsEntries, collector::SharedRowsBytes(collector::kSharedRowsEntries)},
+        std::tuple{"short-file", size_t{64}, collector::SharedRowsBytes(63)}}) {
+    std::string input(8, '\0');
+    for (int i = 0; i < 8; ++i) input[i] = static_cast<char>(static_cast<uint64_t>(size) >> (8 * i));
+    Write("shared_rows", name, input + collector::EncodeSharedRowsHeader(entries));
   }
   return 0;
 }

@@ -42,6 +42,15 @@ inline constexpr size_t kSharedRowsMaxEntries = size_t{1} << 22;
 
 inline constexpr size_t SharedRowsBytes(size_t entries) { return kSharedRowsHeader + entries * 4 * sizeof(uint64_t); }
 
+// The header of a table of `entries` entries (kSharedRowsHeader bytes).
+std::string EncodeSharedRowsHeader(size_t entries);
+// The entry count the header at the start of `bytes` states, checked
+// against the file's size: an error (saying why, for a path to follow) for
+// a file shorter than a header, another magic or version, a count that is
+// not a power of two up to kSharedRowsMaxEntries, or a size that is not
+// its entries'. Pure.
+cct::Result<size_t> DecodeSharedRowsHeader(std::string_view bytes, uint64_t file_size);
+
 // A new table, sealed; the descriptor is close-on-exec and the caller's.
 cct::Result<int> CreateSharedRows(size_t entries = kSharedRowsEntries);
 
