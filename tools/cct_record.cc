@@ -16,6 +16,7 @@
 #include "cct/pattern.h"
 #include "cct/text.h"
 #include "collector/core/config.h"
+#include "collector/cpu/shared_rows.h"
 #include "collector/cpu/symbol_cache.h"
 #include "collector/gpu/gpu_probe.h"
 #include "record/output.h"
@@ -286,6 +287,10 @@ int main(int argc, char** argv) {
     config.spool_dir = spool->dir();
     config.inbox = spool->inbox() != nullptr;
     config.rows_path = spool->rows_path();
+    // The rows earlier recordings computed (a cache beside the symbol tables).
+    const std::string rows_cache =
+        config.symbol_cache_dir.empty() ? "" : collector::SharedRowsCachePath(config.symbol_cache_dir);
+    if (!rows_cache.empty()) (void)spool->LoadRows(rows_cache);
     std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
     if (!launch_entry.empty()) env.push_back(launch_entry);
 
@@ -308,6 +313,7 @@ int main(int argc, char** argv) {
     // recording when they outlive this one).
     spool->CloseInbox(2000, res.descendants_left);
     const record::Spool::Pass last = gather();
+    if (!rows_cache.empty()) (void)spool->SaveRows(rows_cache);
     if (!spool->RemoveIfEmpty() && last.left > 0) {
       std::cerr << kTool << ": note: " << last.left << (last.left == 1 ? " recorded process is" : " recorded processes are")
                 << " still running after the program; the next cct-record into " << config.db_path

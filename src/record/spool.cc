@@ -98,6 +98,16 @@ cct::Result<Spool> Spool::Create(const std::string& db_path, const std::string& 
 
 std::string Spool::rows_path() const { return rows_.fd >= 0 ? collector::SharedRowsPath(rows_.fd) : ""; }
 
+cct::Status Spool::LoadRows(const std::string& path) {
+  if (rows_.fd < 0) return cct::NotFound("no shared row table");
+  return collector::LoadSharedRows(rows_.fd, path);
+}
+
+cct::Status Spool::SaveRows(const std::string& path) const {
+  if (rows_.fd < 0) return cct::NotFound("no shared row table");
+  return collector::SaveSharedRows(rows_.fd, path);
+}
+
 Spool::RowsFd& Spool::RowsFd::operator=(RowsFd&& o) noexcept {
   if (this != &o) {
     if (fd >= 0) close(fd);

@@ -65,6 +65,12 @@ class Spool {
   // share (collector/cpu/shared_rows.h), which Create made and this spool
   // holds; "" when there is none (each process keeps its own rows).
   std::string rows_path() const;
+  // Fills that table from the rows a recording before saved at `path`, and
+  // saves it there once the program has ended (collector/cpu/shared_rows.h,
+  // LoadSharedRows and SaveSharedRows): a cache, so the caller may go on
+  // whatever they return. NotFound when there is no table.
+  cct::Status LoadRows(const std::string& path);
+  cct::Status SaveRows(const std::string& path) const;
   // Stops the inbox (Inbox::Close): before the pass after the program.
   void CloseInbox(int timeout_ms, bool senders_alive = true) {
     if (inbox_) inbox_->Close(timeout_ms, senders_alive);

@@ -311,7 +311,8 @@ TEST_CASE("cct-record: a program run twice in one recording unwinds the second t
   TempDir dir;
   const std::string db = dir / "rows.db";
   const std::string prog = Prog("cct-test-deep-recursion");
-  auto r = Run(Record(db, {}, {"/bin/sh", "-c", prog + " 10 && " + prog + " 10"}));
+  // A cache of its own: no rows an earlier recording saved.
+  auto r = Run(Record(db, {"--symbol-cache", dir / "cache"}, {"/bin/sh", "-c", prog + " 10 && " + prog + " 10"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<store::RunMeta> runs;
@@ -332,6 +333,44 @@ TEST_CASE("cct-record: a program run twice in one recording unwinds the second t
     CHECK(LongestChain(t, "dive") == std::pair<int, std::string>{10, "main"});
     CHECK_FALSE(UnderPartial(t, "dive"));
   }
+}
+
+// The table is saved beside the symbol tables when the program ends, and
+// the next recording starts from it: its first process finds the rows the
+// previous recording computed. A damaged saved table only costs the rows.
+TEST_CASE("cct-record: the next recording starts from the rows the previous one saved in the symbol cache") {
+  TempDir dir;
+  const std::string cache = dir / "cache";
+  const std::string prog = Prog("cct-test-deep-recursion");
+  auto record = [&](const std::string& db) {
+    auto r = Run(Record(db, {"--symbol-cache", cache}, {prog, "10"}));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto runs = Runs(db);
+    REQUIRE(runs.size() == 1);
+    const cct::Tree t = TreeOf(db, runs[0].id);
+    CHECK(LongestChain(t, "dive") == std::pair<int, std::string>{10, "main"});
+    return runs[0].diagnostics;
+  };
+  const auto first = record(dir / "a.db");
+  CHECK(first.at("walker_rows_computed") >= 3);
+  CHECK(first.at("walker_rows_shared") == 0);
+  REQUIRE(std::filesystem::exists(cache + "/cfi-rows.v1"));
+  const auto second = record(dir / "b.db");
+  CHECK(second.at("walker_rows_shared") >= 2);  // dive's and main's rows at least
+  CHECK(second.at("walker_rows_computed") < first.at("walker_rows_computed"));
+  // Garbage where the table was: the recording computes its rows again and
+  // saves a good table over it.
+  {
+    std::ofstream bad(cache + "/cfi-rows.v1", std::ios::trunc);
+    bad << "not a table";
+  }
+  const auto third = record(dir / "c.db");
+  CHECK(third.at("walker_rows_shared") == 0);
+  CHECK(third.at("walker_rows_computed") >= 3);
+  CHECK(std::filesystem::file_size(cache + "/cfi-rows.v1") > 1000);
+  const auto fourth = record(dir / "d.db");
+  CHECK(fourth.at("walker_rows_shared") >= 2);
 }
 
 // Issue 15: stacks were cut at 512 frames, innermost kept, so a deep

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "collector/cpu/cfi_unwinder.h"
@@ -120,4 +121,85 @@ TEST_CASE("shared rows: the header as the layout says, read back with the file's
   CHECK_FALSE(DecodeSharedRowsHeader(header.substr(0, 63), 64 + 1024 * 32).ok());
   const std::string too_many = TableBytes(kSharedRowsMagic, kSharedRowsVersion, 1u << 23, 64);
   CHECK_FALSE(DecodeSharedRowsHeader(too_many, SharedRowsBytes(size_t{1} << 23)).ok());
+}
+
+namespace {
+std::string TableOf(int fd) {
+  struct stat st {};
+  REQUIRE(fstat(fd, &st) == 0);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  REQUIRE(pread(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+  return bytes;
+}
+// A new table's bytes, before any process wrote to it.
+std::string NewTable(size_t entries) {
+  auto fd = CreateSharedRows(entries);
+  REQUIRE(fd.ok());
+  const std::string bytes = TableOf(*fd);
+  close(*fd);
+  return bytes;
+}
+void WriteFile(const std::string& path, const std::string& bytes) {
+  FILE* f = fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
+}
+}  // namespace
+
+TEST_CASE("shared rows: a table saved in the cache directory fills the next recording's, or leaves it as it was") {
+  testutil::TempDir dir;
+  const std::string path = SharedRowsCachePath(dir / "made-on-save");
+  auto first = CreateSharedRows(64);
+  REQUIRE(first.ok());
+  // Entries as processes write them: any words after the header.
+  std::string entries(64 * 32, '\0');
+  for (size_t i = 0; i < entries.size(); ++i) entries[i] = static_cast<char>(i * 7 + 1);
+  REQUIRE(pwrite(*first, entries.data(), entries.size(), 64) == static_cast<ssize_t>(entries.size()));
+  REQUIRE(SaveSharedRows(*first, path).ok());
+  CHECK(TableOf(*first).size() == std::filesystem::file_size(path));
+
+  auto second = CreateSharedRows(64);
+  REQUIRE(second.ok());
+  REQUIRE(LoadSharedRows(*second, path).ok());
+  CHECK(TableOf(*second) == TableOf(*first));
+  CHECK((fcntl(*second, F_GET_SEALS) & F_SEAL_SHRINK) != 0);  // still the sealed table the processes map
+
+  // What is not such a table leaves a new one empty.
+  const std::string empty = NewTable(64);
+  const std::string other = dir / "other";
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* reason;
+  };
+  std::string wrong_magic = TableOf(*first);
+  wrong_magic[0] = 'X';
+  const Case cases[] = {
+      {"a table of another size", NewTable(128), "another size"},
+      {"another magic", wrong_magic, "not a shared row table"},
+      {"a short file", TableOf(*first).substr(0, 100), "damaged"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    WriteFile(other, c.bytes);
+    auto fresh = CreateSharedRows(64);
+    REQUIRE(fresh.ok());
+    const cct::Status st = LoadSharedRows(*fresh, other);
+    CHECK_FALSE(st.ok());
+    CHECK(st.message().find(c.reason) != std::string::npos);
+    CHECK(TableOf(*fresh) == empty);
+    close(*fresh);
+  }
+  auto fresh = CreateSharedRows(64);
+  REQUIRE(fresh.ok());
+  CHECK(LoadSharedRows(*fresh, dir / "none").code() == cct::ErrorCode::kNotFound);
+  CHECK_FALSE(LoadSharedRows(*fresh, dir.path()).ok());  // a directory
+  const std::string fifo = dir / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_FALSE(LoadSharedRows(*fresh, fifo).ok());  // refused, not waited on
+  CHECK(TableOf(*fresh) == empty);
+  close(*fresh);
+  close(*first);
+  close(*second);
 }

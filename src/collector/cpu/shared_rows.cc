@@ -4,11 +4,13 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "collector/cpu/cfi_unwinder.h"
 #include "store/tree_codec.h"
@@ -71,6 +73,74 @@ cct::Result<int> CreateSharedRows(size_t entries) {
 
 std::string SharedRowsPath(int fd) {
   return "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+}
+
+std::string SharedRowsCachePath(const std::string& dir) {
+  return dir + "/cfi-rows.v" + std::to_string(kSharedRowsVersion);
+}
+
+namespace {
+
+// The entry count of the table in regular file `fd`, from its header and
+// size.
+cct::Result<size_t> EntriesOf(int fd, const std::string& what) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return Errno("cannot read " + what);
+  if (!S_ISREG(st.st_mode)) return cct::Corrupt(what + " is not a shared row table");
+  char header[kSharedRowsHeader];
+  const ssize_t n = pread(fd, header, sizeof header, 0);
+  auto entries = DecodeSharedRowsHeader({header, n > 0 ? static_cast<size_t>(n) : 0}, static_cast<uint64_t>(st.st_size));
+  if (!entries.ok()) return cct::Corrupt(what + " " + entries.status().message());
+  return entries;
+}
+
+// Copies `bytes` bytes from `in` at `from` to `out` at its file position,
+// in the kernel (sendfile): no buffer of ours to fault in.
+cct::Status Copy(int out, int in, off_t from, size_t bytes, const std::string& what) {
+  while (bytes > 0) {
+    const ssize_t n = sendfile(out, in, &from, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? cct::Corrupt(what + " was cut short") : Errno("cannot copy " + what);
+    bytes -= static_cast<size_t>(n);
+  }
+  return cct::Status::Ok();
+}
+
+}  // namespace
+
+cct::Status LoadSharedRows(int fd, const std::string& path) {
+  CCT_ASSIGN_OR_RETURN(const size_t entries, EntriesOf(fd, "the shared row table"));
+  // Not blocking on whatever the path names (a FIFO).
+  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (in < 0) return errno == ENOENT ? cct::NotFound("no saved rows at " + path) : Errno("cannot open " + path);
+  cct::Result<size_t> saved = EntriesOf(in, path);
+  cct::Status st = saved.ok() ? cct::Status::Ok() : saved.status();
+  if (st.ok() && *saved != entries) st = cct::Corrupt(path + " holds a table of another size");
+  if (st.ok() && lseek(fd, static_cast<off_t>(kSharedRowsHeader), SEEK_SET) < 0) st = Errno("cannot fill the shared row table");
+  if (st.ok()) st = Copy(fd, in, static_cast<off_t>(kSharedRowsHeader), SharedRowsBytes(entries) - kSharedRowsHeader, path);
+  close(in);
+  return st;
+}
+
+cct::Status SaveSharedRows(int fd, const std::string& path) {
+  CCT_ASSIGN_OR_RETURN(const size_t entries, EntriesOf(fd, "the shared row table"));
+  const size_t size = SharedRowsBytes(entries);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // Written in place, not aside and renamed: ext4 writes a file renamed
+  // over another out at once (auto_da_alloc), 3 ms of every recording on
+  // the CI VM. A reader or a second writer meanwhile sees some entries of
+  // each table, and each entry's tag tells a torn one.
+  const int out = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
+  if (out < 0) return Errno("cannot write " + path);
+  struct stat st {};
+  cct::Status why = cct::Status::Ok();
+  if (fstat(out, &st) != 0 || !S_ISREG(st.st_mode)) why = cct::IoError(path + " is not a regular file");
+  else if (static_cast<uint64_t>(st.st_size) != size && ftruncate(out, static_cast<off_t>(size)) != 0)
+    why = Errno("cannot write " + path);
+  else why = Copy(out, fd, 0, size, "the shared row table");
+  close(out);
+  return why;
 }
 
 cct::Status AttachSharedRows(const std::string& path) {

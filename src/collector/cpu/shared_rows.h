@@ -13,8 +13,10 @@
 //
 // Layout: a 64-byte header (kSharedRowsMagic, NUL-padded to 16 bytes; the
 // version and the entry count, 32-bit little-endian), then `entries`
-// entries of four 64-bit words. Not a stored format: it lives as long as
-// one recording and only this build's processes read it.
+// entries of four 64-bit words. Saved between recordings in the symbol
+// cache (below), so kSharedRowsVersion changes with anything that changes
+// what an entry means: the words a row caches, its key, its tag. (An entry
+// whose tag does not match is a miss, so a mix-up costs rows, not stacks.)
 //
 // Normal context; thread-compatible (called once per process, in Start).
 #pragma once
@@ -56,6 +58,24 @@ cct::Result<int> CreateSharedRows(size_t entries = kSharedRowsEntries);
 
 // The path the recorded processes open `fd` of this process by.
 std::string SharedRowsPath(int fd);
+
+// Across recordings: cct-record fills a new table from the rows a recording
+// before it saved in the symbol cache directory (the rows are keyed by
+// build id and offset, valid wherever that binary runs), and saves the
+// table there when its program has ended. A cache: a missing, damaged or
+// foreign file only means rows are computed again. It is written in place:
+// two recordings saving at once, or one loading meanwhile, may mix entries
+// of both tables, and a torn entry's tag makes it a miss.
+
+// The file in cache directory `dir` that holds the saved rows.
+std::string SharedRowsCachePath(const std::string& dir);
+// Copies the entries of the table saved at `path` into the table `fd` (one
+// CreateSharedRows made, not yet handed out). NotFound when there is no
+// such file; Corrupt when it is not a table (DecodeSharedRowsHeader) or
+// holds another entry count; `fd`'s table is then as it was.
+cct::Status LoadSharedRows(int fd, const std::string& path);
+// Saves the table `fd` at `path` (its directory made when missing).
+cct::Status SaveSharedRows(int fd, const std::string& path);
 
 // Maps the table at `path` and hands it to the walker (UseSharedRows). An
 // error, and no table, when `path` cannot be opened or is not a table this
