@@ -6,21 +6,11 @@
 // and re-encodes to the bytes it was read from (all but the padding).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include "collector/cpu/shared_rows.h"
-
-namespace {
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "property failed: %s\n", what);
-    std::abort();
-  }
-}
-}  // namespace
+#include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 8) return 0;
@@ -29,14 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 8, size - 8);
   const cct::Result<size_t> entries = collector::DecodeSharedRowsHeader(bytes, file_size);
   if (!entries.ok()) {
-    Check(!entries.status().message().empty(), "a refusal says why");
+    FUZZ_CHECK(!entries.status().message().empty());
     return 0;
   }
   const size_t n = *entries;
-  Check(n != 0 && (n & (n - 1)) == 0 && n <= collector::kSharedRowsMaxEntries, "entry count in range");
-  Check(collector::SharedRowsBytes(n) == file_size, "the table is the file");
+  FUZZ_CHECK(n != 0 && (n & (n - 1)) == 0 && n <= collector::kSharedRowsMaxEntries);
+  FUZZ_CHECK(collector::SharedRowsBytes(n) == file_size);
   const std::string header = collector::EncodeSharedRowsHeader(n);
-  Check(header.size() == collector::kSharedRowsHeader, "header size");
-  Check(bytes.substr(0, 24) == std::string_view(header).substr(0, 24), "re-encodes");
+  FUZZ_CHECK(header.size() == collector::kSharedRowsHeader);
+  FUZZ_CHECK(bytes.substr(0, 24) == std::string_view(header).substr(0, 24));
   return 0;
 }
