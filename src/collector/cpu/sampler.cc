@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <mutex>
 #include <utility>
@@ -151,6 +152,7 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
   int k = PathKeys(t, frames, depth, partial, open, rt->epoch.load(std::memory_order_relaxed), t->keys);
   if (deep) t->keys[k++] = kTruncatedKey;
   const uint64_t* path = t->keys;
+  int64_t python_cost = 0;  // the Python walk's part of this sample's cost
   if (python::Process().enabled) {
     const int64_t python_began = Now(CLOCK_MONOTONIC);
     const python::PythonStack py = python::WalkPythonFrames(t, t->py_keys, t->py_groups, t->max_depth);
@@ -166,7 +168,7 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
       path = t->spliced;
       python::CountSplice(mismatched);
     }
-    t->python_ns.fetch_add(Now(CLOCK_MONOTONIC) - python_began, std::memory_order_relaxed);
+    python_cost = Now(CLOCK_MONOTONIC) - python_began;
   }
   const SampleTrie::NodeIndex leaf = t->trie.AddSampleAt(path, k, delta);
   if (leaf == SampleTrie::kNoIndex) t->lost.fetch_add(1, std::memory_order_relaxed);
@@ -188,6 +190,9 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
     const int64_t cpu_cost = Now(CLOCK_THREAD_CPUTIME_ID) - now;
     if (cpu_cost >= 0 && cpu_cost < cost) cost = cpu_cost;
   }
+  // A part of a cost taken from the CPU clock: the walk's wall time may
+  // include the wait, and a part must not exceed its whole.
+  if (python_cost > 0) t->python_ns.fetch_add(std::min(python_cost, std::max<int64_t>(cost, 0)), std::memory_order_relaxed);
   if (cost > 0) {
     t->throttle_until_ns = now + (1 + kThrottleFactor) * cost;
     t->handler_ns.fetch_add(cost, std::memory_order_relaxed);
