@@ -148,22 +148,14 @@ cct::Status AttachSharedRows(const std::string& path) {
   // program's start must not wait on it or change its session.
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Errno("cannot open the shared row table " + path);
-  char bytes[kSharedRowsHeader];
-  struct stat st {};
+  cct::Result<size_t> entries = EntriesOf(fd, path);
   const int seals = fcntl(fd, F_GET_SEALS);
-  cct::Result<size_t> entries = cct::Corrupt("is not a shared row table");  // not a plain file
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    if (seals < 0 || (static_cast<unsigned>(seals) & F_SEAL_SHRINK) == 0) {
-      // A file that can shrink could take pages from under the handler.
-      entries = cct::Corrupt("is not sealed against shrinking");
-    } else {
-      const ssize_t n = pread(fd, bytes, sizeof bytes, 0);
-      entries = DecodeSharedRowsHeader({bytes, n > 0 ? static_cast<size_t>(n) : 0}, static_cast<uint64_t>(st.st_size));
-    }
-  }
+  if (entries.ok() && (seals < 0 || (static_cast<unsigned>(seals) & F_SEAL_SHRINK) == 0))
+    // A file that can shrink could take pages from under the handler.
+    entries = cct::Corrupt(path + " is not sealed against shrinking");
   if (!entries.ok()) {
     close(fd);
-    return cct::Corrupt(path + " " + entries.status().message());
+    return entries.status();
   }
   void* map = mmap(nullptr, SharedRowsBytes(*entries), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
