@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "cct/pattern.h"
@@ -136,6 +137,9 @@ int main(int argc, char** argv) {
   const std::string clock = vm["clock"].as<std::string>();
   if (clock != "cpu" && clock != "wall") cli::Fail(kTool, "--clock must be cpu or wall, not '" + clock + "'", kExitOwnError);
   config.clock = clock == "wall" ? collector::SampleClock::kWall : collector::SampleClock::kCpu;
+  // The collector samples the CPU clock with a perf event per thread.
+  std::optional<record::SamplingHooks> hooks;
+  if (config.clock == collector::SampleClock::kCpu) hooks.emplace();
   config.freq_hz = vm["freq"].as<double>();
   if (!std::isfinite(config.freq_hz) || config.freq_hz < 1 || config.freq_hz > 100000)
     cli::Fail(kTool, "--freq must be between 1 and 100000 Hz", kExitOwnError);
@@ -275,6 +279,7 @@ int main(int argc, char** argv) {
   }
 
   record::InstallSignalForwarding();
+  if (hooks) hooks->Wait();  // its wait before the program's time, not in it
 
   std::set<store::RunId> reported;
   int exit_status = 0;

@@ -2,6 +2,7 @@
 #include "record/record.h"
 
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -68,6 +69,27 @@ void ReapOrphans(pid_t program) {
 }
 
 }  // namespace
+
+SamplingHooks::SamplingHooks() {
+  const pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
+  try {
+    opener_ = std::thread([this, self] {
+      perf_event_attr attr{};
+      attr.size = sizeof attr;
+      attr.type = PERF_TYPE_SOFTWARE;
+      attr.config = PERF_COUNT_SW_TASK_CLOCK;
+      attr.disabled = 1;
+      fd_.store(static_cast<int>(syscall(SYS_perf_event_open, &attr, self, -1, -1, PERF_FLAG_FD_CLOEXEC)));
+    });
+  } catch (...) {
+    // No thread: the first process pays the wait, as without this.
+  }
+}
+
+SamplingHooks::~SamplingHooks() {
+  Wait();
+  if (const int fd = fd_.load(); fd >= 0) close(fd);
+}
 
 std::string CollectorLibrary() {
   if (const char* env = getenv("CCT_COLLECTOR_LIB"); env && *env) return env;

@@ -4,13 +4,15 @@
 // fixing up and summarizing the runs it recorded. tools/cct_record.cc is
 // option parsing over these.
 //
-// Thread-safety: cct-record is single-threaded; RunProgram and
-// InstallSignalForwarding share one process-global child pid (the
-// forwarding handler reads it), so one program runs at a time.
+// Thread-safety: cct-record is single-threaded but for SamplingHooks'
+// helper thread (one system call); RunProgram and InstallSignalForwarding
+// share one process-global child pid (the forwarding handler reads it), so
+// one program runs at a time.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -18,6 +20,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cct/status.h"
@@ -30,6 +33,31 @@ class Database;
 }
 
 namespace record {
+
+// Keeps the kernel's hooks for per-task perf events switched on while it
+// lives, by holding one such event (the task clock of the calling thread,
+// disabled): the collector samples each thread with one. Linux switches
+// the hooks on at the first such event in the system and off a second
+// after the last one closes, and switching them on waits for an RCU grace
+// period: the first recorded process after an idle second took 15 ms in
+// perf_event_open on the CI VM (docs/performance.md), inside the program's
+// time. The event is opened on a helper thread, so the wait overlaps
+// cct-record's own start; Wait (before the program starts) lets it end
+// there. Nothing happens where perf events are not allowed.
+class SamplingHooks {
+ public:
+  SamplingHooks();
+  ~SamplingHooks();
+  void Wait() {
+    if (opener_.joinable()) opener_.join();
+  }
+  SamplingHooks(const SamplingHooks&) = delete;
+  SamplingHooks& operator=(const SamplingHooks&) = delete;
+
+ private:
+  std::thread opener_;
+  std::atomic<int> fd_{-1};
+};
 
 // The collector library to preload: $CCT_COLLECTOR_LIB, else beside this
 // executable in the build tree or an install prefix; "" when not found.

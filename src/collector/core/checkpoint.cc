@@ -374,6 +374,7 @@ void WriteRun(store::RunState state) noexcept {
     if (python_ns > 0) m.diagnostics["python_handler_ns"] = python_ns;
     m.diagnostics["checkpoint_ns"] = rt->checkpoint_ns;  // the periodic writes before this one
     if (rt->checkpoints_spaced) m.diagnostics["checkpoints_spaced"] = rt->checkpoints_spaced;
+    if (const int64_t s = rt->start_cost_ns.load(std::memory_order_relaxed); s > 0) m.diagnostics["start_ns"] = s;
     m.diagnostics["threads"] = static_cast<int64_t>(n);
     m.diagnostics["sampled_threads"] = static_cast<int64_t>(sampled_threads);
     m.diagnostics["thread_root"] = rt->thread_root_pc.load(std::memory_order_acquire) != 0 ? 1 : 0;

@@ -196,6 +196,7 @@ void PrepareOwnUnwinder() { _Unwind_Backtrace(StopAtOnce, nullptr); }
 }  // namespace
 
 void Start() {
+  const int64_t entered = Now(CLOCK_MONOTONIC);
   auto parsed = ParseConfig([](const char* n) -> const char* { return getenv(n); });
   if (!parsed.ok()) {
     Warn(parsed.status().message() + "; not profiling this process");
@@ -279,6 +280,7 @@ void Start() {
     closedir(d);
   }
   StartFlusher();
+  rt->start_cost_ns.store(Now(CLOCK_MONOTONIC) - entered, std::memory_order_relaxed);
   if (!rt->flusher_running) {  // no thread to defer it to
     std::lock_guard<std::mutex> lock(rt->flush_mutex);
     WriteStartRun();

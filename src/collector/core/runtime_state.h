@@ -402,6 +402,11 @@ struct Runtime {
   // (checkpoint_schedule.h): diagnostics checkpoint_ns, checkpoints_spaced.
   int64_t checkpoint_ns = 0;
   int64_t checkpoints_spaced = 0;
+  // Wall time of Start in this process, from its first line to its last
+  // (diagnostic start_ns): what the collector's start costs a process,
+  // apart from loading the library and from the kernel's part. Written once
+  // by the starting thread, read by whichever thread writes.
+  std::atomic<int64_t> start_cost_ns{0};
   // A forked child's metadata is filled at its first write, not at the fork
   // (EnsureChildMeta): most children exec before any sample and never write.
   // Until then `meta` is the parent's; these hold what the fork time fixes.
