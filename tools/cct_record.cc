@@ -281,6 +281,9 @@ int main(int argc, char** argv) {
   record::InstallSignalForwarding();
   if (hooks) hooks->Wait();  // its wait before the program's time, not in it
 
+  // The rows earlier recordings computed (a cache beside the symbol tables).
+  const std::string rows_cache =
+      config.symbol_cache_dir.empty() ? "" : collector::SharedRowsCachePath(config.symbol_cache_dir);
   std::set<store::RunId> reported;
   int exit_status = 0;
   for (int r = 0; r < repeat; ++r) {
@@ -292,9 +295,6 @@ int main(int argc, char** argv) {
     config.spool_dir = spool->dir();
     config.inbox = spool->inbox() != nullptr;
     config.rows_path = spool->rows_path();
-    // The rows earlier recordings computed (a cache beside the symbol tables).
-    const std::string rows_cache =
-        config.symbol_cache_dir.empty() ? "" : collector::SharedRowsCachePath(config.symbol_cache_dir);
     if (!rows_cache.empty()) (void)spool->LoadRows(rows_cache);
     std::vector<std::string> env = record::ChildEnvironment(environ, lib, nvtx == "on", config);
     if (!launch_entry.empty()) env.push_back(launch_entry);

@@ -2,7 +2,6 @@
 #include "record/record.h"
 
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collector/core/run_info.h"
+#include "collector/cpu/task_clock.h"
 #include "output/format.h"
 #include "store/database.h"
 
@@ -73,14 +73,7 @@ void ReapOrphans(pid_t program) {
 SamplingHooks::SamplingHooks() {
   const pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
   try {
-    opener_ = std::thread([this, self] {
-      perf_event_attr attr{};
-      attr.size = sizeof attr;
-      attr.type = PERF_TYPE_SOFTWARE;
-      attr.config = PERF_COUNT_SW_TASK_CLOCK;
-      attr.disabled = 1;
-      fd_.store(static_cast<int>(syscall(SYS_perf_event_open, &attr, self, -1, -1, PERF_FLAG_FD_CLOEXEC)));
-    });
+    opener_ = std::thread([this, self] { fd_.store(collector::OpenTaskClock(self, 0)); });
   } catch (...) {
     // No thread: the first process pays the wait, as without this.
   }

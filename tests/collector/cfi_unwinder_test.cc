@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "collector/cpu/cfi_unwinder.h"
+#include "collector/cpu/task_clock.h"
 #include "collector/cpu/unwinder.h"
 
 using namespace collector;
@@ -995,13 +996,7 @@ TEST_CASE("cfi walker: at thousands of timer interruptions in libc, libstdc++ an
   // An interruption per 100 us of this thread's CPU time: the task-clock
   // event, as the sampler uses it; where the kernel refuses it, the
   // process's profiling timer (at the kernel's tick: fewer points).
-  perf_event_attr attr{};
-  attr.size = sizeof attr;
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = 100000;
-  attr.disabled = 1;
-  tally_fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  tally_fd = collector::OpenTaskClock(0, 100000);
   f_owner_ex owner{F_OWNER_TID, static_cast<pid_t>(gettid())};
   if (tally_fd >= 0 && (fcntl(tally_fd, F_SETFL, O_ASYNC) != 0 || fcntl(tally_fd, F_SETSIG, SIGPROF) != 0 ||
                         fcntl(tally_fd, F_SETOWN_EX, &owner) != 0 || ioctl(tally_fd, PERF_EVENT_IOC_REFRESH, 1) != 0)) {

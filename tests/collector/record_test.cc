@@ -7,8 +7,6 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +24,7 @@
 
 #include "cct/node_values.h"
 #include "collector/cpu/shared_rows.h"
+#include "collector/cpu/task_clock.h"
 #include "query/profile.h"
 #include "store/database.h"
 #include "store/run_file.h"
@@ -385,12 +384,7 @@ TEST_CASE("cct-record: the next recording starts from the rows the previous one 
 // second with none): cct-record holds one for the whole recording, so the
 // program's first perf_event_open does not wait inside the program's time.
 TEST_CASE("cct-record holds a task-clock perf event of its own while the program runs; start_ns is the collector's start") {
-  perf_event_attr attr{};
-  attr.size = sizeof attr;
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.disabled = 1;
-  const int probe = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  const int probe = collector::OpenTaskClock(0, 0);
   if (probe < 0) {
     MESSAGE("skipped: perf events are not allowed here (perf_event_paranoid)");
     return;

@@ -631,6 +631,29 @@ void DamageRunRecord(const std::string& path, uint8_t id) {
             return txn.Put(**runs, std::string("\0\0\0", 3) + static_cast<char>(id), "{not json");
           }).ok());
 }
+// A run of a process tree, as a recording stores it.
+struct ProcessSpec {
+  std::string name;
+  store::RunId parent = 0, root = 0;  // parent_run, root_run (0: none)
+  int64_t pid = 0;
+  bool exec = false;  // the process exec'd: its next image's run follows
+};
+// Creates those runs in order (ids 1, 2, ... in a new file), each with an
+// empty tree.
+void WriteProcessRuns(const std::string& path, const std::vector<ProcessSpec>& specs) {
+  auto db = Database::Open(path, Database::Mode::kWrite);
+  REQUIRE(db.ok());
+  for (const ProcessSpec& s : specs) {
+    RunMeta m = MakeMeta(s.name);
+    *m.extra = nlohmann::json::object();
+    m.parent_run = s.parent;
+    m.root_run = s.root;
+    m.pid = s.pid;
+    if (s.exec) m.extra["exec"] = true;
+    Tree t;
+    REQUIRE((*db)->CreateRun(m, &t).ok());
+  }
+}
 }  // namespace
 
 TEST_CASE("selectors parse and select") {
@@ -701,30 +724,17 @@ TEST_CASE("selectors over process trees: latest and NAME mean an invocation's ro
   // Runs as version 1 wrote them: parent_run links only, no root_run.
   testutil::TempDir dir;
   const std::string path = dir / "tree.db";
-  struct Spec {
-    const char* name;
-    store::RunId parent;
-    int64_t pid;
-    bool exec;
-  };
   // 1 'a' (root) forks 2, which forks 3; 4 'b' (root) execs itself (5, same
   // pid) after forking 6; 7 'imp' is an imported run; 8 'helper' is a late
   // child of 1.
-  const Spec specs[] = {{"a", 0, 100, false},   {"a", 1, 101, false},  {"a", 2, 102, false}, {"b", 0, 200, true},
-                        {"b", 4, 200, false},   {"b", 4, 201, false},  {"imp", 0, 0, false}, {"helper", 1, 103, false}};
-  {
-    auto db = Database::Open(path, Database::Mode::kWrite);
-    REQUIRE(db.ok());
-    for (const Spec& s : specs) {
-      RunMeta m = MakeMeta(s.name);
-      *m.extra = nlohmann::json::object();
-      m.parent_run = s.parent;
-      m.pid = s.pid;
-      if (s.exec) m.extra["exec"] = true;
-      Tree t;
-      REQUIRE((*db)->CreateRun(m, &t).ok());
-    }
-  }
+  WriteProcessRuns(path, {{"a", 0, 0, 100, false},
+                          {"a", 1, 0, 101, false},
+                          {"a", 2, 0, 102, false},
+                          {"b", 0, 0, 200, true},
+                          {"b", 4, 0, 200, false},
+                          {"b", 4, 0, 201, false},
+                          {"imp", 0, 0, 0, false},
+                          {"helper", 1, 0, 103, false}});
   {
     // Stamped as a version 1 file.
     REQUIRE(testutil::StampFormatVersion(path, 1));
@@ -799,36 +809,17 @@ TEST_CASE("selectors over a long history: latest~N and NAME from the newest runs
   //   214       a child of old run 150 stored now (another pid; "job")
   testutil::TempDir dir;
   const std::string path = dir / "history.db";
-  struct Spec {
-    store::RunId parent, root;
-    int64_t pid;
-    bool exec;
-    std::string name = "run";
-  };
-  std::vector<Spec> specs;
+  std::vector<ProcessSpec> specs;
   for (int i = 1; i <= 200; ++i)
-    specs.push_back({0, 0, 1000 + i, i == 6, i == 1 ? "first" : i == 7 ? "rare" : i == 150 ? "job" : "old"});
-  const std::vector<Spec> recent = {
-      {203, 203, 11, false, "job"}, {203, 203, 12, false, "job"}, {0, 0, 10, false, "job"},
-      {203, 203, 13, false, "job"}, {0, 0, 20, true, "sh"},       {205, 205, 20, true, "env"},
-      {206, 205, 20, false, "make"}, {205, 205, 21, false, "make"}, {5, 0, 30, false, "left"},
-      {0, 999, 40, false},           {0, 0, 50, false},            {211, 211, 51, false},
-      {6, 6, 1006, false, "late"},  {150, 150, 60, false, "job"}};
+    specs.push_back({i == 1 ? "first" : i == 7 ? "rare" : i == 150 ? "job" : "old", 0, 0, 1000 + i, i == 6});
+  const std::vector<ProcessSpec> recent = {
+      {"job", 203, 203, 11, false},  {"job", 203, 203, 12, false}, {"job", 0, 0, 10, false},
+      {"job", 203, 203, 13, false},  {"sh", 0, 0, 20, true},       {"env", 205, 205, 20, true},
+      {"make", 206, 205, 20, false}, {"make", 205, 205, 21, false}, {"left", 5, 0, 30, false},
+      {"run", 0, 999, 40, false},    {"run", 0, 0, 50, false},     {"run", 211, 211, 51, false},
+      {"late", 6, 6, 1006, false},   {"job", 150, 150, 60, false}};
   specs.insert(specs.end(), recent.begin(), recent.end());
-  {
-    auto db = Database::Open(path, Database::Mode::kWrite);
-    REQUIRE(db.ok());
-    for (const Spec& s : specs) {
-      RunMeta m = MakeMeta(s.name);
-      *m.extra = nlohmann::json::object();
-      m.parent_run = s.parent;
-      m.root_run = s.root;
-      m.pid = s.pid;
-      if (s.exec) m.extra["exec"] = true;
-      Tree t;
-      REQUIRE((*db)->CreateRun(m, &t).ok());
-    }
-  }
+  WriteProcessRuns(path, specs);
   auto db = Database::Open(path, Database::Mode::kRead);
   REQUIRE(db.ok());
   auto select = [&](const std::string& text) { return SelectedIds(**db, path, text); };

@@ -31,6 +31,7 @@
 
 #include "collector/core/runtime.h"
 #include "collector/core/source.h"
+#include "collector/cpu/task_clock.h"
 #include "collector/python/python_frames.h"
 
 namespace collector {
@@ -202,13 +203,7 @@ void OnSample(int, siginfo_t* info, void* uc) {  // SIGNAL-HANDLER CODE
 }
 
 bool ArmPerfEvent(ThreadState* t) {
-  perf_event_attr attr{};
-  attr.size = sizeof attr;
-  attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = static_cast<uint64_t>(rt->period_ns);
-  attr.disabled = 1;
-  const int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  const int fd = OpenTaskClock(t->tid, static_cast<uint64_t>(rt->period_ns));
   if (fd < 0) return false;
   f_owner_ex owner{F_OWNER_TID, t->tid};
   if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, rt->signo) != 0 ||
